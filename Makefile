@@ -1,0 +1,26 @@
+# make build: set up .venv if needed and publish the sample catalogue to site/api/v1/
+# make test:  set up .venv if needed and run the whole test suite
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: build check test clean
+
+build: $(STAMP)
+	$(BIN)/catalogue build --data data --out site
+
+check: $(STAMP)
+	$(BIN)/catalogue check --data data
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $@
+
+clean:
+	rm -rf $(VENV) site

@@ -1,0 +1,100 @@
+"""The one place that knows how a resource or page maps to its URL and its file.
+
+Every file the build writes is named here, and the web-server configuration is
+derived from the same constants, so the URL a document carries and the path it
+is served from can never drift apart.
+
+Layout under a generation's root (served as site/api/v1/...):
+
+    api/v1/index.json                               API root
+    api/v1/<resource>/index.json                    first page (no query string)
+    api/v1/<resource>/pages/<limit>/<bucket>/<offset>.json
+                                                    ?limit=<limit>&offset=<offset>;
+                                                    bucket = offset // 10000
+    api/v1/<resource>/<id[:2]>/<id>.json            detail document
+
+Detail documents and pages are spread over shard directories (two hex digits of
+the id; ten thousand offsets) so that no directory grows past a few thousand
+entries at a million books and a rebuild can replace one shard as a unit.
+"""
+from __future__ import annotations
+
+from .validate import UUID_RE
+
+API = "api/v1"
+PAGE_BUCKET = 10000  # offsets per page shard directory
+ID_SHARD = 2  # leading characters of an id that name its shard directory
+
+
+class Resource:
+    """A collection as the API names it and as the data directory names it."""
+
+    def __init__(self, name: str, collection: str, label: str) -> None:
+        self.name = name  # URL segment: "books"
+        self.collection = collection  # data file stem: "books"
+        self.label = label  # DRF's verbose name: "Book"
+
+    @property
+    def schema(self) -> str:
+        """Name of the JSON Schema of one record: schemas/<schema>.json."""
+        return self.label.lower()
+
+    def __repr__(self) -> str:
+        return f"Resource({self.name!r})"
+
+
+# In the API root's order (DRF's DefaultRouter lists routes as registered).
+RESOURCES = (
+    Resource("author", "authors", "Author"),
+    Resource("books", "books", "Book"),
+    Resource("publisher", "publishers", "Publisher"),
+    Resource("category", "categories", "Category"),
+    Resource("user", "users", "User"),
+    Resource("bookshelf", "bookshelves", "Bookshelf"),
+)
+BY_COLLECTION = {r.collection: r for r in RESOURCES}
+
+
+class Urls:
+    """Absolute URLs, all starting with the site's base_url."""
+
+    def __init__(self, base_url: str) -> None:
+        self.base = base_url
+
+    def root(self) -> str:
+        return f"{self.base}/{API}/"
+
+    def collection(self, resource: Resource) -> str:
+        return f"{self.base}/{API}/{resource.name}/"
+
+    def detail(self, resource: Resource, id: str) -> str:
+        return f"{self.base}/{API}/{resource.name}/{id}/"
+
+    def page(self, resource: Resource, limit: int, offset: int = 0) -> str:
+        """A page link as DRF writes it: parameters sorted, offset left out at 0."""
+        query = f"?limit={limit}" if offset == 0 else f"?limit={limit}&offset={offset}"
+        return self.collection(resource) + query
+
+    def origin(self) -> str:
+        """scheme://host of base_url, against which root-relative image paths resolve."""
+        scheme, rest = self.base.split("://", 1)
+        return f"{scheme}://{rest.split('/', 1)[0]}"
+
+
+def root_path() -> str:
+    return f"{API}/index.json"
+
+
+def first_page_path(resource: Resource) -> str:
+    return f"{API}/{resource.name}/index.json"
+
+
+def page_path(resource: Resource, limit: int, offset: int) -> str:
+    return f"{API}/{resource.name}/pages/{limit}/{offset // PAGE_BUCKET}/{offset}.json"
+
+
+def detail_path(resource: Resource, id: str) -> str:
+    # Ids come from the input: only a canonical UUID may ever name a file.
+    if not UUID_RE.fullmatch(id):
+        raise ValueError(f"refusing to name a file after {id!r}: not a canonical UUID")
+    return f"{API}/{resource.name}/{id[:ID_SHARD]}/{id}.json"

@@ -1,0 +1,130 @@
+"""Write a build as a new generation beside the published one and swap it in atomically.
+
+    <out>/api -> current/api              stable path that servers and users name
+    <out>/current -> .build/gens/<N>      replaced by one rename(2) when a build publishes
+    <out>/.build/gens/<N>/api/v1/...      the files of generation N
+    <out>/.build/lock                     one build at a time
+
+A reader following `current` sees one whole generation or the other, never a
+mix; a build that fails or is killed never touches `current`, and its partial
+generation is removed (or, after a kill, collected by the next build).
+"""
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+import shutil
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+from .errors import CatalogueError
+STATE = ".build"
+CURRENT = "current"
+SERVED = ("api",)  # top-level names in a generation, linked from <out>/
+KEEP = 2  # generations kept: the published one and the one readers may still be in
+
+
+class OutputError(CatalogueError):
+    """The output directory cannot be written as asked."""
+
+
+class Generation:
+    """A directory the build fills; it becomes visible only when the site publishes it."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.files = 0
+        self.bytes = 0
+        self._dirs: set[str] = set()
+
+    def write(self, path: str, data: bytes) -> None:
+        directory, _, _ = path.rpartition("/")
+        if directory not in self._dirs:
+            os.makedirs(self.root / directory, exist_ok=True)
+            self._dirs.add(directory)
+        fd = os.open(self.root / path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+        finally:
+            os.close(fd)
+        self.files += 1
+        self.bytes += len(data)
+
+
+class Site:
+    def __init__(self, out: Path) -> None:
+        self.out = out
+        self.gens = out / STATE / "gens"
+
+    @contextmanager
+    def locked(self) -> Iterator["Site"]:
+        self.gens.mkdir(parents=True, exist_ok=True)
+        with open(self.out / STATE / "lock", "w") as lock:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as exc:
+                if exc.errno in (errno.EAGAIN, errno.EACCES):
+                    raise OutputError(f"another build is writing {self.out} right now; try again when it ends")
+                raise
+            self._check_served_names()
+            yield self
+
+    def published(self) -> Path | None:
+        link = self.out / CURRENT
+        return (self.out / os.readlink(link)) if link.is_symlink() else None
+
+    @contextmanager
+    def new_generation(self) -> Iterator[Generation]:
+        """A fresh generation; removed again unless published before the block ends."""
+        numbers = [int(p.name) for p in self.gens.iterdir() if p.name.isdigit()]
+        root = self.gens / f"{max(numbers, default=0) + 1:06d}"
+        root.mkdir()
+        generation = Generation(root)
+        try:
+            yield generation
+        finally:
+            if self.published() != root:
+                shutil.rmtree(root, ignore_errors=True)
+
+    def publish(self, generation: Generation) -> None:
+        os.sync()  # the files must be on disk before the link that makes them visible
+        target = os.path.relpath(generation.root, self.out)
+        temporary = self.out / f".{CURRENT}.new"
+        temporary.unlink(missing_ok=True)
+        os.symlink(target, temporary)
+        os.replace(temporary, self.out / CURRENT)
+        for name in SERVED:
+            if not (self.out / name).is_symlink():
+                os.symlink(f"{CURRENT}/{name}", self.out / name)
+        _fsync_dir(self.out)
+
+    def collect_garbage(self) -> None:
+        """Remove generations older than the last KEEP, and any left by a killed build.
+        Call it holding the lock: a newer generation is otherwise another build's."""
+        published = self.published()
+        numbers = sorted((p for p in self.gens.iterdir() if p.name.isdigit()), key=lambda p: p.name)
+        if published is None:
+            return
+        older = [p for p in numbers if p.name < published.name]
+        for path in older[: max(len(older) - (KEEP - 1), 0)] + [p for p in numbers if p.name > published.name]:
+            shutil.rmtree(path, ignore_errors=True)
+
+    def _check_served_names(self) -> None:
+        for name in SERVED:
+            path = self.out / name
+            if path.exists() and not path.is_symlink():
+                raise OutputError(
+                    f"{path} is a real directory, not the link this tool keeps there; "
+                    "move it away (it was not written by this tool) and build again")
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
