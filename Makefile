@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: build check test clean
+.PHONY: build check test golden clean
 
 build: $(STAMP)
 	$(BIN)/catalogue build --data data --out site
@@ -24,3 +24,7 @@ $(STAMP): pyproject.toml
 
 clean:
 	rm -rf $(VENV) site
+
+# Rewrite tests/golden/ from the sample data: only on purpose, after reading the diff.
+golden: $(STAMP)
+	$(BIN)/python tests/golden_files.py

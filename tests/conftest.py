@@ -1,0 +1,39 @@
+"""Fixtures: the sample catalogue copied into a temporary folder, and tree helpers."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from golden_files import served_files
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLE = ROOT / "data"
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path) -> Path:
+    """A private copy of the sample catalogue that a test may edit."""
+    target = tmp_path / "data"
+    shutil.copytree(SAMPLE, target)
+    return target
+
+
+def served(out: Path) -> dict[str, bytes]:
+    """Every file a server sees under out/api, as relative path -> bytes."""
+    return {str(p.relative_to(out)): p.read_bytes() for p in served_files(out)}
+
+
+def site_state(out: Path) -> dict[str, object]:
+    """Everything in an output directory, links and build state included."""
+    state: dict[str, object] = {}
+    for p in sorted(out.rglob("*")):
+        key = str(p.relative_to(out))
+        if p.is_symlink():
+            state[key] = ("link", str(p.readlink()))
+        elif p.is_file():
+            state[key] = ("file", p.read_bytes(), p.stat().st_mtime_ns)
+        else:
+            state[key] = ("dir",)
+    return state
