@@ -36,10 +36,15 @@ class Problems:
     def __len__(self) -> int:
         return len(self.items)
 
+    def in_order(self) -> list[Problem]:
+        """Grouped by file in the order the build met them, each file's by line."""
+        files = {p.file: n for n, p in reversed(list(enumerate(self.items)))}
+        return sorted(self.items, key=lambda p: (files[p.file], p.line))
+
     def report(self) -> str:
         count = len(self.items)
         head = f"{count} problem{'s' if count != 1 else ''} in the catalogue data:"
-        return "\n".join([head, *(f"  {p}" for p in self.items)])
+        return "\n".join([head, *(f"  {p}" for p in self.in_order())])
 
 
 class CatalogueError(Exception):

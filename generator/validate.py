@@ -281,7 +281,7 @@ def records(source: Source, problems: Problems, known: Known) -> Iterator[tuple[
     for line, row in rows:
         record = _coerce(row, SPECS[collection], source, line, problems)
         if collection == "books":
-            for image in record["images"]:
+            for image in record["images"] or ():
                 if image["id"] is None:
                     key = f"{record['id']}/{image['image']}" if record["id"] else None
                     image["id"] = derived_id("images", key) if key else None

@@ -63,7 +63,7 @@ class Site:
     @contextmanager
     def locked(self) -> Iterator["Site"]:
         self.gens.mkdir(parents=True, exist_ok=True)
-        with open(self.out / STATE / "lock", "w") as lock:
+        with open(self.out / STATE / "lock", "a") as lock:  # "a": no truncation, mtime kept
             try:
                 fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError as exc:

@@ -1,0 +1,299 @@
+"""Every rule of data.md: each bad input is reported with file, line, field and
+what is wrong, all problems of a run together, and nothing published is touched."""
+from __future__ import annotations
+
+import csv
+import io
+import uuid
+from pathlib import Path
+
+import pytest
+
+from generator.build import build, check
+from generator.errors import DataError
+from conftest import site_state
+
+NEW_ID = "0b9f6a52-3d4e-4f1a-9c2b-7e8d9f0a1b2c"
+MISSING_ID = "ffffffff-0000-4000-8000-000000000000"
+
+
+def append_yaml(path: Path, text: str) -> int:
+    """Append records to a YAML list; the line the first one starts on."""
+    before = path.read_text(encoding="utf-8")
+    path.write_text(before + text, encoding="utf-8")
+    return before.count("\n") + 1
+
+
+def append_csv(path: Path, **changes: str) -> int:
+    """Append a copy of the first data row with some cells changed; its line."""
+    text = path.read_text(encoding="utf-8")
+    header, first = list(csv.reader(io.StringIO(text)))[:2]
+    row = dict(zip(header, first), id=str(uuid.uuid4()))
+    row.update(changes)
+    unknown = set(row) - set(header)
+    assert not unknown, unknown
+    out = io.StringIO()
+    csv.writer(out, lineterminator="\n").writerow([row[h] for h in header])
+    path.write_text(text + out.getvalue(), encoding="utf-8")
+    return text.count("\n") + 1
+
+
+def first_id(path: Path) -> str:
+    return next(csv.DictReader(path.open(encoding="utf-8")))["id"]
+
+
+def problems_of(data_dir: Path) -> list:
+    with pytest.raises(DataError) as caught:
+        check(data_dir)
+    return caught.value.problems.items
+
+
+def assert_reported(data_dir: Path, file: str, line: int, field: str, *fragments: str) -> None:
+    found = problems_of(data_dir)
+    matching = [p for p in found if (p.file, p.line, p.field) == (f"data/{file}", line, field)]
+    assert matching, f"no problem at {file}:{line} {field!r}; got:\n" + "\n".join(map(str, found))
+    message = str(matching[0])
+    where = f"data/{file}:{line}:" if line else f"data/{file}:"
+    assert message.startswith(f"{where} field {field!r}:" if field else where), message
+    for fragment in fragments:
+        assert fragment in message, message
+
+
+# ---- fields ------------------------------------------------------------------------
+
+def test_unknown_field(data_dir):
+    line = append_yaml(data_dir / "authors.yaml", "- slug: نویسنده-تازه\n  fullName: تازه\n  nickname: x\n")
+    assert_reported(data_dir, "authors.yaml", line, "nickname", "not a field of authors", "fullName")
+
+
+def test_derived_field_given(data_dir):
+    line = append_yaml(data_dir / "users.yaml", "- username: newcomer\n  url: https://x.example/\n")
+    assert_reported(data_dir, "users.yaml", line, "url", "computed by the build")
+
+
+def test_unknown_csv_column(data_dir):
+    path = data_dir / "bookshelves.csv"
+    lines = path.read_text(encoding="utf-8").splitlines()
+    path.write_text("\n".join([lines[0] + ",colour"] + [l + "," for l in lines[1:]]) + "\n", encoding="utf-8")
+    assert_reported(data_dir, "bookshelves.csv", 2, "colour", "not a field of bookshelves")
+
+
+def test_missing_required_field_yaml(data_dir):
+    line = append_yaml(data_dir / "authors.yaml", "- slug: بی-نام\n  bio: x\n")
+    assert_reported(data_dir, "authors.yaml", line, "fullName", "is missing")
+
+
+def test_missing_required_field_csv(data_dir):
+    line = append_csv(data_dir / "books.csv", title="")
+    assert_reported(data_dir, "books.csv", line, "title", "is missing")
+
+
+def test_wrong_type_list_for_text(data_dir):
+    line = append_yaml(data_dir / "authors.yaml", "- slug: فهرست\n  fullName: x\n  bio: [a, b]\n")
+    assert_reported(data_dir, "authors.yaml", line, "bio", "must be text, not a list")
+
+
+def test_wrong_type_text_for_number(data_dir):
+    line = append_yaml(data_dir / "users.yaml", "- username: counter\n  followers_count: many\n")
+    assert_reported(data_dir, "users.yaml", line, "followers_count", "'many' is not a whole number")
+
+
+def test_wrong_boolean(data_dir):
+    line = append_csv(data_dir / "books.csv", enable="maybe")
+    assert_reported(data_dir, "books.csv", line, "enable", "'maybe' is not a boolean")
+
+
+# ---- ids ---------------------------------------------------------------------------
+
+def test_id_not_a_uuid(data_dir):
+    line = append_yaml(data_dir / "authors.yaml", "- id: 12345\n  slug: عدد\n  fullName: x\n")
+    assert_reported(data_dir, "authors.yaml", line, "id", "'12345' is not a UUID")
+
+
+def test_id_in_upper_case(data_dir):
+    line = append_yaml(data_dir / "authors.yaml", f"- id: {NEW_ID.upper()}\n  slug: بزرگ\n  fullName: x\n")
+    assert_reported(data_dir, "authors.yaml", line, "id", "lower case", NEW_ID)
+
+
+def test_id_used_twice(data_dir):
+    path = data_dir / "publishers.csv"
+    line = append_csv(path, id=first_id(path), slug="دیگر")
+    assert_reported(data_dir, "publishers.csv", line, "id", "used twice in publishers: first on line 2")
+
+
+def test_derived_id_used_twice(data_dir):
+    # Two users without ids and the same username derive the same id.
+    line = append_yaml(data_dir / "users.yaml", "- username: hamed-s\n")
+    assert_reported(data_dir, "users.yaml", line, "username", "'hamed-s' is already taken by the user on line")
+
+
+# ---- references ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("field", ["authors", "translators", "publishers", "categories"])
+def test_book_reference_to_missing_record(data_dir, field):
+    line = append_csv(data_dir / "books.csv", isbn="9780000000001", **{field: MISSING_ID})
+    assert_reported(data_dir, "books.csv", line, field, MISSING_ID, "does not exist")
+
+
+def test_shelf_owner_missing(data_dir):
+    line = append_csv(data_dir / "bookshelves.csv", user=MISSING_ID)
+    assert_reported(data_dir, "bookshelves.csv", line, "user", f"user {MISSING_ID}, which does not exist")
+
+
+def test_category_parent_missing(data_dir):
+    line = append_yaml(data_dir / "categories.yaml", f"- slug: یتیم\n  name: یتیم\n  parent: {MISSING_ID}\n")
+    assert_reported(data_dir, "categories.yaml", line, "parent", MISSING_ID, "does not exist")
+
+
+def test_category_cycle(data_dir):
+    a, b = NEW_ID, MISSING_ID
+    line = append_yaml(data_dir / "categories.yaml",
+                       f"- id: {a}\n  slug: الف\n  name: الف\n  parent: {b}\n"
+                       f"- id: {b}\n  slug: ب\n  name: ب\n  parent: {a}\n")
+    assert_reported(data_dir, "categories.yaml", line, "parent", "its own ancestor", "cycle of 2")
+    assert_reported(data_dir, "categories.yaml", line + 4, "parent", "its own ancestor")
+
+
+# ---- usernames -------------------------------------------------------------------------
+
+def test_username_too_long(data_dir):
+    line = append_yaml(data_dir / "users.yaml", f"- username: {'a' * 151}\n")
+    assert_reported(data_dir, "users.yaml", line, "username", "151 characters long; at most 150")
+
+
+def test_username_150_characters_is_fine(data_dir):
+    append_yaml(data_dir / "users.yaml", f"- username: {'ب' * 150}\n")
+    check(data_dir)
+
+
+def test_username_bad_characters(data_dir):
+    line = append_yaml(data_dir / "users.yaml", "- username: \"sara ahmadi!\"\n")
+    assert_reported(data_dir, "users.yaml", line, "username", "only letters, digits and @ . + - _")
+
+
+def test_username_used_twice(data_dir):
+    line = append_yaml(data_dir / "users.yaml", f"- id: {NEW_ID}\n  username: reza_k\n")
+    assert_reported(data_dir, "users.yaml", line, "username", "'reza_k' is already taken by the user on line 9")
+
+
+# ---- values ------------------------------------------------------------------------------
+
+def test_isbn_not_digits(data_dir):
+    line = append_csv(data_dir / "books.csv", isbn="978-600-1234-56-7")
+    assert_reported(data_dir, "books.csv", line, "isbn", "must be digits only")
+
+
+@pytest.mark.parametrize("field", ["price", "pages", "weight"])
+def test_negative_number(data_dir, field):
+    line = append_csv(data_dir / "books.csv", **{field: "-5"})
+    assert_reported(data_dir, "books.csv", line, field, "-5 is negative")
+
+
+def test_price_with_decimals(data_dir):
+    line = append_csv(data_dir / "books.csv", price="1250.50")
+    assert_reported(data_dir, "books.csv", line, "price", "'1250.50' is not a whole number")
+
+
+def test_created_time_not_iso(data_dir):
+    line = append_csv(data_dir / "books.csv", created_time="1400/01/01 10:00")
+    assert_reported(data_dir, "books.csv", line, "created_time", "not an ISO 8601 timestamp")
+
+
+def test_created_time_without_offset(data_dir):
+    line = append_csv(data_dir / "books.csv", created_time="2021-03-04T10:20:30")
+    assert_reported(data_dir, "books.csv", line, "created_time", "has no UTC offset")
+
+
+@pytest.mark.parametrize("bad", ["رمان ایرانی", "a/b", "کتاب!", "..", "x\u200cy"])
+def test_slug_bad_characters(data_dir, bad):
+    line = append_yaml(data_dir / "authors.yaml", f"- slug: \"{bad}\"\n  fullName: x\n")
+    assert_reported(data_dir, "authors.yaml", line, "slug", "only letters, digits, '-' and '_'")
+
+
+def test_image_that_is_not_a_url(data_dir):
+    line = append_csv(data_dir / "books.csv", images="cover.jpg")
+    assert_reported(data_dir, "books.csv", line, "images", "neither an http(s) URL nor a path")
+
+
+# ---- site.yaml and files ------------------------------------------------------------------
+
+@pytest.mark.parametrize("url, fragment", [
+    ("ftp://ketab.example.ir", "not an absolute http(s) URL"),
+    ("ketab.example.ir", "not an absolute http(s) URL"),
+    ("https://ketab.example.ir/", "must not end with '/'"),
+])
+def test_base_url_not_absolute_http(data_dir, url, fragment):
+    site = data_dir / "site.yaml"
+    site.write_text(site.read_text(encoding="utf-8").replace("https://ketab.example.ir", url), encoding="utf-8")
+    assert_reported(data_dir, "site.yaml", 0, "base_url", fragment)
+
+
+def test_bad_page_sizes_and_zone(data_dir):
+    (data_dir / "site.yaml").write_text(
+        "base_url: https://k.example\npage_sizes: [12, 0]\ntime_zone: Mars/Olympus\n", encoding="utf-8")
+    assert_reported(data_dir, "site.yaml", 0, "page_sizes", "positive whole numbers")
+    assert_reported(data_dir, "site.yaml", 0, "time_zone", "not an IANA time zone")
+
+
+def test_both_formats_present(data_dir):
+    (data_dir / "authors.csv").write_text("slug,fullName\nx,y\n", encoding="utf-8")
+    found = problems_of(data_dir)
+    assert any("collection 'authors' comes from authors.yaml and authors.csv" in str(p) for p in found)
+
+
+def test_no_file_for_a_collection(data_dir):
+    (data_dir / "users.yaml").unlink()
+    found = problems_of(data_dir)
+    assert [str(p) for p in found] == [
+        "data/: collection 'users' has no data file: add users.yaml or users.csv"]
+
+
+def test_csv_row_with_too_many_cells(data_dir):
+    path = data_dir / "publishers.csv"
+    text = path.read_text(encoding="utf-8")
+    path.write_text(text + f"{NEW_ID},x,نشر ایکس,تهران, ایران\n", encoding="utf-8")
+    assert_reported(data_dir, "publishers.csv", text.count("\n") + 1, "", "has 5 cells but the header has 4")
+
+
+def test_yaml_syntax_error(data_dir):
+    line = append_yaml(data_dir / "users.yaml", "- username: [unclosed\n")
+    found = problems_of(data_dir)
+    assert any(p.file == "data/users.yaml" and p.line >= line and "not valid YAML" in p.message for p in found)
+
+
+def test_not_utf8(data_dir):
+    (data_dir / "publishers.csv").write_bytes("id,slug,company,info\n,a,نشر,\n".encode("cp1256"))
+    assert_reported(data_dir, "publishers.csv", 0, "", "is not UTF-8")
+
+
+def test_bom_is_allowed(data_dir):
+    path = data_dir / "publishers.csv"
+    path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
+    check(data_dir)
+
+
+# ---- the run as a whole --------------------------------------------------------------------
+
+def test_all_problems_reported_together_in_file_order(data_dir):
+    site = data_dir / "site.yaml"
+    site.write_text(site.read_text(encoding="utf-8").replace("https://", "ftp://"), encoding="utf-8")
+    append_yaml(data_dir / "authors.yaml", "- slug: \"a b\"\n  fullName: x\n")
+    append_csv(data_dir / "books.csv", isbn="x1", price="-1")
+    append_yaml(data_dir / "users.yaml", f"- username: {'u' * 200}\n")
+    with pytest.raises(DataError) as caught:
+        check(data_dir)
+    report = str(caught.value).splitlines()
+    assert report[0] == "5 problems in the catalogue data:"
+    assert [line.split(": field ")[1].split("'")[1] for line in report[1:]] == [
+        "base_url", "slug", "username", "isbn", "price"]  # by file in build order, then by line
+
+
+def test_failed_build_leaves_published_site_untouched(data_dir, tmp_path):
+    out = tmp_path / "site"
+    build(data_dir, out)
+    before = site_state(out)
+    append_csv(data_dir / "books.csv", isbn="not-an-isbn")
+    with pytest.raises(DataError) as caught:
+        build(data_dir, out)
+    assert "isbn" in str(caught.value)
+    assert site_state(out) == before
