@@ -1,0 +1,81 @@
+"""The `catalogue` command through click's CliRunner: exit codes and full texts."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from generator.cli import main
+from conftest import ROOT
+
+SUMMARY = "records: author 19, books 42, publisher 7, category 14, user 8, bookshelf 12"
+
+
+def run(*args: str, env: dict | None = None):
+    return CliRunner().invoke(main, list(args), env=env, catch_exceptions=False)
+
+
+def test_build_prints_summary_and_publishes(data_dir: Path, tmp_path: Path):
+    out = tmp_path / "site"
+    result = run("build", "--data", str(data_dir), "--out", str(out))
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert lines[0] == SUMMARY
+    assert re.fullmatch(r"files: 127, 0\.\d MB, \d+\.\d\d s", lines[1])
+    assert lines[2] == f"published: {out}/api/v1/"
+    assert (out / "api/v1/books/index.json").is_file()
+
+
+def test_check_writes_nothing(data_dir: Path, tmp_path: Path):
+    result = run("check", "--data", str(data_dir))
+    assert result.exit_code == 0
+    assert result.output == f"{SUMMARY}\nthe data is valid\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["data"]
+
+
+def test_bad_data_exits_1_with_the_whole_report(data_dir: Path, tmp_path: Path):
+    users = data_dir / "users.yaml"
+    users.write_text(users.read_text(encoding="utf-8")
+                     + "- username: \"bad name\"\n  followers_count: -3\n", encoding="utf-8")
+    result = run("build", "--data", str(data_dir), "--out", str(tmp_path / "site"))
+    assert result.exit_code == 1
+    assert result.output == (
+        "2 problems in the catalogue data:\n"
+        "  data/users.yaml:52: field 'username': 'bad name' may hold only letters, digits and @ . + - _\n"
+        "  data/users.yaml:52: field 'followers_count': -3 is negative; it must be 0 or more\n")
+    assert not (tmp_path / "site" / "api").exists()
+
+
+def test_base_url_option_and_environment(data_dir: Path, tmp_path: Path):
+    run("build", "--data", str(data_dir), "--out", str(tmp_path / "a"), "--base-url", "https://staging.example")
+    run("build", "--data", str(data_dir), "--out", str(tmp_path / "b"),
+        env={"CATALOGUE_BASE_URL": "http://localhost:8000/catalogue"})
+    assert (tmp_path / "a/api/v1/index.json").read_bytes().startswith(
+        b'{"author":"https://staging.example/api/v1/author/"')
+    assert b'"next":"http://localhost:8000/catalogue/api/v1/books/?limit=12&offset=12"' in (
+        tmp_path / "b/api/v1/books/index.json").read_bytes()
+
+
+def test_bad_base_url_option(data_dir: Path):
+    result = run("check", "--data", str(data_dir), "--base-url", "example.org")
+    assert result.exit_code == 1
+    assert result.output == (
+        "1 problem in the catalogue data:\n"
+        "  data/site.yaml: field 'base_url': 'example.org' is not an absolute http(s) URL\n")
+
+
+def test_missing_data_directory(tmp_path: Path):
+    result = run("check", "--data", str(tmp_path / "nowhere"))
+    assert result.exit_code == 1
+    assert result.output == f"data directory {tmp_path / 'nowhere'} does not exist\n"
+
+
+def test_every_command_and_option_is_in_the_readme():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    for name, command in main.commands.items():
+        assert f"catalogue {name}" in readme, name
+        for param in command.params:
+            for opt in param.opts:
+                if opt.startswith("--"):
+                    assert opt in readme, f"{name} {opt}"
