@@ -56,8 +56,8 @@ def build(data_dir: Path, out_dir: Path, base_url: str | None = None,
     with site.locked():
         with site.new_generation() as generation:
             records = produce(settings, sources, problems, generation, progress, scratch=site.gens.parent)
-            site.publish(generation)
-        site.collect_garbage()
+            previous = site.publish(generation)
+        site.collect_garbage(keep=[generation.root, previous])
     return Summary(records, generation.files, generation.bytes, time.monotonic() - started)
 
 

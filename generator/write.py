@@ -23,7 +23,6 @@ from .errors import CatalogueError
 STATE = ".build"
 CURRENT = "current"
 SERVED = ("api",)  # top-level names in a generation, linked from <out>/
-KEEP = 2  # generations kept: the published one and the one readers may still be in
 
 
 class OutputError(CatalogueError):
@@ -90,7 +89,9 @@ class Site:
             if self.published() != root:
                 shutil.rmtree(root, ignore_errors=True)
 
-    def publish(self, generation: Generation) -> None:
+    def publish(self, generation: Generation) -> Path | None:
+        """Make the generation the served one; returns the one it replaced."""
+        previous = self.published()
         os.sync()  # the files must be on disk before the link that makes them visible
         target = os.path.relpath(generation.root, self.out)
         temporary = self.out / f".{CURRENT}.new"
@@ -101,17 +102,16 @@ class Site:
             if not (self.out / name).is_symlink():
                 os.symlink(f"{CURRENT}/{name}", self.out / name)
         _fsync_dir(self.out)
+        return previous
 
-    def collect_garbage(self) -> None:
-        """Remove generations older than the last KEEP, and any left by a killed build.
-        Call it holding the lock: a newer generation is otherwise another build's."""
-        published = self.published()
-        numbers = sorted((p for p in self.gens.iterdir() if p.name.isdigit()), key=lambda p: p.name)
-        if published is None:
-            return
-        older = [p for p in numbers if p.name < published.name]
-        for path in older[: max(len(older) - (KEEP - 1), 0)] + [p for p in numbers if p.name > published.name]:
-            shutil.rmtree(path, ignore_errors=True)
+    def collect_garbage(self, keep: list[Path | None]) -> None:
+        """Remove every generation but those kept (the served one and the one it replaced,
+        which readers may still be in), including any left by a killed build. Call it
+        holding the lock: an unpublished generation is otherwise another build's."""
+        kept = {path.name for path in keep if path is not None}
+        for path in self.gens.iterdir():
+            if path.name not in kept:
+                shutil.rmtree(path, ignore_errors=True)
 
     def _check_served_names(self) -> None:
         for name in SERVED:

@@ -1,0 +1,86 @@
+"""Publishing: atomic, survives a killed build, keeps two generations, one build at a time."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from generator.build import build
+from generator.write import OutputError, Site
+from conftest import ROOT, served, site_state
+
+KILL_AFTER = """
+import os, sys
+from generator import write
+from generator.build import build
+limit, count = int(sys.argv[3]), [0]
+original = write.Generation.write
+def write_then_die(self, path, data):
+    count[0] += 1
+    if count[0] > limit:
+        os._exit(9)   # no cleanup, no finally: as if killed
+    original(self, path, data)
+write.Generation.write = write_then_die
+build(sys.argv[1], sys.argv[2])
+"""
+
+
+def generations(out: Path) -> list[str]:
+    return sorted(p.name for p in (out / ".build/gens").iterdir())
+
+
+@pytest.mark.parametrize("after", [0, 1, 40, 126])
+def test_killed_build_leaves_site_intact_and_next_build_correct(data_dir: Path, tmp_path: Path, after: int):
+    out = tmp_path / "site"
+    build(data_dir, out)
+    published = served(out)
+    state = site_state(out)
+    (data_dir / "site.yaml").write_text(
+        (data_dir / "site.yaml").read_text(encoding="utf-8").replace("[12, 24]", "[5]"), encoding="utf-8")
+    killed = subprocess.run([sys.executable, "-c", KILL_AFTER, str(data_dir), str(out), str(after)],
+                            cwd=ROOT, capture_output=True)
+    assert killed.returncode == 9, killed.stderr.decode()
+    assert served(out) == published and str((out / "current").readlink()) == state["current"][1]
+    assert generations(out) == ["000001", "000002"]  # the killed build's partial generation
+    build(data_dir, out)
+    assert generations(out) == ["000001", "000003"]  # collected by the next build
+    assert "api/v1/books/pages/5/0/40.json" in served(out)
+    assert b'"next":"https://ketab.example.ir/api/v1/books/?limit=5&offset=5"' in served(out)[
+        "api/v1/books/index.json"]
+
+
+def test_two_generations_are_kept(data_dir: Path, tmp_path: Path):
+    out = tmp_path / "site"
+    for _ in range(4):
+        build(data_dir, out)
+    assert generations(out) == ["000003", "000004"]
+    assert os.readlink(out / "current") == ".build/gens/000004"
+    assert os.readlink(out / "api") == "current/api"
+
+
+def test_publishing_replaces_the_tree_as_one(data_dir: Path, tmp_path: Path):
+    out = tmp_path / "site"
+    build(data_dir, out, base_url="https://one.example")
+    held = (out / "api").resolve()  # what a reader that opened the old tree holds
+    build(data_dir, out, base_url="https://two.example")
+    assert all(b"https://two.example/" in data for data in served(out).values())
+    assert b"https://one.example/" in (held / "v1/index.json").read_bytes()
+
+
+def test_one_build_at_a_time(data_dir: Path, tmp_path: Path):
+    out = tmp_path / "site"
+    with Site(out).locked():
+        with pytest.raises(OutputError, match="another build is writing .* right now"):
+            build(data_dir, out)
+
+
+def test_refuses_to_replace_a_real_directory(data_dir: Path, tmp_path: Path):
+    out = tmp_path / "site"
+    (out / "api").mkdir(parents=True)
+    (out / "api/keep.txt").write_text("not ours")
+    with pytest.raises(OutputError, match="is a real directory"):
+        build(data_dir, out)
+    assert (out / "api/keep.txt").read_text() == "not ours"
