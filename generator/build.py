@@ -7,12 +7,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Protocol
 
-from . import load, validate
+from . import load, meta, validate
 from .errors import CatalogueError, DataError, Problems
 from .paginate import Spool, pages
 from .render import Renderer
 from .schemas import SchemaChecker
-from .urls import BY_COLLECTION, Resource, Urls, detail_path, first_page_path, page_path, root_path
+from .urls import (BY_COLLECTION, PAGE_NOT_BUILT, Resource, Urls, default_pages_link, detail_path,
+                   first_page_path, page_path, root_path)
 from .validate import Settings
 from .write import Site
 
@@ -35,6 +36,8 @@ class Output(Protocol):
 
     def write(self, path: str, data: bytes) -> None: ...
 
+    def link(self, path: str, target: str) -> None: ...
+
 
 class Discard:
     """An output that keeps only the tally: `catalogue check` runs the whole build into it."""
@@ -46,6 +49,9 @@ class Discard:
     def write(self, path: str, data: bytes) -> None:
         self.files += 1
         self.bytes += len(data)
+
+    def link(self, path: str, target: str) -> None:
+        pass
 
 
 def build(data_dir: Path, out_dir: Path, base_url: str | None = None,
@@ -122,12 +128,14 @@ def produce(settings: Settings | None, sources: dict[str, load.Source], problems
     root = renderer.root()
     checker.check("root", root, root_path())
     out.write(root_path(), root)
+    out.write(PAGE_NOT_BUILT, meta.page_not_built(settings))
     checker.raise_if_violated()
     return {r.name: published[r.name] for r in BY_COLLECTION.values()}
 
 
 def write_pages(resource: Resource, spool: Spool, settings: Settings, urls: Urls,
                 out: Output, checker: SchemaChecker) -> None:
+    out.link(default_pages_link(resource), str(settings.default_page_size))
     for limit in settings.page_sizes:
         for page, results in pages(resource, limit, spool):
             data = page.encode(urls, results)

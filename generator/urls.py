@@ -11,7 +11,9 @@ Layout under a generation's root (served as site/api/v1/...):
     api/v1/<resource>/pages/<limit>/<bucket>/<offset>.json
                                                     ?limit=<limit>&offset=<offset>;
                                                     bucket = offset // 10000
+    api/v1/<resource>/pages/default -> <default page size>
     api/v1/<resource>/<id[:2]>/<id>.json            detail document
+    _meta/page-not-built.json                       body of the 400 for pages not built
 
 Detail documents and pages are spread over shard directories (two hex digits of
 the id; ten thousand offsets) so that no directory grows past a few thousand
@@ -23,7 +25,9 @@ from .validate import UUID_RE
 
 API = "api/v1"
 PAGE_BUCKET = 10000  # offsets per page shard directory
+BUCKET_DIGITS = 4  # the bucket is the offset without its last four digits
 ID_SHARD = 2  # leading characters of an id that name its shard directory
+DEFAULT_LIMIT = "default"  # pages/default links to the default page size's pages
 
 
 class Resource:
@@ -89,12 +93,33 @@ def first_page_path(resource: Resource) -> str:
     return f"{API}/{resource.name}/index.json"
 
 
+def page_file(resource: str, limit: str, bucket: str, offset: str) -> str:
+    """The page file for already-normalised parts; the nginx template fills in variables."""
+    return f"{API}/{resource}/pages/{limit}/{bucket}/{offset}.json"
+
+
+def detail_file(resource: str, shard: str, id: str) -> str:
+    return f"{API}/{resource}/{shard}/{id}.json"
+
+
 def page_path(resource: Resource, limit: int, offset: int) -> str:
-    return f"{API}/{resource.name}/pages/{limit}/{offset // PAGE_BUCKET}/{offset}.json"
+    return page_file(resource.name, str(limit), str(offset // PAGE_BUCKET), str(offset))
+
+
+def default_pages_link(resource: Resource) -> str:
+    """pages/default -> pages/<default size>: a request without a usable limit lands here,
+    so the server's configuration need not know the page sizes."""
+    return f"{API}/{resource.name}/pages/{DEFAULT_LIMIT}"
 
 
 def detail_path(resource: Resource, id: str) -> str:
     # Ids come from the input: only a canonical UUID may ever name a file.
     if not UUID_RE.fullmatch(id):
         raise ValueError(f"refusing to name a file after {id!r}: not a canonical UUID")
-    return f"{API}/{resource.name}/{id[:ID_SHARD]}/{id}.json"
+    return detail_file(resource.name, id[:ID_SHARD], id)
+
+
+# Documents that are not API resources, served by the web server for errors. They live in
+# the generation beside api/ (not under it), so they change atomically with the pages.
+META = "_meta"
+PAGE_NOT_BUILT = f"{META}/page-not-built.json"

@@ -15,11 +15,14 @@ import errno
 import fcntl
 import os
 import shutil
+import zlib
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
 from .errors import CatalogueError
+GZIP_MIN = 1024  # bytes; smaller answers gain little, and nginx serves them as they are
+GZIP_LEVEL = 6
 STATE = ".build"
 CURRENT = "current"
 SERVED = ("api",)  # top-level names in a generation, linked from <out>/
@@ -40,10 +43,24 @@ class Generation:
         self._dirs: set[str] = set()
 
     def write(self, path: str, data: bytes) -> None:
+        """Write a new file, and beside it path.gz for nginx's gzip_static when it is large."""
+        self._write(path, data)
+        if len(data) >= GZIP_MIN:
+            self._write(path + ".gz", gzip(data))
+
+    def link(self, path: str, target: str) -> None:
+        """A relative symlink at path pointing to target."""
+        self._make_parent(path)
+        os.symlink(target, self._prefix + path)
+
+    def _make_parent(self, path: str) -> None:
         directory, _, _ = path.rpartition("/")
         if directory not in self._dirs:
             os.makedirs(self._prefix + directory, exist_ok=True)
             self._dirs.add(directory)
+
+    def _write(self, path: str, data: bytes) -> None:
+        self._make_parent(path)
         fd = os.open(self._prefix + path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         try:
             view = memoryview(data)
@@ -53,6 +70,12 @@ class Generation:
             os.close(fd)
         self.files += 1
         self.bytes += len(data)
+
+
+def gzip(data: bytes) -> bytes:
+    """gzip with a zero timestamp and no name: the same bytes always give the same file."""
+    compressor = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, 31)
+    return compressor.compress(data) + compressor.flush()
 
 
 class Site:

@@ -38,11 +38,12 @@ FILES = [
 MANIFEST = "tree.sha256"
 
 
-def served_files(site_root: Path) -> list[Path]:
-    """Every file a server sees under site/api, following the site's links."""
+def served_files(site_root: Path, gz: bool = False) -> list[Path]:
+    """Every JSON file (or .gz file) a server sees under site/api, following the site's links.
+    The .gz files are left out of the golden manifest: zlib versions may compress differently."""
     found = []
     for directory, _dirs, names in os.walk(site_root / "api", followlinks=True):
-        found.extend(Path(directory) / name for name in names)
+        found.extend(Path(directory) / name for name in names if name.endswith(".gz") == gz)
     return sorted(found)
 
 
