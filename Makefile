@@ -5,13 +5,19 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: build check test golden clean
+PORT ?= 8000
+
+.PHONY: build check test serve golden clean
 
 build: $(STAMP)
 	$(BIN)/catalogue build --data data --out site
 
 check: $(STAMP)
 	$(BIN)/catalogue check --data data
+
+# Serve the built site/ with nginx on 127.0.0.1:$(PORT) until Ctrl-C.
+serve: $(STAMP)
+	$(BIN)/catalogue serve --site site --port $(PORT)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Protocol
 
-from . import load, meta, validate
+from . import load, meta, nginx, validate
 from .errors import CatalogueError, DataError, Problems
 from .paginate import Spool, pages
 from .render import Renderer
@@ -20,6 +20,7 @@ from .write import Site
 # progress(resource name, records done so far, whether the collection is finished)
 Progress = Callable[[str, int, bool], None]
 PROGRESS_EVERY = 5000
+DEFAULT_LISTEN = "127.0.0.1:8000"  # of the nginx configuration the build writes
 
 
 @dataclass
@@ -55,15 +56,18 @@ class Discard:
 
 
 def build(data_dir: Path, out_dir: Path, base_url: str | None = None,
-          progress: Progress | None = None) -> Summary:
+          progress: Progress | None = None, listen: str = DEFAULT_LISTEN) -> Summary:
     started = time.monotonic()
     settings, sources, problems = read_catalogue(Path(data_dir), base_url)
     site = Site(Path(out_dir))
     with site.locked():
         with site.new_generation() as generation:
             records = produce(settings, sources, problems, generation, progress, scratch=site.gens.parent)
+            serving = nginx.Serving(settings.base_url, settings.cache_control)
+            generation.write(nginx.SITE_INFO, serving.encode())
             previous = site.publish(generation)
         site.collect_garbage(keep=[generation.root, previous])
+        nginx.write_configs(site.out, serving, listen, site.out / nginx.CONFIG_DIR)
     return Summary(records, generation.files, generation.bytes, time.monotonic() - started)
 
 

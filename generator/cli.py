@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from . import build as pipeline
+from . import nginx
 from .errors import CatalogueError
 
 BASE_URL_HELP = "Override site.yaml's base_url (also read from CATALOGUE_BASE_URL)."
@@ -52,9 +53,11 @@ def main() -> None:
 @click.option("--out", "out_dir", default="site", show_default=True,
               type=click.Path(file_okay=False, path_type=Path), help="Where the site is published.")
 @click.option("--base-url", envvar="CATALOGUE_BASE_URL", help=BASE_URL_HELP)
-def build(data_dir: Path, out_dir: Path, base_url: str | None) -> None:
-    """Build and publish the whole API under OUT/api/v1/ (atomically)."""
-    summary = _run(lambda: pipeline.build(data_dir, out_dir, base_url, _Progress()))
+@click.option("--listen", default=pipeline.DEFAULT_LISTEN, show_default=True,
+              help="Address of the server block written to OUT/nginx/.")
+def build(data_dir: Path, out_dir: Path, base_url: str | None, listen: str) -> None:
+    """Build and publish the whole API under OUT/api/v1/ (atomically), and OUT/nginx/."""
+    summary = _run(lambda: pipeline.build(data_dir, out_dir, base_url, _Progress(), listen))
     for line in _summary_lines(summary):
         click.echo(line)
     click.echo(f"published: {out_dir}/api/v1/")
@@ -69,3 +72,13 @@ def check(data_dir: Path, base_url: str | None) -> None:
     summary = _run(lambda: pipeline.check(data_dir, base_url, _Progress()))
     click.echo(_summary_lines(summary)[0])
     click.echo("the data is valid")
+
+
+@main.command()
+@click.option("--site", "site_dir", default="site", show_default=True,
+              type=click.Path(file_okay=False, path_type=Path), help="A built site.")
+@click.option("--port", default=8000, show_default=True, type=click.IntRange(1, 65535),
+              help="Loopback port to listen on.")
+def serve(site_dir: Path, port: int) -> None:
+    """Serve a built site with nginx in the foreground until Ctrl-C."""
+    sys.exit(_run(lambda: nginx.serve(site_dir, port)))

@@ -430,6 +430,7 @@ class Settings:
     base_url: str
     page_sizes: tuple[int, ...]
     time_zone: str
+    cache_control: str = "no-cache"
 
     @property
     def default_page_size(self) -> int:
@@ -440,7 +441,7 @@ class Settings:
         return ZoneInfo(self.time_zone)
 
 
-SITE_KEYS = {"base_url", "page_sizes", "time_zone"}
+SITE_KEYS = {"base_url", "page_sizes", "time_zone", "cache_control"}
 
 
 def settings(name: str, raw: dict, problems: Problems, base_url: str | None = None) -> Settings | None:
@@ -465,6 +466,9 @@ def settings(name: str, raw: dict, problems: Problems, base_url: str | None = No
         ZoneInfo(str(zone))
     except (ZoneInfoNotFoundError, ValueError):
         problems.add(name, 0, "time_zone", f"{_shown(zone)} is not an IANA time zone like 'Asia/Tehran'")
+    cache = raw.get("cache_control", Settings.cache_control)
+    if not isinstance(cache, str) or not re.fullmatch(r"[!#%&*+,\-./0-9=A-Z^_`a-z|~ ]+", cache):
+        problems.add(name, 0, "cache_control", f"{_shown(cache)} is not a Cache-Control value like 'public, max-age=60'")
     if len(problems) > before:
         return None
-    return Settings(url, tuple(sizes), str(zone))
+    return Settings(url, tuple(sizes), str(zone), cache)

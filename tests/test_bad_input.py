@@ -297,3 +297,9 @@ def test_failed_build_leaves_published_site_untouched(data_dir, tmp_path):
         build(data_dir, out)
     assert "isbn" in str(caught.value)
     assert site_state(out) == before
+
+
+def test_cache_control_that_cannot_be_a_header(data_dir):
+    site = data_dir / "site.yaml"
+    site.write_text(site.read_text(encoding="utf-8") + "cache_control: \"no-cache\\\"; evil\"\n", encoding="utf-8")
+    assert_reported(data_dir, "site.yaml", 0, "cache_control", "is not a Cache-Control value")

@@ -22,7 +22,7 @@ def test_build_prints_summary_and_publishes(data_dir: Path, tmp_path: Path):
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
     assert lines[0] == SUMMARY
-    assert re.fullmatch(r"files: 193, 0\.\d MB, \d+\.\d\d s", lines[1])
+    assert re.fullmatch(r"files: 194, 0\.\d MB, \d+\.\d\d s", lines[1])
     assert lines[2] == f"published: {out}/api/v1/"
     assert (out / "api/v1/books/index.json").is_file()
 
@@ -79,3 +79,33 @@ def test_every_command_and_option_is_in_the_readme():
             for opt in param.opts:
                 if opt.startswith("--"):
                     assert opt in readme, f"{name} {opt}"
+
+
+def test_serve_without_nginx_says_how_to_install(tmp_path: Path, monkeypatch):
+    from generator import nginx
+
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setattr(nginx, "NGINX_ELSEWHERE", ())
+    result = run("serve", "--site", str(tmp_path))
+    assert result.exit_code == 1
+    assert result.output == (
+        "nginx is not installed (or not on PATH): install it with the system's package manager, for "
+        "example `apt-get install nginx-light` on Debian or Ubuntu, `dnf install nginx` on Fedora, or "
+        "`brew install nginx` on macOS\n")
+
+
+def test_serve_without_a_built_site(tmp_path: Path):
+    result = run("serve", "--site", str(tmp_path / "site"))
+    assert result.exit_code == 1
+    assert result.output == (f"there is no built site in {tmp_path / 'site'}: "
+                             "run `catalogue build` (make build) first\n")
+
+
+def test_build_writes_the_nginx_configuration(data_dir: Path, tmp_path: Path):
+    out = tmp_path / "site"
+    run("build", "--data", str(data_dir), "--out", str(out), "--listen", "127.0.0.1:9123")
+    server = (out / "nginx/catalogue.conf").read_text(encoding="utf-8")
+    assert "listen 127.0.0.1:9123;" in server and f"root {out.absolute()}/current;" in server
+    assert "server_name ketab.example.ir;" in server
+    standalone = (out / "nginx/nginx.conf").read_text(encoding="utf-8")
+    assert f"include {out.absolute()}/nginx/catalogue.conf;" in standalone

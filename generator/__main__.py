@@ -1,0 +1,4 @@
+"""`python -m generator` is the `catalogue` command."""
+from .cli import main
+
+main()

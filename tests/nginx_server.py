@@ -1,0 +1,84 @@
+"""Real nginx for tests: `catalogue serve` on a free loopback port, stopped with SIGTERM."""
+from __future__ import annotations
+
+import gzip
+import http.client
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from generator.nginx import RUN_DIR, find_nginx
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class Answer:
+    status: int
+    headers: http.client.HTTPMessage
+    body: bytes
+
+    def header(self, name: str) -> str | None:
+        return self.headers.get(name)
+
+    def vary(self) -> set[str]:
+        return {v.strip() for value in self.headers.get_all("Vary", []) for v in value.split(",")}
+
+
+class Server:
+    def __init__(self, site: Path) -> None:
+        find_nginx()  # fails with the install hint: these tests never skip
+        self.site = site
+        self.port = free_port()
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "generator", "serve", "--site", str(site), "--port", str(self.port)],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 15
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
+                break
+            except OSError:
+                if self.process.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"nginx did not start: {self.process.communicate()}")
+                time.sleep(0.05)
+
+    def request(self, method: str, path: str, headers: dict | None = None, body: bytes | None = None) -> Answer:
+        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
+        try:
+            connection.request(method, path, body=body, headers=headers or {})
+            response = connection.getresponse()
+            data = response.read()
+            if response.getheader("Content-Encoding") == "gzip":
+                data = gzip.decompress(data)
+            return Answer(response.status, response.headers, data)
+        finally:
+            connection.close()
+
+    def get(self, path: str, **headers: str) -> Answer:
+        return self.request("GET", path, {k.replace("_", "-"): v for k, v in headers.items()})
+
+    def nginx_pid(self) -> int | None:
+        pid_file = self.site / RUN_DIR / "nginx.pid"
+        return int(pid_file.read_text()) if pid_file.exists() else None
+
+    def stop(self) -> int:
+        self.process.send_signal(signal.SIGTERM)
+        return self.process.wait(timeout=15)
+
+
+def process_exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
