@@ -9,6 +9,7 @@ import click
 
 from . import build as pipeline
 from . import nginx
+from . import synth as synthetic
 from .errors import CatalogueError
 
 BASE_URL_HELP = "Override site.yaml's base_url (also read from CATALOGUE_BASE_URL)."
@@ -82,3 +83,17 @@ def check(data_dir: Path, base_url: str | None) -> None:
 def serve(site_dir: Path, port: int) -> None:
     """Serve a built site with nginx in the foreground until Ctrl-C."""
     sys.exit(_run(lambda: nginx.serve(site_dir, port)))
+
+
+@main.command()
+@click.argument("out", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--books", required=True, type=click.IntRange(1), help="Number of books.")
+@click.option("--seed", default=1, show_default=True, type=int, help="Same seed, same catalogue.")
+@click.option("--format", "fmt", default="csv", show_default=True, type=click.Choice(["csv", "yaml"]),
+              help="Format of the six collection files.")
+def synth(out: Path, books: int, seed: int, fmt: str) -> None:
+    """Write a realistic synthetic catalogue of BOOKS books to OUT."""
+    started = time.monotonic()
+    counts = synthetic.write(out, books, seed, fmt)
+    click.echo(", ".join(f"{name} {count:,}" for name, count in counts.items())
+               + f" written to {out} in {time.monotonic() - started:.1f} s")
