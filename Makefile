@@ -7,7 +7,10 @@ STAMP := $(VENV)/.installed
 
 PORT ?= 8000
 
-.PHONY: build check test serve golden clean
+comma := ,
+BENCH_SIZES := 10000,100000$(if $(BENCH_FULL),$(comma)1000000)
+
+.PHONY: build check test serve bench golden clean
 
 build: $(STAMP)
 	$(BIN)/catalogue build --data data --out site
@@ -29,7 +32,11 @@ $(STAMP): pyproject.toml
 	touch $@
 
 clean:
-	rm -rf $(VENV) site
+	rm -rf $(VENV) site bench-work
+
+# Full, no-op and one-edit builds of 10K and 100K synthetic books (BENCH_FULL=1: and 1M).
+bench: $(STAMP)
+	$(BIN)/python benchmarks/bench.py --sizes $(BENCH_SIZES) --workdir bench-work
 
 # Rewrite tests/golden/ from the sample data: only on purpose, after reading the diff.
 golden: $(STAMP)

@@ -36,15 +36,15 @@ class Problems:
     def __len__(self) -> int:
         return len(self.items)
 
-    def in_order(self) -> list[Problem]:
-        """Grouped by file in the order the build met them, each file's by line."""
-        files = {p.file: n for n, p in reversed(list(enumerate(self.items)))}
-        return sorted(self.items, key=lambda p: (files[p.file], p.line))
+    def sort(self, files: list[str]) -> None:
+        """Group by file in the given order (others first), each file's by line."""
+        rank = {name: n for n, name in enumerate(files, 1)}
+        self.items.sort(key=lambda p: (rank.get(p.file, 0), p.line))
 
     def report(self) -> str:
         count = len(self.items)
         head = f"{count} problem{'s' if count != 1 else ''} in the catalogue data:"
-        return "\n".join([head, *(f"  {p}" for p in self.in_order())])
+        return "\n".join([head, *(f"  {p}" for p in self.items)])
 
 
 class CatalogueError(Exception):

@@ -8,8 +8,9 @@ booleans or null. Turning them into typed values is the next stage's job
 from __future__ import annotations
 
 import csv
+import io
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -17,9 +18,10 @@ import yaml
 
 from .errors import Problems
 
-# Data-file stems in the order the build needs them: a collection comes after
-# the collections its records embed.
-COLLECTIONS = ("categories", "publishers", "authors", "users", "books", "bookshelves")
+# Data-file stems in the order the build needs them: a collection comes after the
+# collections its records embed, and users after books so that authors and publishers
+# can be let go before users are held.
+COLLECTIONS = ("categories", "publishers", "authors", "books", "users", "bookshelves")
 SITE_FILE = "site.yaml"
 
 
@@ -46,6 +48,25 @@ class Source:
     collection: str
     path: Path
     format: str  # "yaml" or "csv"
+    # A part of a CSV file, for reading it in several processes: the bytes [start, end)
+    # hold whole records, the first on line first_line, under the file's header row.
+    start: int = 0
+    end: int | None = None
+    first_line: int = 1
+    header: tuple[str, ...] | None = None
+
+    def parts(self, count: int) -> list["Source"]:
+        """count Sources over consecutive ranges of records; a YAML file (which cannot be cut
+        safely) or the category tree (which needs all its nodes) stays whole in the first."""
+        if count == 1 or self.format != "csv" or self.collection == "categories":
+            return [self] + [replace(self, start=0, end=0)] * (count - 1)
+        try:
+            header = _csv_header(self.path)
+            cuts, lines = _record_boundaries(self.path, count)
+        except (UnicodeDecodeError, csv.Error, OSError):
+            return [self] + [replace(self, start=0, end=0)] * (count - 1)  # its reader reports it
+        return [replace(self, start=a, end=b, first_line=line, header=header)
+                for a, b, line in zip(cuts, cuts[1:], lines)]
 
     @property
     def name(self) -> str:
@@ -53,6 +74,8 @@ class Source:
         return f"{self.path.parent.name}/{self.path.name}"
 
     def rows(self, problems: Problems) -> Iterator[tuple[int, dict[str, Any]]]:
+        if self.end == 0:
+            return  # an empty part
         reader = _yaml_rows if self.format == "yaml" else _csv_rows
         try:
             yield from reader(self, problems)
@@ -108,22 +131,101 @@ def read_site(data_dir: Path, problems: Problems) -> tuple[str, dict[str, Any]]:
     return name, value
 
 
+def _record_boundaries(path: Path, count: int) -> tuple[list[int], list[int]]:
+    """count+1 byte offsets cutting the file's records into count runs of similar size
+    (a cut follows a newline outside quotes: an even number of '"' before it), and the
+    line each run starts on. One pass over the file in blocks, counting in C."""
+    size = path.stat().st_size
+    cuts, lines = [], []
+    quotes = newlines = 0  # before the current block
+    with path.open("rb") as f:
+        offset = 0
+        while True:
+            block = f.read(BLOCK)
+            if not block:
+                break
+            position = 0
+            while True:
+                if not cuts:  # the first cut ends the header row
+                    target = 0
+                elif len(cuts) < count:
+                    target = max(cuts[-1], cuts[0] + (size - cuts[0]) * len(cuts) // count)
+                else:
+                    break
+                if target - offset >= len(block):
+                    break
+                position = max(position, target - offset)
+                newline = block.find(b"\n", position)
+                if newline < 0:
+                    break
+                if (quotes + block.count(b'"', 0, newline)) % 2 == 0:
+                    cuts.append(offset + newline + 1)
+                    lines.append(newlines + block.count(b"\n", 0, newline + 1) + 1)
+                position = newline + 1
+            quotes += block.count(b'"')
+            newlines += block.count(b"\n")
+            offset += len(block)
+    while len(cuts) < count:
+        cuts.append(size)
+        lines.append(newlines + 1)
+    return cuts + [size], lines
+
+
+BLOCK = 1 << 22
+
+
+class _Range(io.RawIOBase):
+    """The bytes [start, end) of a file, as a stream."""
+
+    def __init__(self, path: Path, start: int, end: int) -> None:
+        self._file = path.open("rb", buffering=0)
+        self._file.seek(start)
+        self._left = end - start
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        view = memoryview(buffer)[: self._left]
+        read = self._file.readinto(view) if len(view) else 0
+        self._left -= read
+        return read
+
+    def close(self) -> None:
+        self._file.close()
+        super().close()
+
+
+def _csv_header(path: Path) -> tuple[str, ...]:
+    with path.open(encoding="utf-8-sig", newline="") as f:
+        return tuple(next(csv.reader(f), []))
+
+
+def _open_range(source: Source):
+    """The source's text, or only its byte range, streamed for csv.reader."""
+    if source.header is None:
+        # utf-8-sig drops the byte-order mark spreadsheets like to write.
+        return source.path.open(encoding="utf-8-sig", newline="")
+    stream = io.BufferedReader(_Range(source.path, source.start, source.end), BLOCK)
+    return io.TextIOWrapper(stream, encoding="utf-8", newline="")
+
+
 def _csv_rows(source: Source, problems: Problems) -> Iterator[tuple[int, dict[str, Any]]]:
-    # utf-8-sig drops the byte-order mark spreadsheets like to write.
-    with source.path.open(encoding="utf-8-sig", newline="") as f:
+    with _open_range(source) as f:
         reader = csv.reader(f, strict=True)
         try:
-            header = next(reader, None)
+            header = list(source.header) if source.header is not None else next(reader, None)
             if header is None:
                 problems.add(source.name, 0, "", "is empty: a CSV file needs a header row")
                 return
             header = [h.strip() for h in header]
-            for column in {h for h in header if header.count(h) > 1 or not h}:
-                what = "an empty column name" if not column else f"column {column!r} twice"
-                problems.add(source.name, 1, column, f"header has {what}")
-            end = reader.line_num
+            if source.header is None:
+                for column in {h for h in header if header.count(h) > 1 or not h}:
+                    what = "an empty column name" if not column else f"column {column!r} twice"
+                    problems.add(source.name, 1, column, f"header has {what}")
+            end = reader.line_num + source.first_line - 1
             for row in reader:
-                start, end = end + 1, reader.line_num
+                start, end = end + 1, reader.line_num + source.first_line - 1
                 if not row or (len(row) == 1 and not row[0].strip()):
                     continue  # blank line
                 if len(row) != len(header):
@@ -135,7 +237,7 @@ def _csv_rows(source: Source, problems: Problems) -> Iterator[tuple[int, dict[st
                     continue
                 yield start, dict(zip(header, row))
         except csv.Error as exc:
-            problems.add(source.name, reader.line_num, "", f"is not valid CSV: {exc}")
+            problems.add(source.name, reader.line_num + source.first_line - 1, "", f"is not valid CSV: {exc}")
 
 
 def _yaml_rows(source: Source, problems: Problems) -> Iterator[tuple[int, dict[str, Any]]]:

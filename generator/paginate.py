@@ -1,15 +1,14 @@
 """Pages as DRF's LimitOffsetPagination serves them, assembled from encoded records.
 
-Encoded records are spooled to a scratch file in collection order while detail
-documents are written, because a page's `count` is only known once the whole
-collection has been read; pages are then cut from the spool, one pass per page
-size, holding one page in memory at a time.
+Encoded records are spooled to scratch files in collection order while detail
+documents are written (one file per process), because a page's `count` is only
+known once the whole collection has been read; pages are then cut from the
+spools, each process its own range of pages, one page in memory at a time.
 """
 from __future__ import annotations
 
 import os
-import struct
-import tempfile
+from array import array
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
@@ -17,9 +16,6 @@ from typing import Iterator
 import orjson
 
 from .urls import Resource, Urls
-
-_LENGTH = struct.Struct("<I")
-
 
 @dataclass(frozen=True)
 class Page:
@@ -50,50 +46,84 @@ class Page:
             b",".join(results))
 
 
-def pages(resource: Resource, limit: int, spool: "Spool") -> Iterator[tuple[Page, list[bytes]]]:
-    """Every pre-built page of one page size: offsets 0, limit, 2*limit, ... below count;
-    an empty collection has one empty page at offset 0."""
-    count = len(spool)
-    batch: list[bytes] = []
-    offset = 0
-    for data in spool:
-        batch.append(data)
-        if len(batch) == limit:
-            yield Page(resource, limit, offset, count), batch
-            offset += limit
-            batch = []
-    if batch or count == 0:
-        yield Page(resource, limit, offset, count), batch
+def pages(resource: Resource, limit: int, records: "Spools", first: int = 0,
+          last: int | None = None) -> Iterator[tuple[Page, list[bytes]]]:
+    """The pre-built pages of one page size, numbers first to last (exclusive; all by
+    default): offsets 0, limit, 2*limit, ... below count; an empty collection has one
+    empty page at offset 0."""
+    count = len(records)
+    total = max(-(-count // limit), 1)
+    last = total if last is None else min(last, total)
+    for number in range(first, last):
+        offset = number * limit
+        yield Page(resource, limit, offset, count), list(records.read(offset, min(offset + limit, count)))
 
 
 class Spool:
-    """Encoded records appended in order to an unlinked scratch file, read back in order."""
+    """Encoded records appended in order to a scratch file; its index of offsets is saved
+    beside it on close, so that any process can read any range of them (Spools)."""
 
-    def __init__(self, directory: Path | None = None) -> None:
-        self._file = tempfile.TemporaryFile(dir=directory)
-        self._count = 0
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._file = path.open("wb")
+        self._ends = array("Q")
+        self._size = 0
 
     def append(self, data: bytes) -> None:
-        self._file.write(_LENGTH.pack(len(data)))
         self._file.write(data)
-        self._count += 1
+        self._size += len(data)
+        self._ends.append(self._size)
+
+    def __len__(self) -> int:
+        return len(self._ends)
+
+    def close(self) -> None:
+        self._file.close()
+        with open(f"{self.path}.index", "wb") as f:
+            self._ends.tofile(f)
+
+    def __enter__(self) -> "Spool":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class Spools:
+    """The spools of all parts of a collection, read as one sequence of records."""
+
+    def __init__(self, paths: list[Path]) -> None:
+        self._parts = []
+        for path in paths:
+            ends = array("Q")
+            with open(f"{path}.index", "rb") as f:
+                ends.frombytes(f.read())
+            self._parts.append((os.open(path, os.O_RDONLY), ends))
+        self._count = sum(len(ends) for _, ends in self._parts)
 
     def __len__(self) -> int:
         return self._count
 
-    def __iter__(self) -> Iterator[bytes]:
-        self._file.flush()
-        self._file.seek(0)
-        read = self._file.read
-        for _ in range(self._count):
-            (size,) = _LENGTH.unpack(read(4))
-            yield read(size)
-        self._file.seek(0, os.SEEK_END)
+    def read(self, start: int, stop: int) -> Iterator[bytes]:
+        """Records start to stop (exclusive): one read per part for the whole range."""
+        for fd, ends in self._parts:
+            low, high = max(start, 0), min(stop, len(ends))
+            if low < high:
+                base = ends[low - 1] if low else 0
+                blob = os.pread(fd, ends[high - 1] - base, base)
+                previous = base
+                for end in ends[low:high]:
+                    yield blob[previous - base:end - base]
+                    previous = end
+            start, stop = start - len(ends), stop - len(ends)
+            if stop <= 0:
+                return
 
     def close(self) -> None:
-        self._file.close()
+        for fd, _ in self._parts:
+            os.close(fd)
 
-    def __enter__(self) -> "Spool":
+    def __enter__(self) -> "Spools":
         return self
 
     def __exit__(self, *exc) -> None:

@@ -55,7 +55,8 @@ class Renderer:
             return None
         data = encode(document)
         if collection in self.embedded:
-            self.embedded[collection][record["id"]] = orjson.Fragment(data)
+            # orjson's result can keep a buffer several times its length; copy what is kept.
+            self.embedded[collection][record["id"]] = orjson.Fragment(bytes(memoryview(data)))
         return data
 
     def root(self) -> bytes:

@@ -52,8 +52,11 @@ class SchemaChecker:
 
     def raise_if_violated(self) -> None:
         if self.violations:
-            more = f"\n  ... and {self.total - len(self.violations)} more" if self.total > len(self.violations) else ""
-            raise GeneratorBug(
-                f"{self.total} schema violation{'s' if self.total != 1 else ''} in generated documents "
+            raise GeneratorBug(self.report(self.violations, self.total))
+
+    @staticmethod
+    def report(violations: list[str], total: int) -> str:
+        more = f"\n  ... and {total - len(violations)} more" if total > len(violations) else ""
+        return (f"{total} schema violation{'s' if total != 1 else ''} in generated documents "
                 "(a bug in the generator, not in the data; please report it):\n  "
-                + "\n  ".join(self.violations) + more)
+                + "\n  ".join(violations) + more)

@@ -7,6 +7,7 @@ not cascade into more, misleading problems; the run fails anyway.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import uuid
@@ -193,9 +194,11 @@ def image_list(value: Any) -> list[dict]:
     return images
 
 
+_HTTP_URL = re.compile(r"https?://[^\s/?#]+[^\s]*")
+
+
 def _is_http_url(url: str) -> bool:
-    parts = urlsplit(url)
-    return parts.scheme in ("http", "https") and bool(parts.netloc) and " " not in url
+    return _HTTP_URL.fullmatch(url) is not None
 
 
 # ---- collections -----------------------------------------------------------------
@@ -261,7 +264,15 @@ REFERENCES: dict[str, dict[str, str]] = {
 
 
 def derived_id(collection: str, key: str) -> str:
-    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"{collection}:{key}"))
+    """str(uuid.uuid5(uuid.NAMESPACE_URL, f"{collection}:{key}")), without its objects."""
+    digest = bytearray(hashlib.sha1(_NAMESPACE_URL + f"{collection}:{key}".encode()).digest()[:16])
+    digest[6] = (digest[6] & 0x0F) | 0x50
+    digest[8] = (digest[8] & 0x3F) | 0x80
+    h = digest.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
+_NAMESPACE_URL = uuid.NAMESPACE_URL.bytes
 
 
 @dataclass

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from generator.paginate import Page, Spool, pages
+from generator.paginate import Page, Spool, Spools, pages
 from generator.urls import BY_COLLECTION, Urls
 
 BOOKS = BY_COLLECTION["books"]
@@ -43,11 +43,16 @@ def test_links(count, limit, offset, expected_next, expected_previous):
     assert links(count, limit, offset) == (expected_next, expected_previous)
 
 
-def cut(count: int, limit: int) -> list[tuple[int, list[bytes]]]:
-    with Spool() as spool:
-        for i in range(count):
-            spool.append(b'{"n":%d}' % i)
-        return [(page.offset, results) for page, results in pages(BOOKS, limit, spool)]
+def spools(tmp_path, sizes: list[int]) -> Spools:
+    """Records 0..n-1 spread over one spool file per part, of the given sizes."""
+    paths, n = [], 0
+    for part, size in enumerate(sizes):
+        with Spool(tmp_path / f"records.{part}") as spool:
+            for _ in range(size):
+                spool.append(b'{"n":%d}' % n)
+                n += 1
+        paths.append(tmp_path / f"records.{part}")
+    return Spools(paths)
 
 
 @pytest.mark.parametrize("count, limit, offsets", [
@@ -58,12 +63,20 @@ def cut(count: int, limit: int) -> list[tuple[int, list[bytes]]]:
     (5, 1, [0, 1, 2, 3, 4]),
     (42, 100, [0]),
 ])
-def test_pages_cover_the_collection_once(count, limit, offsets):
-    result = cut(count, limit)
-    assert [offset for offset, _ in result] == offsets
-    items = [item for _, results in result for item in results]
-    assert items == [b'{"n":%d}' % i for i in range(count)]
-    assert all(len(results) <= limit for _, results in result)
+@pytest.mark.parametrize("split", [[1.0], [0.5, 0.5], [0.0, 0.3, 0.0, 0.7]])
+def test_pages_cover_the_collection_once(tmp_path, count, limit, offsets, split):
+    sizes = [round(count * share) for share in split]
+    sizes[-1] = count - sum(sizes[:-1])
+    with spools(tmp_path, sizes) as records:
+        assert len(records) == count
+        total = len(offsets)
+        for parts in (1, 2, 3):  # pages cut by several parts, each its range
+            cut = [(page.offset, results) for k in range(parts)
+                   for page, results in pages(BOOKS, limit, records, total * k // parts, total * (k + 1) // parts)]
+            assert [offset for offset, _ in cut] == offsets
+            items = [item for _, results in cut for item in results]
+            assert items == [b'{"n":%d}' % i for i in range(count)]
+            assert all(len(results) <= limit for _, results in cut)
 
 
 def test_envelope_bytes_are_drf_compact():
@@ -74,10 +87,9 @@ def test_envelope_bytes_are_drf_compact():
     assert Page(BOOKS, 12, 0, 0).encode(URLS, []) == b'{"count":0,"next":null,"previous":null,"results":[]}'
 
 
-def test_spool_can_be_read_more_than_once():
-    with Spool() as spool:
-        for i in range(3):
-            spool.append(b"x" * i)
-        assert list(spool) == [b"", b"x", b"xx"]
-        spool.append(b"y")
-        assert list(spool) == [b"", b"x", b"xx", b"y"]
+def test_spools_read_any_range_across_files(tmp_path):
+    with spools(tmp_path, [3, 0, 4, 2]) as records:
+        everything = [b'{"n":%d}' % i for i in range(9)]
+        for start in range(10):
+            for stop in range(start, 10):
+                assert list(records.read(start, stop)) == everything[start:stop], (start, stop)

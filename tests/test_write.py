@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -13,18 +14,18 @@ from generator.write import OutputError, Site
 from conftest import ROOT, served, site_state
 
 KILL_AFTER = """
-import os, sys
+import os, signal, sys
 from generator import write
 from generator.build import build
 limit, count = int(sys.argv[3]), [0]
 original = write.Generation.write
 def write_then_die(self, path, data):
     count[0] += 1
-    if count[0] > limit:
-        os._exit(9)   # no cleanup, no finally: as if killed
+    if count[0] > limit:  # the whole build, all its processes, no cleanup: as if killed
+        os.killpg(0, signal.SIGKILL)
     original(self, path, data)
 write.Generation.write = write_then_die
-build(sys.argv[1], sys.argv[2])
+build(sys.argv[1], sys.argv[2], processes=int(sys.argv[4]))
 """
 
 
@@ -32,17 +33,19 @@ def generations(out: Path) -> list[str]:
     return sorted(p.name for p in (out / ".build/gens").iterdir())
 
 
-@pytest.mark.parametrize("after", [0, 1, 40, 126])
-def test_killed_build_leaves_site_intact_and_next_build_correct(data_dir: Path, tmp_path: Path, after: int):
+@pytest.mark.parametrize("processes", [1, 2])
+@pytest.mark.parametrize("after", [0, 1, 40, 70])
+def test_killed_build_leaves_site_intact_and_next_build_correct(data_dir: Path, tmp_path: Path, after: int,
+                                                                processes: int):
     out = tmp_path / "site"
     build(data_dir, out)
     published = served(out)
     state = site_state(out)
     (data_dir / "site.yaml").write_text(
         (data_dir / "site.yaml").read_text(encoding="utf-8").replace("[12, 24]", "[5]"), encoding="utf-8")
-    killed = subprocess.run([sys.executable, "-c", KILL_AFTER, str(data_dir), str(out), str(after)],
-                            cwd=ROOT, capture_output=True)
-    assert killed.returncode == 9, killed.stderr.decode()
+    killed = subprocess.run([sys.executable, "-c", KILL_AFTER, str(data_dir), str(out), str(after),
+                             str(processes)], cwd=ROOT, capture_output=True, start_new_session=True)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr.decode()
     assert served(out) == published and str((out / "current").readlink()) == state["current"][1]
     assert generations(out) == ["000001", "000002"]  # the killed build's partial generation
     build(data_dir, out)

@@ -1,0 +1,169 @@
+"""make bench: full, no-op and one-edit builds of synthetic catalogues, against the disk's floor.
+
+    python benchmarks/bench.py [--sizes 10000,100000] [--workdir bench-work]
+
+For each size: synthesise a catalogue (cached by size and seed), build it into a fresh
+directory, rebuild with no change, change one book's title and rebuild, then measure
+the floor: a minimal writer creating the same directories and files with the same byte
+counts, in as many processes as the build uses. Peak RSS is sampled over the build's
+whole process tree. Prints one table.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import multiprocessing
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SEED = 7
+BUILD = """
+import json, sys
+from generator.build import build
+summary = build(sys.argv[1], sys.argv[2])
+print(json.dumps({"files": summary.files, "bytes": summary.bytes, "written": summary.written,
+                  "processes": summary.processes}))
+"""
+
+
+def tree_rss(pid: int) -> int:
+    """Resident bytes of a process and all its descendants."""
+    total, stack = 0, [pid]
+    while stack:
+        current = stack.pop()
+        try:
+            with open(f"/proc/{current}/status") as f:
+                total += next(int(l.split()[1]) * 1024 for l in f if l.startswith("VmRSS:"))
+            with open(f"/proc/{current}/task/{current}/children") as f:
+                stack.extend(int(c) for c in f.read().split())
+        except (OSError, StopIteration):
+            pass
+    return total
+
+
+def run_build(data: Path, out: Path) -> dict:
+    started = time.monotonic()
+    process = subprocess.Popen([sys.executable, "-c", BUILD, str(data), str(out)], cwd=ROOT,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    peak = [0]
+
+    def sample():
+        while process.poll() is None:
+            peak[0] = max(peak[0], tree_rss(process.pid))
+            time.sleep(0.05)
+
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    stdout, stderr = process.communicate()
+    seconds = time.monotonic() - started
+    sampler.join()
+    if process.returncode != 0:
+        raise SystemExit(f"build failed:\n{stderr}")
+    result = json.loads(stdout.strip().splitlines()[-1])
+    result.update(seconds=seconds, rss=peak[0])
+    return result
+
+
+def edit_one_title(data: Path) -> None:
+    path = data / "books.csv"
+    rows = list(csv.reader(path.open(encoding="utf-8", newline="")))
+    title = rows[0].index("title")
+    rows[len(rows) // 2][title] += " (ویرایش)"
+    with path.open("w", encoding="utf-8", newline="") as f:
+        csv.writer(f, lineterminator="\n").writerows(rows)
+
+
+def inventory(site: Path) -> tuple[list[str], list[tuple[str, int]]]:
+    """Directories and (file, size) of the published tree, as the floor writer recreates them."""
+    root = (site / "current").resolve()
+    dirs, files = [], []
+    for directory, subdirs, names in os.walk(root):
+        rel = os.path.relpath(directory, root)
+        dirs.append(rel)
+        for name in names:
+            files.append((os.path.join(rel, name), os.stat(os.path.join(directory, name)).st_size))
+    return dirs, files
+
+
+def _floor_part(target: str, files: list[tuple[str, int]], blob: bytes) -> None:
+    for path, size in files:
+        fd = os.open(os.path.join(target, path), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        os.write(fd, blob[:size]) if size <= len(blob) else os.write(fd, b"x" * size)
+        os.close(fd)
+
+
+def floor(site: Path, target: Path, processes: int) -> float:
+    dirs, files = inventory(site)
+    blob = os.urandom(1 << 20)
+    started = time.monotonic()
+    for d in dirs:
+        os.makedirs(target / d, exist_ok=True)
+    parts = [files[k::processes] for k in range(processes)]
+    workers = [multiprocessing.Process(target=_floor_part, args=(str(target), part, blob)) for part in parts]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    os.sync()  # the build flushes its files before publishing; so does the floor
+    return time.monotonic() - started
+
+
+def bench(size: int, work: Path) -> dict:
+    data = work / f"data-{size}"
+    if not (data / "site.yaml").exists():
+        subprocess.run([sys.executable, "-m", "generator", "synth", str(data), "--books", str(size),
+                        "--seed", str(SEED)], cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
+    shutil.copy(data / "books.csv", data / "books.csv.orig")
+    out = work / f"site-{size}-{time.time_ns()}"
+    try:
+        full = run_build(data, out)
+        noop = run_build(data, out)
+        edit_one_title(data)
+        edit = run_build(data, out)
+        floor_seconds = floor(out, work / f"floor-{size}-{time.time_ns()}", full["processes"])
+    finally:
+        shutil.move(data / "books.csv.orig", data / "books.csv")
+    return {"books": size, "full": full, "noop": noop, "edit": edit, "floor": floor_seconds}
+
+
+def table(rows: list[dict]) -> str:
+    head = ("books", "files", "MB", "full s", "files/s", "MB/s", "peak RSS MB", "no-op s", "no-op files",
+            "edit s", "edit files", "floor s", "build/floor")
+    lines = [head]
+    for r in rows:
+        f = r["full"]
+        lines.append((f"{r['books']:,}", f"{f['files']:,}", f"{f['bytes'] / 1e6:,.0f}", f"{f['seconds']:.1f}",
+                      f"{f['files'] / f['seconds']:,.0f}", f"{f['bytes'] / 1e6 / f['seconds']:.1f}",
+                      f"{max(f['rss'], r['noop']['rss'], r['edit']['rss']) / 2**20:,.0f}",
+                      f"{r['noop']['seconds']:.1f}", f"{r['noop']['written']:,}",
+                      f"{r['edit']['seconds']:.1f}", f"{r['edit']['written']:,}",
+                      f"{r['floor']:.1f}", f"{f['seconds'] / r['floor']:.2f}"))
+    widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
+    return "\n".join("  ".join(cell.rjust(w) for cell, w in zip(line, widths)) for line in lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", default="10000,100000")
+    parser.add_argument("--workdir", default="bench-work", type=Path)
+    args = parser.parse_args()
+    args.workdir.mkdir(exist_ok=True)
+    rows = []
+    for size in map(int, args.sizes.split(",")):
+        rows.append(bench(size, args.workdir.absolute()))
+        print(f"{size:,} books done", file=sys.stderr, flush=True)
+    print(table(rows), flush=True)
+    # Deleting a large tree slows the file system for minutes: only after measuring.
+    for old in list(args.workdir.glob("site-*")) + list(args.workdir.glob("floor-*")):
+        shutil.rmtree(old)
+
+
+if __name__ == "__main__":
+    main()
