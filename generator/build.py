@@ -17,7 +17,7 @@ from typing import Callable, Protocol
 
 import orjson
 
-from . import load, meta, nginx, validate
+from . import load, meta, nginx, state, validate
 from .errors import CatalogueError, DataError, GeneratorBug, Problem, Problems
 from .paginate import Spool, Spools, pages
 from .parts import Progress, Team
@@ -83,25 +83,67 @@ def default_processes() -> int:
 
 
 def build(data_dir: Path, out_dir: Path, base_url: str | None = None, progress: Progress | None = None,
-          listen: str = DEFAULT_LISTEN, processes: int | None = None) -> Summary:
+          listen: str = DEFAULT_LISTEN, processes: int | None = None, background: bool = True) -> Summary:
+    """Build and publish; with `background`, old files are deleted by a process of their own."""
     started = time.monotonic()
     processes = processes or default_processes()
     settings, sources, problems = read_catalogue(Path(data_dir), base_url)
     site = Site(Path(out_dir))
     with site.locked():
-        with site.new_generation() as generation, _scratch(site.gens.parent) as scratch:
-            result = produce(settings, sources, problems, lambda: Generation(generation.root),
-                             processes, progress, scratch)
+        previous = site.published()
+        before = state.Fingerprint.load(previous)
+        now = state.fingerprint(settings, sources) if settings and not problems else None
+        if now is not None and now.same_output(before):
+            _write_configs(site, settings, listen)
+            return Summary(_counts(previous), before.files, before.bytes, time.monotonic() - started, 0, processes)
+        with site.new_generation() as generation, _scratch(site.state) as scratch:
+            make_output = lambda: Generation(generation.root, generation.store, generation.number)
+            result = produce(settings, sources, problems, make_output, processes, progress, scratch)
             serving = nginx.Serving(settings.base_url, settings.cache_control)
             for path, data in ((root_path(), Renderer(settings, Urls(settings.base_url)).root()),
                                (PAGE_NOT_BUILT, meta.page_not_built(settings)),
                                (nginx.SITE_INFO, serving.encode())):
                 generation.write(path, data)
+            old_shards = set(site.shards(previous)) if previous else set()
+            site.finish(generation, previous, check=old_shards, live=lambda shard, name: False)
+            now.shards = {shard: state.shard_sizes(site.store / name)
+                          for shard, name in site.shards(generation.root).items()}
+            now.skeleton = _skeleton_size(generation.root)
+            _save_counts(generation.root, result.published)
+            now.save(generation.root)
             previous = site.publish(generation)
-        site.collect_garbage(keep=[generation.root, previous])
-        nginx.write_configs(site.out, serving, listen, site.out / nginx.CONFIG_DIR)
-    files, size = result.files + generation.files, result.bytes + generation.bytes
-    return Summary(result.published, files, size, time.monotonic() - started, files, processes)
+        site.collect_garbage(keep=[generation.root, previous], background=background)
+        _write_configs(site, settings, listen)
+    written = result.files + generation.files
+    return Summary(result.published, now.files, now.bytes, time.monotonic() - started, written, processes)
+
+
+def _write_configs(site: Site, settings: Settings, listen: str) -> None:
+    serving = nginx.Serving(settings.base_url, settings.cache_control)
+    nginx.write_configs(site.out, serving, listen, site.out / nginx.CONFIG_DIR)
+
+
+def _skeleton_size(root: Path) -> list[int]:
+    files = size = 0
+    for directory, _dirs, names in os.walk(root):  # links to shards are not followed
+        if state.STATE_DIR in Path(directory).parts:
+            continue
+        for name in names:
+            path = os.path.join(directory, name)
+            if not os.path.islink(path):
+                files += 1
+                size += os.stat(path).st_size
+    return [files, size]
+
+
+def _save_counts(root: Path, published: dict[str, int]) -> None:
+    directory = state.state_dir(root)
+    directory.mkdir(exist_ok=True)
+    (directory / "records.json").write_text(orjson.dumps(published).decode(), encoding="utf-8")
+
+
+def _counts(root: Path) -> dict[str, int]:
+    return orjson.loads((state.state_dir(root) / "records.json").read_bytes())
 
 
 def check(data_dir: Path, base_url: str | None = None, progress: Progress | None = None,
@@ -255,7 +297,7 @@ def write_pages(resource: Resource, records: Spools, settings: Settings, urls: U
 
 
 class _scratch:
-    """A scratch directory beside the site's generations, removed afterwards."""
+    """A scratch directory in the site's build state, removed afterwards."""
 
     def __init__(self, state: Path) -> None:
         self.path = Path(tempfile.mkdtemp(prefix="scratch-", dir=state))

@@ -123,6 +123,8 @@ def write_configs(site: Path, serving: Serving, listen: str, directory: Path) ->
 
 
 def _replace(path: Path, text: str) -> None:
+    if path.is_file() and path.read_text(encoding="utf-8") == text:
+        return  # unchanged: keep its mtime
     temporary = path.with_name(path.name + ".new")
     temporary.write_text(text, encoding="utf-8")
     os.replace(temporary, path)

@@ -21,6 +21,8 @@ entries at a million books and a rebuild can replace one shard as a unit.
 """
 from __future__ import annotations
 
+import re
+
 from .validate import UUID_RE
 
 API = "api/v1"
@@ -123,3 +125,23 @@ def detail_path(resource: Resource, id: str) -> str:
 # the generation beside api/ (not under it), so they change atomically with the pages.
 META = "_meta"
 PAGE_NOT_BUILT = f"{META}/page-not-built.json"
+
+
+_SHARD = re.compile(rf"{API}/[a-z]+/(?:[0-9a-f]{{{ID_SHARD}}}|pages/[0-9]+/[0-9]+)")
+
+
+def is_shard(directory: str) -> bool:
+    """A detail shard or a block of pages (rather than a directory of the skeleton)."""
+    return _SHARD.fullmatch(directory) is not None
+
+
+def shard_of(path: str) -> str | None:
+    """The shard directory holding a file, or None for the few files of the skeleton
+    (the API root, first pages, _meta)."""
+    directory = path.rpartition("/")[0]
+    return directory if is_shard(directory) else None
+
+
+def collection_of(shard: str) -> str:
+    """The resource name of a shard directory."""
+    return shard.split("/")[2]

@@ -1,13 +1,20 @@
 """Write a build as a new generation beside the published one and swap it in atomically.
 
-    <out>/api -> current/api              stable path that servers and users name
-    <out>/current -> .build/gens/<N>      replaced by one rename(2) when a build publishes
-    <out>/.build/gens/<N>/api/v1/...      the files of generation N
-    <out>/.build/lock                     one build at a time
+    <out>/api -> current/api               the stable path that users and servers name
+    <out>/current -> .build/gens/<N>       one rename(2) publishes build N
+    <out>/.build/gens/<N>/                 the skeleton: real directories, the few top files
+                                           (API root, first pages, _meta) and a symlink for
+                                           every shard directory
+    <out>/.build/store/<shard>@<N>         shard directories, immutable once published: the
+                                           detail documents of one id prefix, or a block of pages
+    <out>/.build/trash/                    garbage on its way out, deleted in the background
+    <out>/.build/lock                      one build at a time
 
-A reader following `current` sees one whole generation or the other, never a
-mix; a build that fails or is killed never touches `current`, and its partial
-generation is removed (or, after a kill, collected by the next build).
+A rebuild writes only the files whose bytes changed, into new shard directories
+that it completes with hard links to the unchanged files of the old ones (same
+inode and mtime: ETags, rsync and CDN syncs see no change); unchanged shards are
+linked as they are. A reader following `current` sees one whole generation; a
+failed or killed build never touches it.
 """
 from __future__ import annotations
 
@@ -16,12 +23,17 @@ import errno
 import fcntl
 import os
 import shutil
+import subprocess
+import sys
+import uuid
 import zlib
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 from .errors import CatalogueError
+from .urls import is_shard, shard_of
+
 # Measured: a 1.5 KB book costs ~70 us to gzip (zlib's set-up) and shrinks by under half;
 # a page of 12 books shrinks 3.5-5x at ~120 MB/s with level 1, twice level 6's speed.
 GZIP_MIN = 4096  # bytes; smaller answers are served as they are
@@ -35,36 +47,59 @@ class OutputError(CatalogueError):
     """The output directory cannot be written as asked."""
 
 
-class Generation:
-    """A directory the build fills; it becomes visible only when the site publishes it."""
+def store_name(shard: str, number: int) -> str:
+    return f"{shard.replace('/', '+')}@{number:06d}"
 
-    def __init__(self, root: Path) -> None:
+
+def shard_of_store(name: str) -> tuple[str, int]:
+    shard, _, number = name.rpartition("@")
+    return shard.replace("+", "/"), int(number)
+
+
+class Generation:
+    """What one build writes: skeleton files in its own directory, shard files into new
+    shard directories of the store. Each process of a build has its own writer."""
+
+    def __init__(self, root: Path, store: Path, number: int) -> None:
         self.root = root
+        self.store = store
+        self.number = number
         self._prefix = f"{root}/"  # plain strings: pathlib joins cost more than the write
+        self._shards: dict[str, str] = {}
+        self._dirs: set[str] = set()
         self.files = 0
         self.bytes = 0
-        self._dirs: set[str] = set()
 
     def write(self, path: str, data: bytes) -> None:
-        """Write a new file, and beside it path.gz for nginx's gzip_static when it is large."""
-        self._write(path, data)
+        """A new file, and beside it path.gz for nginx's gzip_static when it is large."""
+        target = self._target(path)
+        self._write(target, data)
         if len(data) >= GZIP_MIN:
-            self._write(path + ".gz", gzip(data))
+            self._write(target + ".gz", gzip(data))
 
     def link(self, path: str, target: str) -> None:
-        """A relative symlink at path pointing to target."""
-        self._make_parent(path)
+        """A relative symlink in the skeleton."""
+        self._make_dir(self._prefix + path.rpartition("/")[0])
         os.symlink(target, self._prefix + path)
 
-    def _make_parent(self, path: str) -> None:
-        directory, _, _ = path.rpartition("/")
+    def _target(self, path: str) -> str:
+        shard = shard_of(path)
+        if shard is None:
+            directory = self._prefix + path.rpartition("/")[0]
+        else:
+            directory = self._shards.get(shard)
+            if directory is None:
+                directory = self._shards[shard] = f"{self.store}/{store_name(shard, self.number)}"
+        self._make_dir(directory)
+        return f"{directory}/{path.rpartition('/')[2]}"
+
+    def _make_dir(self, directory: str) -> None:
         if directory not in self._dirs:
-            os.makedirs(self._prefix + directory, exist_ok=True)
+            os.makedirs(directory, exist_ok=True)
             self._dirs.add(directory)
 
-    def _write(self, path: str, data: bytes) -> None:
-        self._make_parent(path)
-        fd = os.open(self._prefix + path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    def _write(self, target: str, data: bytes) -> None:
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         try:
             view = memoryview(data)
             while view:
@@ -81,15 +116,22 @@ def gzip(data: bytes) -> bytes:
     return compressor.compress(data) + compressor.flush()
 
 
+Live = Callable[[str, str], bool]  # live(shard, file name): does the file still belong?
+
+
 class Site:
     def __init__(self, out: Path) -> None:
         self.out = out
-        self.gens = out / STATE / "gens"
+        self.state = out / STATE
+        self.gens = self.state / "gens"
+        self.store = self.state / "store"
+        self.trash = self.state / "trash"
 
     @contextmanager
     def locked(self) -> Iterator["Site"]:
-        self.gens.mkdir(parents=True, exist_ok=True)
-        with open(self.out / STATE / "lock", "a") as lock:  # "a": no truncation, mtime kept
+        for directory in (self.gens, self.store, self.trash):
+            directory.mkdir(parents=True, exist_ok=True)
+        with open(self.state / "lock", "a") as lock:  # "a": no truncation, mtime kept
             try:
                 fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError as exc:
@@ -103,18 +145,92 @@ class Site:
         link = self.out / CURRENT
         return (self.out / os.readlink(link)) if link.is_symlink() else None
 
+    def next_number(self) -> int:
+        names = [p.name for p in self.gens.iterdir()] + [shard_of_store(p.name)[1].__str__()
+                                                          for p in self.store.iterdir() if "@" in p.name]
+        return max((int(n) for n in names if n.isdigit()), default=0) + 1
+
     @contextmanager
     def new_generation(self) -> Iterator[Generation]:
-        """A fresh generation; removed again unless published before the block ends."""
-        numbers = [int(p.name) for p in self.gens.iterdir() if p.name.isdigit()]
-        root = self.gens / f"{max(numbers, default=0) + 1:06d}"
+        """A fresh generation; thrown away unless published before the block ends."""
+        number = self.next_number()
+        root = self.gens / f"{number:06d}"
         root.mkdir()
-        generation = Generation(root)
+        generation = Generation(root, self.store, number)
         try:
             yield generation
         finally:
             if self.published() != root:
-                shutil.rmtree(root, ignore_errors=True)
+                self.throw_away([root] + [p for p in self.store.iterdir() if p.name.endswith(f"@{number:06d}")])
+
+    def shards(self, generation_root: Path) -> dict[str, str]:
+        """shard path -> store directory name, for a generation's skeleton."""
+        found = {}
+        for directory, dirs, _files in os.walk(generation_root):
+            for name in dirs:
+                path = os.path.join(directory, name)
+                relative = os.path.relpath(path, generation_root)
+                if os.path.islink(path) and is_shard(relative):
+                    found[relative] = os.path.basename(os.readlink(path))
+        return found
+
+    def finish(self, generation: Generation, previous: Path | None, check: set[str], live: Live) -> tuple[int, int]:
+        """Link every shard into the new skeleton: new ones completed with the old one's
+        files that still belong (hard links), old ones whose files all still belong as they
+        are (`check` lists the old shards that may have lost files; the others are taken
+        as they are). Returns the files and bytes the published site now holds."""
+        old = self.shards(previous) if previous is not None else {}
+        written = {}
+        for entry in os.scandir(self.store):
+            shard, number = shard_of_store(entry.name)
+            if number == generation.number:
+                written[shard] = entry.name
+        for shard in sorted(set(old) | set(written)):
+            source = old.get(shard)
+            if shard in written:
+                self._complete(written[shard], source, shard, live)
+                name = written[shard]
+            elif shard in check:
+                names = os.listdir(self.store / source)
+                if all(live(shard, n) for n in names):
+                    name = source
+                elif any(live(shard, n) for n in names):
+                    name = store_name(shard, generation.number)
+                    (self.store / name).mkdir()
+                    self._complete(name, source, shard, live)
+                else:
+                    continue  # nothing of it is left
+            else:
+                name = source
+            link = generation.root / shard
+            link.parent.mkdir(parents=True, exist_ok=True)
+            os.symlink(os.path.relpath(self.store / name, link.parent), link)
+        files = size = 0
+        for directory, _dirs, names in os.walk(generation.root, followlinks=True):
+            for n in names:
+                files += 1
+                size += os.stat(os.path.join(directory, n)).st_size
+        return files, size
+
+    def _complete(self, name: str, source: str | None, shard: str, live: Live) -> None:
+        """Hard-link into new shard `name` the files of old shard `source` that still belong
+        and were not written anew (nor, for a .gz twin, its document)."""
+        if source is None:
+            return
+        new = self.store / name
+        present = set(os.listdir(new))
+        for entry in os.listdir(self.store / source):
+            document = entry[:-3] if entry.endswith(".gz") else entry
+            if document in present or entry in present or not live(shard, entry):
+                continue
+            os.link(self.store / source / entry, new / entry)
+
+    def carry(self, generation: Generation, previous: Path | None, path: str) -> None:
+        """A skeleton file no part wrote this time is the previous one, unchanged: link it."""
+        target = generation.root / path
+        if previous is not None and not target.exists() and (previous / path).exists():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.link(previous / path, target)
 
     def publish(self, generation: Generation) -> Path | None:
         """Make the generation the served one; returns the one it replaced."""
@@ -131,14 +247,31 @@ class Site:
         _fsync_dir(self.out)
         return previous
 
-    def collect_garbage(self, keep: list[Path | None]) -> None:
-        """Remove every generation but those kept (the served one and the one it replaced,
-        which readers may still be in), including any left by a killed build. Call it
-        holding the lock: an unpublished generation is otherwise another build's."""
-        kept = {path.name for path in keep if path is not None}
-        for path in self.gens.iterdir():
-            if path.name not in kept:
-                shutil.rmtree(path, ignore_errors=True)
+    def collect_garbage(self, keep: list[Path | None], background: bool = True) -> None:
+        """Throw away every generation but those kept (the served one and the one it
+        replaced, which readers may still be in) and every store directory none of them
+        links to, including what a killed build left. Call it holding the lock."""
+        kept = [path for path in keep if path is not None]
+        linked = {name for root in kept for name in self.shards(root).values()}
+        garbage = [p for p in self.gens.iterdir() if p not in kept]
+        garbage += [p for p in self.store.iterdir() if p.name not in linked]
+        self.throw_away(garbage, background)
+
+    def throw_away(self, paths: list[Path], background: bool = True) -> None:
+        """Move paths into the trash at once (a rename each) and delete the trash in a
+        process of its own: deleting a large tree is slower than writing it."""
+        for path in paths:
+            try:
+                os.rename(path, self.trash / f"{uuid.uuid4().hex}")
+            except FileNotFoundError:
+                pass
+        if not any(self.trash.iterdir()):
+            return
+        if background:
+            subprocess.Popen([sys.executable, "-m", "generator.write", str(self.trash)], start_new_session=True,
+                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        else:
+            empty_trash(self.trash)
 
     def _check_served_names(self) -> None:
         for name in SERVED:
@@ -149,8 +282,13 @@ class Site:
                     "move it away (it was not written by this tool) and build again")
 
 
+def empty_trash(trash: Path) -> None:
+    for entry in trash.iterdir():
+        shutil.rmtree(entry, ignore_errors=True)
+
+
 def _syncfs(path: Path) -> None:
-    """Flush the file system holding path (all of it: os.sync on systems without syncfs)."""
+    """Flush the file system holding path (all of them: os.sync where syncfs is missing)."""
     fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
     try:
         if ctypes.CDLL(None, use_errno=True).syncfs(fd) != 0:
@@ -167,3 +305,7 @@ def _fsync_dir(path: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+if __name__ == "__main__":  # the background deleter that throw_away starts
+    empty_trash(Path(sys.argv[1]))

@@ -26,10 +26,13 @@ def served(out: Path) -> dict[str, bytes]:
 
 
 def site_state(out: Path) -> dict[str, object]:
-    """Everything in an output directory, links and build state included."""
+    """Everything in an output directory, links and build state included, but the trash
+    (what a build threw away, on its way out)."""
     state: dict[str, object] = {}
     for p in sorted(out.rglob("*")):
         key = str(p.relative_to(out))
+        if key.startswith(".build/trash/"):
+            continue
         if p.is_symlink():
             state[key] = ("link", str(p.readlink()))
         elif p.is_file():

@@ -114,7 +114,7 @@ def test_a_generator_bug_fails_the_build_and_publishes_nothing(tmp_path: Path, m
 
     monkeypatch.setattr(render.Renderer, "_publisher", buggy)
     with pytest.raises(GeneratorBug) as caught:
-        build(SAMPLE, out)
+        build(SAMPLE, out, base_url="https://other.example")  # a change, so that it builds
     message = str(caught.value)
     assert message.startswith("51 schema violations in generated documents (a bug in the generator")
     assert "api/v1/publisher/" in message and "at /company:" in message

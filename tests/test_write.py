@@ -48,7 +48,7 @@ def test_killed_build_leaves_site_intact_and_next_build_correct(data_dir: Path, 
     assert killed.returncode == -signal.SIGKILL, killed.stderr.decode()
     assert served(out) == published and str((out / "current").readlink()) == state["current"][1]
     assert generations(out) == ["000001", "000002"]  # the killed build's partial generation
-    build(data_dir, out)
+    build(data_dir, out, background=False)
     assert generations(out) == ["000001", "000003"]  # collected by the next build
     assert "api/v1/books/pages/5/0/40.json" in served(out)
     assert b'"next":"https://ketab.example.ir/api/v1/books/?limit=5&offset=5"' in served(out)[
@@ -57,8 +57,8 @@ def test_killed_build_leaves_site_intact_and_next_build_correct(data_dir: Path, 
 
 def test_two_generations_are_kept(data_dir: Path, tmp_path: Path):
     out = tmp_path / "site"
-    for _ in range(4):
-        build(data_dir, out)
+    for n in range(4):
+        build(data_dir, out, base_url=f"https://host{n}.example", background=False)
     assert generations(out) == ["000003", "000004"]
     assert os.readlink(out / "current") == ".build/gens/000004"
     assert os.readlink(out / "api") == "current/api"
@@ -87,3 +87,12 @@ def test_refuses_to_replace_a_real_directory(data_dir: Path, tmp_path: Path):
     with pytest.raises(OutputError, match="is a real directory"):
         build(data_dir, out)
     assert (out / "api/keep.txt").read_text() == "not ours"
+
+
+def test_unchanged_data_writes_nothing(data_dir: Path, tmp_path: Path):
+    out = tmp_path / "site"
+    first = build(data_dir, out)
+    state = site_state(out)
+    again = build(data_dir, out)
+    assert again.written == 0 and (again.files, again.bytes, again.records) == (first.files, first.bytes, first.records)
+    assert site_state(out) == state  # not a file touched, not a generation made

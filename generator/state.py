@@ -1,0 +1,81 @@
+"""What a build keeps for the next one, beside its generation (gens/<N>/.state/).
+
+    fingerprint.json   generator version, settings, a hash of each input file, the
+                       files and bytes of every shard of the site
+    keys-<c>.<part>    every record's (id, line, published, username, row hash)
+    records-<c>.<part> the encoded records (a Spool index; the bytes live in records/)
+
+A rebuild whose fingerprint equals the published one has nothing to do. Otherwise
+each collection whose input, settings and embedded collections are unchanged is
+taken over as it is, and in the others only rows whose text changed (or that embed
+a changed record) are checked and rendered again.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from . import load
+from .validate import Settings
+
+VERSION = "4"  # bump when the generator's output changes for the same input
+STATE_DIR = ".state"
+
+
+@dataclass
+class Fingerprint:
+    version: str
+    settings: dict
+    inputs: dict[str, str]  # collection -> content hash of its source file
+    shards: dict[str, list[int]] = field(default_factory=dict)  # shard -> [files, bytes]
+    skeleton: list[int] = field(default_factory=lambda: [0, 0])  # files, bytes outside shards
+
+    @property
+    def files(self) -> int:
+        return self.skeleton[0] + sum(f for f, _ in self.shards.values())
+
+    @property
+    def bytes(self) -> int:
+        return self.skeleton[1] + sum(b for _, b in self.shards.values())
+
+    def same_output(self, other: "Fingerprint | None") -> bool:
+        return (other is not None and other.version == self.version and other.settings == self.settings
+                and other.inputs == self.inputs)
+
+    def save(self, generation_root: Path) -> None:
+        directory = generation_root / STATE_DIR
+        directory.mkdir(exist_ok=True)
+        (directory / "fingerprint.json").write_text(json.dumps(asdict(self)), encoding="utf-8")
+
+    @classmethod
+    def load(cls, generation_root: Path | None) -> "Fingerprint | None":
+        path = generation_root / STATE_DIR / "fingerprint.json" if generation_root else None
+        if path is None or not path.is_file():
+            return None
+        return cls(**json.loads(path.read_text(encoding="utf-8")))
+
+
+def fingerprint(settings: Settings, sources: dict[str, load.Source]) -> Fingerprint:
+    settings_as_saved = json.loads(json.dumps(asdict(settings)))  # tuples become lists
+    return Fingerprint(VERSION, settings_as_saved, {c: file_hash(s.path) for c, s in sources.items()})
+
+
+def file_hash(path: Path) -> str:
+    with path.open("rb") as f:
+        return hashlib.file_digest(f, "blake2b").hexdigest()[:32]
+
+
+def state_dir(generation_root: Path) -> Path:
+    return generation_root / STATE_DIR
+
+
+def shard_sizes(directory: Path) -> list[int]:
+    files = size = 0
+    with os.scandir(directory) as entries:
+        for entry in entries:
+            files += 1
+            size += entry.stat().st_size
+    return [files, size]
