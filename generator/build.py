@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from array import array
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -23,8 +24,8 @@ from .paginate import Spool, Spools, pages
 from .parts import Progress, Team
 from .render import EMBEDDED, Renderer
 from .schemas import MAX_REPORTED, SchemaChecker
-from .urls import (BY_COLLECTION, PAGE_NOT_BUILT, Resource, Urls, default_pages_link, detail_path,
-                   first_page_path, page_path, root_path)
+from .urls import (BY_COLLECTION, PAGE_NOT_BUILT, Resource, Urls, collection_of, default_pages_link,
+                   detail_path, first_page_path, page_path, root_path)
 from .validate import Settings
 from .write import Generation, Site
 
@@ -32,6 +33,7 @@ PROGRESS_EVERY = 5000
 DEFAULT_LISTEN = "127.0.0.1:8000"  # of the nginx configuration the build writes
 # After which collection the records of another are no longer needed.
 LAST_NEEDED = {"categories": "books", "publishers": "books", "authors": "books", "users": "bookshelves"}
+DEPENDS = {"books": ("categories", "publishers", "authors"), "bookshelves": ("users",)}
 
 
 @dataclass
@@ -76,6 +78,33 @@ class PartResult:
     bytes: int
     violations: list[str] = field(default_factory=list)
     violation_count: int = 0
+    dead: dict[str, set[str]] = field(default_factory=dict)  # ids published before, no longer
+
+
+@dataclass(frozen=True)
+class Incremental:
+    """What the previous build leaves this one to take over."""
+    previous: Path | None = None  # its generation (and state)
+    reuse: bool = False  # same generator, base_url and time zone: its rows may be taken over
+    unchanged: frozenset[str] = frozenset()  # collections taken over whole
+    old_sizes: tuple[int, ...] = ()  # its page sizes, whose pages may be taken over
+    old_default: int | None = None
+
+    @classmethod
+    def between(cls, previous: Path | None, before: state.Fingerprint | None,
+                now: state.Fingerprint) -> "Incremental":
+        if before is None or before.version != now.version or any(
+                before.settings[k] != now.settings[k] for k in ("base_url", "time_zone")):
+            return cls()
+        same_pages = before.settings["page_sizes"] == now.settings["page_sizes"]
+        unchanged: set[str] = set()
+        for collection in load.COLLECTIONS:
+            if (same_pages and before.inputs.get(collection) == now.inputs.get(collection)
+                    and all(d in unchanged for d in DEPENDS.get(collection, ()))
+                    and state.Previous.exists(previous, collection)):
+                unchanged.add(collection)
+        sizes = tuple(before.settings["page_sizes"])
+        return cls(previous, True, frozenset(unchanged), sizes, sizes[0])
 
 
 def default_processes() -> int:
@@ -84,7 +113,8 @@ def default_processes() -> int:
 
 def build(data_dir: Path, out_dir: Path, base_url: str | None = None, progress: Progress | None = None,
           listen: str = DEFAULT_LISTEN, processes: int | None = None, background: bool = True) -> Summary:
-    """Build and publish; with `background`, old files are deleted by a process of their own."""
+    """Build and publish, taking over what the previous build made of unchanged input;
+    with `background`, what is thrown away is deleted by a process of its own."""
     started = time.monotonic()
     processes = processes or default_processes()
     settings, sources, problems = read_catalogue(Path(data_dir), base_url)
@@ -96,17 +126,27 @@ def build(data_dir: Path, out_dir: Path, base_url: str | None = None, progress: 
         if now is not None and now.same_output(before):
             _write_configs(site, settings, listen)
             return Summary(_counts(previous), before.files, before.bytes, time.monotonic() - started, 0, processes)
+        incremental = Incremental.between(previous, before, now) if now else Incremental()
         with site.new_generation() as generation, _scratch(site.state) as scratch:
             make_output = lambda: Generation(generation.root, generation.store, generation.number)
-            result = produce(settings, sources, problems, make_output, processes, progress, scratch)
+            result = produce(settings, sources, problems, make_output, processes, progress, scratch,
+                             incremental)
             serving = nginx.Serving(settings.base_url, settings.cache_control)
             for path, data in ((root_path(), Renderer(settings, Urls(settings.base_url)).root()),
                                (PAGE_NOT_BUILT, meta.page_not_built(settings)),
                                (nginx.SITE_INFO, serving.encode())):
-                generation.write(path, data)
-            old_shards = set(site.shards(previous)) if previous else set()
-            site.finish(generation, previous, check=old_shards, live=lambda shard, name: False)
-            now.shards = {shard: state.shard_sizes(site.store / name)
+                if previous is not None and (previous / path).is_file() and (previous / path).read_bytes() == data:
+                    site.carry(generation, previous, path)
+                else:
+                    generation.write(path, data)
+            for resource in BY_COLLECTION.values():
+                generation.link(default_pages_link(resource), str(settings.default_page_size))
+            _link_shards(site, generation, previous, incremental, settings, result)
+            for resource in BY_COLLECTION.values():
+                site.carry(generation, previous, first_page_path(resource))
+            _keep_state(generation.root, scratch, previous, incremental, processes)
+            now.shards = {shard: (state.shard_sizes(site.store / name) if name.endswith(f"@{generation.number:06d}")
+                                  else before.shards[shard])
                           for shard, name in site.shards(generation.root).items()}
             now.skeleton = _skeleton_size(generation.root)
             _save_counts(generation.root, result.published)
@@ -116,6 +156,48 @@ def build(data_dir: Path, out_dir: Path, base_url: str | None = None, progress: 
         _write_configs(site, settings, listen)
     written = result.files + generation.files
     return Summary(result.published, now.files, now.bytes, time.monotonic() - started, written, processes)
+
+
+def _link_shards(site: Site, generation: Generation, previous: Path | None, incremental: Incremental,
+                 settings: Settings, result: PartResult) -> None:
+    """Every shard into the new skeleton: those this build wrote into, completed with the
+    files of the old ones that still belong, and the old ones it did not touch."""
+    counts = {r.name: result.published[r.name] for r in BY_COLLECTION.values()}
+    dead = {BY_COLLECTION[c].name: ids for c, ids in result.dead.items()}
+    processed = {BY_COLLECTION[c].name for c in load.COLLECTIONS if c not in incremental.unchanged}
+    old = site.shards(previous) if previous is not None else {}
+    check = {shard for shard in old if collection_of(shard) in processed
+             and ("/pages/" in shard or not incremental.reuse or any(
+                 i.startswith(shard.rpartition("/")[2]) for i in dead.get(collection_of(shard), ())))}
+
+    def live(shard: str, name: str) -> bool:
+        resource = collection_of(shard)
+        if not incremental.reuse and resource in processed:
+            return False  # everything was made again
+        key = name.split(".", 1)[0]
+        if "/pages/" in shard:
+            limit = int(shard.split("/")[4])
+            return limit in settings.page_sizes and (int(key) < counts[resource] or key == "0")
+        return key not in dead.get(resource, ())
+
+    site.finish(generation, previous, check, live)
+
+
+def _keep_state(root: Path, scratch: Path, previous: Path | None, incremental: Incremental, parts: int) -> None:
+    """The records and keys of every collection, for the next build: this build's from
+    its scratch files, those it took over linked from the previous state."""
+    directory = state.state_dir(root)
+    directory.mkdir(exist_ok=True)
+    for collection in load.COLLECTIONS:
+        if collection in incremental.unchanged:
+            for path in state.state_dir(previous).glob(f"*-{collection}.*"):
+                os.link(path, directory / path.name)
+            continue
+        for part in range(parts):
+            for name in (f"keys-{collection}.{part}", f"records-{collection}.{part}",
+                         f"records-{collection}.{part}.index"):
+                if (scratch / name).exists():
+                    os.rename(scratch / name, directory / name)
 
 
 def _write_configs(site: Site, settings: Settings, listen: str) -> None:
@@ -139,7 +221,7 @@ def _skeleton_size(root: Path) -> list[int]:
 def _save_counts(root: Path, published: dict[str, int]) -> None:
     directory = state.state_dir(root)
     directory.mkdir(exist_ok=True)
-    (directory / "records.json").write_text(orjson.dumps(published).decode(), encoding="utf-8")
+    (directory / "records.json").write_bytes(orjson.dumps(published))
 
 
 def _counts(root: Path) -> dict[str, int]:
@@ -170,13 +252,14 @@ def read_catalogue(data_dir: Path, base_url: str | None):
 
 def produce(settings: Settings | None, sources: dict[str, load.Source], problems: Problems,
             make_output: Callable[[], Output], processes: int, progress: Progress | None,
-            scratch: Path) -> PartResult:
-    """Every record's documents and every page, made by `processes` parts; raises the
-    data problems of all parts together, or the schema violations."""
-    plan = {collection: source.parts(processes) for collection, source in sources.items()}
+            scratch: Path, incremental: Incremental = Incremental()) -> PartResult:
+    """Every record's documents and every page that changed, made by `processes` parts;
+    raises the data problems of all parts together, or the schema violations."""
+    plan = {collection: source.parts(processes) for collection, source in sources.items()
+            if collection not in incremental.unchanged}
     producing = settings is not None and not problems
     team = Team(processes, scratch, progress)
-    results = team.run(lambda part, team: _part(part, team, settings, plan, producing, make_output))
+    results = team.run(lambda part, team: _part(part, team, settings, plan, producing, make_output, incremental))
     for result in results:
         problems.items.extend(result.problems)
     if problems:
@@ -188,11 +271,12 @@ def produce(settings: Settings | None, sources: dict[str, load.Source], problems
         raise GeneratorBug(SchemaChecker.report(violations, total))
     published = {r.name: sum(result.published.get(r.name, 0) for result in results)
                  for r in BY_COLLECTION.values()}
-    return PartResult([], published, sum(r.files for r in results), sum(r.bytes for r in results))
+    return PartResult([], published, sum(r.files for r in results), sum(r.bytes for r in results),
+                      dead=results[0].dead)
 
 
 def _part(part: int, team: Team, settings: Settings | None, plan: dict[str, list[load.Source]],
-          producing: bool, make_output: Callable[[], Output]) -> PartResult:
+          producing: bool, make_output: Callable[[], Output], incremental: Incremental) -> PartResult:
     """One part's share: its range of every collection, then its range of every page."""
     out = make_output()
     problems = Problems()
@@ -201,35 +285,20 @@ def _part(part: int, team: Team, settings: Settings | None, plan: dict[str, list
     checker = SchemaChecker()
     known = validate.Known()
     published: dict[str, int] = {}
+    changed: dict[str, set[str]] = {}  # ids whose published bytes changed (or went), per collection
+    dead: dict[str, set[str]] = {}
     for collection in load.COLLECTIONS:
-        if collection not in plan:
-            continue
-        resource, source = BY_COLLECTION[collection], plan[collection][part]
-        if collection == "categories":
-            stream = validate.category_tree(source, problems, known)
+        resource = BY_COLLECTION[collection]
+        if collection in incremental.unchanged:
+            count = _take_over(collection, incremental.previous, known, renderer)
+            published[resource.name] = count if part == 0 else 0
+            changed[collection] = set()
+        elif collection in plan:
+            published[resource.name] = _collection(
+                part, team, collection, plan[collection][part], incremental, producing, out, problems,
+                known, renderer, checker, changed, dead)
         else:
-            stream = validate.records(source, problems, known)
-        keys = []  # (id, line, published, username) of every record, for the other parts
-        with Spool(team.file(f"records-{collection}", part)) as spool:
-            for line, record in stream:
-                data = None
-                if producing and not problems and not team.failed:
-                    data = renderer.render(collection, record)
-                    if data is not None:
-                        path = detail_path(resource, record["id"])
-                        checker.check(resource.schema, data, path)
-                        out.write(path, data)
-                        spool.append(data)
-                        if len(spool) % PROGRESS_EVERY == 0:
-                            team.report(part, resource.name, len(spool))
-                keys.append((record["id"], line, data is not None, record.get("username")))
-            published[resource.name] = len(spool)
-        team.report(part, resource.name, len(spool), finished=True)
-        if problems:
-            team.fail()
-        team.save(f"keys-{collection}", part, keys)
-        team.wait()
-        _exchange(part, team, collection, source, keys, known, renderer, problems)
+            continue
         for done in [c for c, last in LAST_NEEDED.items() if last == collection]:
             known.ids.pop(done, None)
             if renderer:
@@ -237,11 +306,99 @@ def _part(part: int, team: Team, settings: Settings | None, plan: dict[str, list
     team.wait()
     if producing and not team.failed:
         for collection in plan:
-            resource = BY_COLLECTION[collection]
-            paths = [team.file(f"records-{collection}", k) for k in range(team.count)]
-            with Spools(paths) as records:
-                write_pages(resource, records, settings, urls, out, checker, part, team.count)
-    return PartResult(problems.items, published, out.files, out.bytes, checker.violations, checker.total)
+            write_pages(part, team, BY_COLLECTION[collection], settings, urls, out, checker, incremental)
+    return PartResult(problems.items, published, out.files, out.bytes, checker.violations, checker.total, dead)
+
+
+def _take_over(collection: str, previous: Path, known: validate.Known, renderer: Renderer | None) -> int:
+    """A collection the previous build made from the same input: only what later
+    collections need of it (ids to refer to, records to embed); its files stay."""
+    if collection not in LAST_NEEDED:
+        return _counts(previous)[BY_COLLECTION[collection].name]
+    before = state.Previous(previous, collection)
+    known.ids[collection] = {id: 0 for id in before.by_id}
+    if renderer is not None and collection in EMBEDDED:
+        for id, data in zip(before.by_id, before.records.read(0, before.count)):
+            renderer.embedded[collection][id] = orjson.Fragment(data)
+    before.close()
+    return before.count
+
+
+def _collection(part: int, team: Team, collection: str, source: load.Source, incremental: Incremental,
+                producing: bool, out: Output, problems: Problems, known: validate.Known,
+                renderer: Renderer | None, checker: SchemaChecker, changed: dict[str, set[str]],
+                dead: dict[str, set[str]]) -> int:
+    """This part's range of one collection: rows taken over where the previous build had
+    them and nothing they embed changed; the others checked, rendered and, when their
+    bytes differ from before, written. Then the exchange with the other parts."""
+    resource = BY_COLLECTION[collection]
+    before = (state.Previous(incremental.previous, collection)
+              if incremental.reuse and state.Previous.exists(incremental.previous, collection) else None)
+    upstream = set().union(*(changed.get(d, set()) for d in DEPENDS.get(collection, ())))
+
+    def reuse(row: dict, digest: bytes):
+        hit = before.by_hash.get(digest)
+        if hit is not None and upstream and any(r in upstream for r in validate.references(row, collection)):
+            return None  # it embeds a record that changed
+        return hit
+
+    if collection == "categories":  # a node's path depends on the others: each is made again
+        stream = validate.category_tree(source, problems, known)
+    else:
+        stream = validate.records(source, problems, known, reuse if before is not None else None)
+    keys = []  # (id, line, published, username, row hash) of every record, for the other parts and the next build
+    origin = array("q")  # each published record's place in the previous build, or -1 when it is new
+    mine: set[str] = set()
+    with Spool(team.file(f"records-{collection}", part)) as spool:
+        for line, record in stream:
+            data = None
+            if producing and not problems and not team.failed:
+                token = record.get(validate.REUSED)
+                if token is not None:
+                    if token.published:
+                        data = before.bytes(token.index)
+                        origin.append(token.index)
+                        if collection in EMBEDDED:
+                            renderer.embedded[collection][token.id] = orjson.Fragment(data)
+                else:
+                    data = renderer.render(collection, record)
+                    if data is not None:
+                        old = before.by_id.get(record["id"]) if before is not None else None
+                        if old is not None and before.bytes(old) == data:
+                            origin.append(old)
+                        else:
+                            path = detail_path(resource, record["id"])
+                            checker.check(resource.schema, data, path)
+                            out.write(path, data)
+                            origin.append(-1)
+                            mine.add(record["id"])
+                if data is not None:
+                    spool.append(data)
+                    if len(spool) % PROGRESS_EVERY == 0:
+                        team.report(part, resource.name, len(spool))
+            keys.append((record["id"], line, data is not None, record.get("username"), record[validate.ROW]))
+        count = len(spool)
+    team.report(part, resource.name, count, finished=True)
+    if problems:
+        team.fail()
+    team.save(f"keys-{collection}", part, keys)
+    team.save(f"origin-{collection}", part, origin)
+    team.save(f"changed-{collection}", part, mine)
+    team.wait()
+    _exchange(part, team, collection, source, keys, known, renderer, problems)
+    changed[collection] = set(mine)
+    for k in range(team.count):
+        if k != part and collection in LAST_NEEDED:
+            changed[collection] |= team.load(f"changed-{collection}", k)
+    if before is not None:
+        if collection in LAST_NEEDED:  # every part knows every id of it now
+            changed[collection] |= before.by_id.keys() - known.ids.get(collection, {}).keys()
+        if part == 0:
+            now = {key[0] for k in range(team.count)
+                   for key in (keys if k == part else team.load(f"keys-{collection}", k)) if key[2]}
+            dead[collection] = before.by_id.keys() - now
+        before.close()
+    return count
 
 
 def _exchange(part: int, team: Team, collection: str, source: load.Source, own: list,
@@ -259,7 +416,7 @@ def _exchange(part: int, team: Team, collection: str, source: load.Source, own: 
     for k in others:
         keys = team.load(f"keys-{collection}", k)
         if part == 0 and k > 0:  # each later record against everything before it, once
-            for id, line, _, username in keys:
+            for id, line, _, username, _ in keys:
                 first = ids.get(id)
                 if first is not None and first != line:
                     problems.add(source.name, line, "id", f"{id} is used twice in {collection}: first on line {first}")
@@ -268,32 +425,47 @@ def _exchange(part: int, team: Team, collection: str, source: load.Source, own: 
                     if taken != line:
                         problems.add(source.name, line, "username",
                                      f"{username!r} is already taken by the user on line {taken}")
-        for id, line, _, _ in keys:
+        for id, line, _, _, _ in keys:
             ids.setdefault(id, line)
         if renderer is not None and collection in EMBEDDED and not team.failed:
             with Spools([team.file(f"records-{collection}", k)]) as spool:
-                embedded = [id for id, _, published, _ in keys if published]
+                embedded = [id for id, _, published, _, _ in keys if published]
                 for id, data in zip(embedded, spool.read(0, len(spool))):
                     renderer.embedded[collection][id] = orjson.Fragment(data)
     if not referenced:
         known.ids.pop(collection, None)  # only needed for the duplicate check
 
 
-def write_pages(resource: Resource, records: Spools, settings: Settings, urls: Urls, out: Output,
-                checker: SchemaChecker, part: int = 0, parts: int = 1) -> None:
-    """This part's share of the pages of every page size."""
-    if part == 0:
-        out.link(default_pages_link(resource), str(settings.default_page_size))
-    for limit in settings.page_sizes:
-        total = max(-(-len(records) // limit), 1)
-        first, last = total * part // parts, total * (part + 1) // parts
-        for page, results in pages(resource, limit, records, first, last):
-            data = page.encode(urls, results)
-            path = page_path(resource, limit, page.offset)
-            checker.check_document("page", page.envelope(urls), path)
-            out.write(path, data)
-            if limit == settings.default_page_size and page.offset == 0:
-                out.write(first_page_path(resource), data)
+def write_pages(part: int, team: Team, resource: Resource, settings: Settings, urls: Urls, out: Output,
+                checker: SchemaChecker, incremental: Incremental) -> None:
+    """This part's share of the pages of every page size that changed: a page is the
+    previous build's when the count is the same and each of its records is too."""
+    collection = resource.collection
+    origin = array("q")
+    for k in range(team.count):
+        origin.extend(team.load(f"origin-{collection}", k))
+    old_count = _counts(incremental.previous)[resource.name] if incremental.reuse else None
+    paths = [team.file(f"records-{collection}", k) for k in range(team.count)]
+    with Spools(paths) as records:
+        count = len(records)
+        for limit in settings.page_sizes:
+            same = limit in incremental.old_sizes and count == old_count
+            first_page = limit == settings.default_page_size
+            total = max(-(-count // limit), 1)
+            for number in range(total * part // team.count, total * (part + 1) // team.count):
+                offset = number * limit
+                clean = same and all(origin[i] == i for i in range(offset, min(offset + limit, count)))
+                index = first_page and offset == 0 and (not clean or incremental.old_default != limit)
+                if clean and not index:
+                    continue
+                page, results = next(pages(resource, limit, records, number, number + 1))
+                data = page.encode(urls, results)
+                if not clean:
+                    path = page_path(resource, limit, offset)
+                    checker.check_document("page", page.envelope(urls), path)
+                    out.write(path, data)
+                if index:
+                    out.write(first_page_path(resource), data)
 
 
 class _scratch:

@@ -78,9 +78,10 @@ def server_config(site: Path, serving: Serving, listen: str) -> str:
     parts = urlsplit(serving.base_url)
     prefix = parts.path
     root = str((site / CURRENT).absolute())
-    for what, value in (("base_url's path", prefix), ("site directory", root)):
-        if not SAFE_PATH.fullmatch(value):
-            raise CatalogueError(f"the {what} {value!r} has characters the nginx configuration cannot hold")
+    if not SAFE_PATH.fullmatch(prefix):
+        raise CatalogueError(f"the base_url's path {prefix!r} has characters the nginx configuration cannot hold")
+    if re.search(r'["$\\\x00-\x1f]', root):
+        raise CatalogueError(f"the site directory {root!r} has characters the nginx configuration cannot hold")
     method = quoted(meta.detail('Method "@request_method@" not allowed.'), ("request_method",))
     resources = [{
         "name": r.name,

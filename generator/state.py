@@ -15,10 +15,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import pickle
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from . import load
+from .paginate import Spools
 from .validate import Settings
 
 VERSION = "4"  # bump when the generator's output changes for the same input
@@ -79,3 +81,42 @@ def shard_sizes(directory: Path) -> list[int]:
             files += 1
             size += entry.stat().st_size
     return [files, size]
+
+
+@dataclass(frozen=True)
+class Reused:
+    """A row the previous build had, taken over without checking or rendering it again."""
+    id: str
+    published: bool
+    username: str | None
+    index: int  # its place among the previous build's published records, or -1
+
+
+class Previous:
+    """The previous build's records of one collection: what each row became, and the bytes."""
+
+    def __init__(self, generation_root: Path, collection: str) -> None:
+        directory = state_dir(generation_root)
+        parts = sorted(directory.glob(f"keys-{collection}.*"), key=lambda p: int(p.suffix[1:]))
+        self.by_hash: dict[bytes, Reused] = {}
+        self.by_id: dict[str, int] = {}
+        position = 0
+        for path in parts:
+            with path.open("rb") as f:
+                for id, _line, published, username, digest in pickle.load(f):
+                    self.by_hash[digest] = Reused(id, published, username, position if published else -1)
+                    if published:
+                        self.by_id[id] = position
+                        position += 1
+        self.count = position
+        self.records = Spools([directory / f"records-{collection}.{p.suffix[1:]}" for p in parts])
+
+    def bytes(self, index: int) -> bytes:
+        return next(self.records.read(index, index + 1))
+
+    def close(self) -> None:
+        self.records.close()
+
+    @staticmethod
+    def exists(generation_root: Path | None, collection: str) -> bool:
+        return generation_root is not None and any(state_dir(generation_root).glob(f"keys-{collection}.*"))

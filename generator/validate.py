@@ -18,6 +18,8 @@ from typing import Any, Callable, Iterator
 from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+import orjson
+
 from .errors import Problems
 from .load import Source
 
@@ -281,8 +283,20 @@ class Known:
     ids: dict[str, dict[str, int]] = field(default_factory=dict)
 
 
-def records(source: Source, problems: Problems, known: Known) -> Iterator[tuple[int, dict]]:
-    """Checked records of one collection, streamed in file order as (line, record)."""
+ROW = "_row"  # a record's row hash, kept for the next build
+REUSED = "_reused"  # a row taken over from the previous build, unchecked and unrendered
+
+
+def row_hash(row: dict) -> bytes:
+    """The identity of a row as written in the input (its line number aside)."""
+    return hashlib.blake2b(orjson.dumps(row), digest_size=16).digest()
+
+
+def records(source: Source, problems: Problems, known: Known,
+            reuse: Callable[[dict, bytes], Any] | None = None) -> Iterator[tuple[int, dict]]:
+    """Checked records of one collection, streamed in file order as (line, record).
+    reuse(row, hash) may return what the previous build made of an identical row (with
+    .id and .username): the row is then taken over as it was, without checking it again."""
     collection = source.collection
     seen: dict[str, int] = {}
     usernames: dict[str, int] = {}
@@ -290,12 +304,18 @@ def records(source: Source, problems: Problems, known: Known) -> Iterator[tuple[
     if collection == "categories":
         rows = _flatten_children(rows, source, problems)
     for line, row in rows:
-        record = _coerce(row, SPECS[collection], source, line, problems)
-        if collection == "books":
-            for image in record["images"] or ():
-                if image["id"] is None:
-                    key = f"{record['id']}/{image['image']}" if record["id"] else None
-                    image["id"] = derived_id("images", key) if key else None
+        digest = row_hash(row)
+        token = reuse(row, digest) if reuse is not None else None
+        if token is not None:
+            record = {"id": token.id, "username": token.username, REUSED: token, ROW: digest}
+        else:
+            record = _coerce(row, SPECS[collection], source, line, problems)
+            record[ROW] = digest
+            if collection == "books":
+                for image in record["images"] or ():
+                    if image["id"] is None:
+                        key = f"{record['id']}/{image['image']}" if record["id"] else None
+                        image["id"] = derived_id("images", key) if key else None
         if collection == "users" and record["username"] is not None:
             first = usernames.setdefault(record["username"], line)
             if first != line:
@@ -308,9 +328,22 @@ def records(source: Source, problems: Problems, known: Known) -> Iterator[tuple[
             problems.add(source.name, line, "id",
                          f"{record['id']} is used twice in {collection}: first on line {first}")
             continue
-        _check_references(record, collection, source, line, problems, known)
+        if token is None:
+            _check_references(record, collection, source, line, problems, known)
         yield line, record
     known.ids[collection] = seen
+
+
+def references(row: dict, collection: str) -> list[str]:
+    """The ids a row refers to, read leniently (for deciding whether to take it over)."""
+    found = []
+    for name in REFERENCES.get(collection, {}):
+        value = row.get(name)
+        try:
+            found.extend(_items(value) if name != "user" else [text(value).strip()])
+        except FieldError:
+            pass
+    return [str(v).strip() for v in found]
 
 
 def _coerce(row: dict, spec: list[Field], source: Source, line: int, problems: Problems):

@@ -226,11 +226,15 @@ class Site:
             os.link(self.store / source / entry, new / entry)
 
     def carry(self, generation: Generation, previous: Path | None, path: str) -> None:
-        """A skeleton file no part wrote this time is the previous one, unchanged: link it."""
+        """A skeleton file no part wrote this time is the previous one, unchanged: link it
+        and its .gz twin."""
         target = generation.root / path
-        if previous is not None and not target.exists() and (previous / path).exists():
-            target.parent.mkdir(parents=True, exist_ok=True)
-            os.link(previous / path, target)
+        if previous is None or target.exists() or not (previous / path).exists():
+            return
+        target.parent.mkdir(parents=True, exist_ok=True)
+        for suffix in ("", ".gz"):
+            if (previous / (path + suffix)).exists():
+                os.link(previous / (path + suffix), generation.root / (path + suffix))
 
     def publish(self, generation: Generation) -> Path | None:
         """Make the generation the served one; returns the one it replaced."""

@@ -105,7 +105,7 @@ def test_build_writes_the_nginx_configuration(data_dir: Path, tmp_path: Path):
     out = tmp_path / "site"
     run("build", "--data", str(data_dir), "--out", str(out), "--listen", "127.0.0.1:9123")
     server = (out / "nginx/catalogue.conf").read_text(encoding="utf-8")
-    assert "listen 127.0.0.1:9123;" in server and f"root {out.absolute()}/current;" in server
+    assert "listen 127.0.0.1:9123;" in server and f'root "{out.absolute()}/current";' in server
     assert "server_name ketab.example.ir;" in server
     standalone = (out / "nginx/nginx.conf").read_text(encoding="utf-8")
-    assert f"include {out.absolute()}/nginx/catalogue.conf;" in standalone
+    assert f'include "{out.absolute()}/nginx/catalogue.conf";' in standalone
