@@ -84,7 +84,9 @@ def inventory(site: Path) -> tuple[list[str], list[tuple[str, int]]]:
     """Directories and (file, size) of the published tree, as the floor writer recreates them."""
     root = (site / "current").resolve()
     dirs, files = [], []
-    for directory, subdirs, names in os.walk(root):
+    for directory, subdirs, names in os.walk(root, followlinks=True):
+        if ".state" in directory.split(os.sep):
+            continue  # the build's own bookkeeping, not part of what it publishes
         rel = os.path.relpath(directory, root)
         dirs.append(rel)
         for name in names:

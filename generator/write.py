@@ -174,11 +174,11 @@ class Site:
                     found[relative] = os.path.basename(os.readlink(path))
         return found
 
-    def finish(self, generation: Generation, previous: Path | None, check: set[str], live: Live) -> tuple[int, int]:
+    def finish(self, generation: Generation, previous: Path | None, check: set[str], live: Live) -> None:
         """Link every shard into the new skeleton: new ones completed with the old one's
         files that still belong (hard links), old ones whose files all still belong as they
         are (`check` lists the old shards that may have lost files; the others are taken
-        as they are). Returns the files and bytes the published site now holds."""
+        as they are)."""
         old = self.shards(previous) if previous is not None else {}
         written = {}
         for entry in os.scandir(self.store):
@@ -205,12 +205,6 @@ class Site:
             link = generation.root / shard
             link.parent.mkdir(parents=True, exist_ok=True)
             os.symlink(os.path.relpath(self.store / name, link.parent), link)
-        files = size = 0
-        for directory, _dirs, names in os.walk(generation.root, followlinks=True):
-            for n in names:
-                files += 1
-                size += os.stat(os.path.join(directory, n)).st_size
-        return files, size
 
     def _complete(self, name: str, source: str | None, shard: str, live: Live) -> None:
         """Hard-link into new shard `name` the files of old shard `source` that still belong
