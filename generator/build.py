@@ -25,7 +25,7 @@ from .parts import Progress, Team
 from .render import EMBEDDED, Renderer
 from .schemas import MAX_REPORTED, SchemaChecker
 from .urls import (BY_COLLECTION, PAGE_NOT_BUILT, Resource, Urls, collection_of, default_pages_link,
-                   detail_path, first_page_path, page_path, root_path)
+                   detail_path, first_page_path, page_path, root_path, shard_of)
 from .validate import Settings
 from .write import Generation, Site
 
@@ -166,9 +166,11 @@ def _link_shards(site: Site, generation: Generation, previous: Path | None, incr
     dead = {BY_COLLECTION[c].name: ids for c, ids in result.dead.items()}
     processed = {BY_COLLECTION[c].name for c in load.COLLECTIONS if c not in incremental.unchanged}
     old = site.shards(previous) if previous is not None else {}
+    losing = {shard_of(detail_path(BY_COLLECTION[c], id)) for c, ids in result.dead.items() for id in ids}
+    # Old shards that may have lost files: those of dead records, and the pages of every
+    # collection made again (the count may have changed); all of them without reuse.
     check = {shard for shard in old if collection_of(shard) in processed
-             and ("/pages/" in shard or not incremental.reuse or any(
-                 i.startswith(shard.rpartition("/")[2]) for i in dead.get(collection_of(shard), ())))}
+             and (not incremental.reuse or "/pages/" in shard or shard in losing)}
 
     def live(shard: str, name: str) -> bool:
         resource = collection_of(shard)
@@ -346,10 +348,12 @@ def _collection(part: int, team: Team, collection: str, source: load.Source, inc
         stream = validate.category_tree(source, problems, known)
     else:
         stream = validate.records(source, problems, known, reuse if before is not None else None)
-    keys = []  # (id, line, published, username, row hash) of every record, for the other parts and the next build
+    # (id, line, published, username, row hash) of every record, for the other parts and the next build
+    keys = team.writer(f"keys-{collection}", part)
+    usernames: dict[str, int] = {}
     origin = array("q")  # each published record's place in the previous build, or -1 when it is new
     mine: set[str] = set()
-    with Spool(team.file(f"records-{collection}", part)) as spool:
+    with Spool(team.file(f"records-{collection}", part)) as spool, keys:
         for line, record in stream:
             data = None
             if producing and not problems and not team.failed:
@@ -361,14 +365,15 @@ def _collection(part: int, team: Team, collection: str, source: load.Source, inc
                         if collection in EMBEDDED:
                             renderer.embedded[collection][token.id] = orjson.Fragment(data)
                 else:
-                    data = renderer.render(collection, record)
-                    if data is not None:
+                    rendered = renderer.render(collection, record)
+                    if rendered is not None:
+                        document, data = rendered
                         old = before.by_id.get(record["id"]) if before is not None else None
                         if old is not None and before.bytes(old) == data:
                             origin.append(old)
                         else:
                             path = detail_path(resource, record["id"])
-                            checker.check(resource.schema, data, path)
+                            checker.check_record(resource.schema, document, path)
                             out.write(path, data)
                             origin.append(-1)
                             mine.add(record["id"])
@@ -376,16 +381,18 @@ def _collection(part: int, team: Team, collection: str, source: load.Source, inc
                     spool.append(data)
                     if len(spool) % PROGRESS_EVERY == 0:
                         team.report(part, resource.name, len(spool))
-            keys.append((record["id"], line, data is not None, record.get("username"), record[validate.ROW]))
+            username = record.get("username")
+            keys.append((record["id"], line, data is not None, username, record[validate.ROW]))
+            if username is not None:
+                usernames.setdefault(username, line)
         count = len(spool)
     team.report(part, resource.name, count, finished=True)
     if problems:
         team.fail()
-    team.save(f"keys-{collection}", part, keys)
     team.save(f"origin-{collection}", part, origin)
     team.save(f"changed-{collection}", part, mine)
     team.wait()
-    _exchange(part, team, collection, source, keys, known, renderer, problems)
+    _exchange(part, team, collection, source, usernames, known, renderer, problems)
     changed[collection] = set(mine)
     for k in range(team.count):
         if k != part and collection in LAST_NEEDED:
@@ -394,14 +401,13 @@ def _collection(part: int, team: Team, collection: str, source: load.Source, inc
         if collection in LAST_NEEDED:  # every part knows every id of it now
             changed[collection] |= before.by_id.keys() - known.ids.get(collection, {}).keys()
         if part == 0:
-            now = {key[0] for k in range(team.count)
-                   for key in (keys if k == part else team.load(f"keys-{collection}", k)) if key[2]}
+            now = {key[0] for k in range(team.count) for key in team.items(f"keys-{collection}", k) if key[2]}
             dead[collection] = before.by_id.keys() - now
         before.close()
     return count
 
 
-def _exchange(part: int, team: Team, collection: str, source: load.Source, own: list,
+def _exchange(part: int, team: Team, collection: str, source: load.Source, usernames: dict[str, int],
               known: validate.Known, renderer: Renderer | None, problems: Problems) -> None:
     """Learn the other parts' records of a collection: their ids (for references, and the
     first part checks them for duplicates) and, when others embed them, their bytes."""
@@ -412,26 +418,26 @@ def _exchange(part: int, team: Team, collection: str, source: load.Source, own: 
     if part != 0 and not referenced:
         return
     ids = known.ids.setdefault(collection, {})
-    usernames = {key[3]: key[1] for key in own if key[3] is not None}
     for k in others:
-        keys = team.load(f"keys-{collection}", k)
         if part == 0 and k > 0:  # each later record against everything before it, once
-            for id, line, _, username, _ in keys:
-                first = ids.get(id)
-                if first is not None and first != line:
+            for id, line, _, username, _ in team.items(f"keys-{collection}", k):
+                first = ids.setdefault(id, line)
+                if first != line:
                     problems.add(source.name, line, "id", f"{id} is used twice in {collection}: first on line {first}")
                 if username is not None:
                     taken = usernames.setdefault(username, line)
                     if taken != line:
                         problems.add(source.name, line, "username",
                                      f"{username!r} is already taken by the user on line {taken}")
-        for id, line, _, _, _ in keys:
-            ids.setdefault(id, line)
-        if renderer is not None and collection in EMBEDDED and not team.failed:
-            with Spools([team.file(f"records-{collection}", k)]) as spool:
-                embedded = [id for id, _, published, _, _ in keys if published]
-                for id, data in zip(embedded, spool.read(0, len(spool))):
-                    renderer.embedded[collection][id] = orjson.Fragment(data)
+        if not referenced:
+            continue  # (the first part, done with its duplicate check)
+        embed = renderer is not None and collection in EMBEDDED and not team.failed
+        with Spools([team.file(f"records-{collection}", k)]) as spool:
+            records = spool.read(0, len(spool))
+            for id, line, published, _, _ in team.items(f"keys-{collection}", k):
+                ids.setdefault(id, line)
+                if embed and published:
+                    renderer.embedded[collection][id] = orjson.Fragment(next(records))
     if not referenced:
         known.ids.pop(collection, None)  # only needed for the duplicate check
 

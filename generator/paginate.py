@@ -7,6 +7,7 @@ spools, each process its own range of pages, one page in memory at a time.
 """
 from __future__ import annotations
 
+import bisect
 import os
 from array import array
 from dataclasses import dataclass
@@ -89,6 +90,9 @@ class Spool:
         self.close()
 
 
+READ_BLOCK = 1 << 22  # bytes read at once
+
+
 class Spools:
     """The spools of all parts of a collection, read as one sequence of records."""
 
@@ -105,16 +109,19 @@ class Spools:
         return self._count
 
     def read(self, start: int, stop: int) -> Iterator[bytes]:
-        """Records start to stop (exclusive): one read per part for the whole range."""
+        """Records start to stop (exclusive), a read per block of records."""
         for fd, ends in self._parts:
             low, high = max(start, 0), min(stop, len(ends))
-            if low < high:
+            while low < high:
                 base = ends[low - 1] if low else 0
-                blob = os.pread(fd, ends[high - 1] - base, base)
+                upto = min(high, bisect.bisect_right(ends, base + READ_BLOCK, low, high) or low + 1)
+                upto = max(upto, low + 1)  # at least one record, however large
+                blob = os.pread(fd, ends[upto - 1] - base, base)
                 previous = base
-                for end in ends[low:high]:
+                for end in ends[low:upto]:
                     yield blob[previous - base:end - base]
                     previous = end
+                low = upto
             start, stop = start - len(ends), stop - len(ends)
             if stop <= 0:
                 return

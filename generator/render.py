@@ -48,8 +48,8 @@ class Renderer:
             "users": self._user, "books": self._book, "bookshelves": self._bookshelf,
         }
 
-    def render(self, collection: str, record: dict) -> bytes | None:
-        """The record's published bytes, or None for a record that is not published."""
+    def render(self, collection: str, record: dict) -> tuple[dict, bytes] | None:
+        """The record's document and its published bytes, or None when it is not published."""
         document = self._documents[collection](record)
         if document is None:
             return None
@@ -57,7 +57,7 @@ class Renderer:
         if collection in self.embedded:
             # orjson's result can keep a buffer several times its length; copy what is kept.
             self.embedded[collection][record["id"]] = orjson.Fragment(bytes(memoryview(data)))
-        return data
+        return document, data
 
     def root(self) -> bytes:
         return encode({r.name: self.urls.collection(r) for r in BY_COLLECTION.values()})

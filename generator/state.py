@@ -15,12 +15,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import pickle
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from . import load
 from .paginate import Spools
+from .parts import read_chunks
 from .validate import Settings
 
 VERSION = "4"
@@ -84,7 +84,7 @@ def shard_sizes(directory: Path) -> list[int]:
     return [files, size]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Reused:
     """A row the previous build had, taken over without checking or rendering it again."""
     id: str
@@ -103,12 +103,11 @@ class Previous:
         self.by_id: dict[str, int] = {}
         position = 0
         for path in parts:
-            with path.open("rb") as f:
-                for id, _line, published, username, digest in pickle.load(f):
-                    self.by_hash[digest] = Reused(id, published, username, position if published else -1)
-                    if published:
-                        self.by_id[id] = position
-                        position += 1
+            for id, _line, published, username, digest in read_chunks(path):
+                self.by_hash[digest] = Reused(id, published, username, position if published else -1)
+                if published:
+                    self.by_id[id] = position
+                    position += 1
         self.count = position
         self.records = Spools([directory / f"records-{collection}.{p.suffix[1:]}" for p in parts])
         self._block: tuple[int, list[bytes]] = (0, [])

@@ -166,3 +166,44 @@ def test_unchanged_collections_are_not_read_again(catalogue: Catalogue, tmp_path
     monkeypatch.setattr(load.Source, "rows", lambda self, problems: read.append(self.collection) or original(self, problems))
     build(catalogue.dir, site, processes=1)
     assert read == ["bookshelves"]
+
+
+KILL_IN = """
+import os, signal, sys
+from generator import write
+from generator.build import build
+what, limit, count = sys.argv[3], int(sys.argv[4]), [0]
+
+def dying(original):
+    def call(*args, **kwargs):
+        count[0] += 1
+        if count[0] > limit:  # the whole build, all its processes, no cleanup: as if killed
+            os.killpg(0, signal.SIGKILL)
+        return original(*args, **kwargs)
+    return call
+
+if what == "write":
+    write.Generation._write = dying(write.Generation._write)
+else:
+    write.os.link = dying(os.link)
+build(sys.argv[1], sys.argv[2], processes=2)
+"""
+
+
+@pytest.mark.parametrize("what, after", [("write", 0), ("write", 2), ("write", 30), ("link", 0), ("link", 20), ("link", 50)])
+def test_incremental_build_killed_anywhere(catalogue: Catalogue, tmp_path: Path, what: str, after: int):
+    import signal
+    import subprocess
+    import sys
+    from conftest import ROOT
+    site = tmp_path / "site"
+    build(catalogue.dir, site, processes=2)
+    published = served(site)
+    for name in ("book title", "author renamed", "book added"):
+        EDITS[name](catalogue)
+    killed = subprocess.run([sys.executable, "-c", KILL_IN, str(catalogue.dir), str(site), what, str(after)],
+                            cwd=ROOT, capture_output=True, start_new_session=True)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr.decode()
+    assert served(site) == published
+    build(catalogue.dir, site, processes=2)
+    assert_same_as_clean_build(catalogue, site, tmp_path, f"killed-{what}-{after}")
