@@ -247,6 +247,7 @@ SPECS: dict[str, list[Field]] = {
 }
 
 DERIVED = {"url", "path", "depth", "numchild", "no_child"}
+_NAMES = {collection: frozenset(f.name for f in spec) for collection, spec in SPECS.items()}
 
 # What a missing id is derived from (data.md): uuid5(NAMESPACE_URL, "<collection>:<key>"),
 # the key being these fields joined by "/".
@@ -347,22 +348,21 @@ def references(row: dict, collection: str) -> list[str]:
 
 
 def _coerce(row: dict, spec: list[Field], source: Source, line: int, problems: Problems):
-    csv_row = source.format == "csv"
-    names = {f.name for f in spec}
-    for key in row:
-        if key in names or (key == "children" and source.collection == "categories"):
-            continue
-        if key in DERIVED:
-            problems.add(source.name, line, key, "is computed by the build and cannot be given: remove it")
-        else:
-            problems.add(source.name, line, key,
-                         f"is not a field of {source.collection}; known fields: {', '.join(sorted(names))}")
+    names = _NAMES[source.collection]
+    if not names.issuperset(row):
+        for key in row:
+            if key in names or (key == "children" and source.collection == "categories"):
+                continue
+            if key in DERIVED:
+                problems.add(source.name, line, key, "is computed by the build and cannot be given: remove it")
+            else:
+                problems.add(source.name, line, key,
+                             f"is not a field of {source.collection}; known fields: {', '.join(sorted(names))}")
+    empty = "" if source.format == "csv" else None  # an empty CSV cell is a missing value
     record: dict[str, Any] = {}
     for f in spec:
         raw = row.get(f.name)
-        if isinstance(raw, str) and csv_row and raw == "":
-            raw = None
-        if raw is None:
+        if raw is None or raw == empty:
             if f.required:
                 problems.add(source.name, line, f.name, "is missing: it is required")
             record[f.name] = list(f.default) if isinstance(f.default, tuple) else f.default
