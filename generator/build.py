@@ -7,6 +7,7 @@ need (encoded records to embed, ids to check references and duplicates).
 """
 from __future__ import annotations
 
+import gc
 import os
 import shutil
 from array import array
@@ -128,34 +129,36 @@ def build(data_dir: Path, out_dir: Path, base_url: str | None = None, progress: 
             return Summary(_counts(previous), before.files, before.bytes, time.monotonic() - started, 0, processes)
         incremental = Incremental.between(previous, before, now) if now else Incremental()
         with site.new_generation() as generation, _scratch(site.state) as scratch:
-            make_output = lambda: Generation(generation.root, generation.store, generation.number)
-            result = produce(settings, sources, problems, make_output, processes, progress, scratch,
+            result = produce(settings, sources, problems, generation.writer, processes, progress, scratch,
                              incremental)
-            serving = nginx.Serving(settings.base_url, settings.cache_control)
-            for path, data in ((root_path(), Renderer(settings, Urls(settings.base_url)).root()),
-                               (PAGE_NOT_BUILT, meta.page_not_built(settings)),
-                               (nginx.SITE_INFO, serving.encode())):
-                if previous is not None and (previous / path).is_file() and (previous / path).read_bytes() == data:
-                    site.carry(generation, previous, path)
-                else:
-                    generation.write(path, data)
-            for resource in BY_COLLECTION.values():
-                generation.link(default_pages_link(resource), str(settings.default_page_size))
+            _write_skeleton(site, generation, previous, settings)
             _link_shards(site, generation, previous, incremental, settings, result)
-            for resource in BY_COLLECTION.values():
-                site.carry(generation, previous, first_page_path(resource))
-            _keep_state(generation.root, scratch, previous, incremental, processes)
-            now.shards = {shard: (state.shard_sizes(site.store / name) if name.endswith(f"@{generation.number:06d}")
-                                  else before.shards[shard])
-                          for shard, name in site.shards(generation.root).items()}
-            now.skeleton = _skeleton_size(generation.root)
-            _save_counts(generation.root, result.published)
-            now.save(generation.root)
+            _keep_state(site, generation, scratch, incremental, processes, before, now, result)
             previous = site.publish(generation)
         site.collect_garbage(keep=[generation.root, previous], background=background)
         _write_configs(site, settings, listen)
     written = result.files + generation.files
     return Summary(result.published, now.files, now.bytes, time.monotonic() - started, written, processes)
+
+
+def _write_skeleton(site: Site, generation: Generation, previous: Path | None, settings: Settings) -> None:
+    """The files outside shards: the API root and _meta (linked from the previous build
+    when unchanged), each collection's pages/default link, and the first pages no part
+    wrote because they did not change."""
+    checker = SchemaChecker()
+    root = Renderer(settings, Urls(settings.base_url)).root()
+    checker.check("root", root, root_path())
+    checker.raise_if_violated()
+    serving = nginx.Serving(settings.base_url, settings.cache_control)
+    for path, data in ((root_path(), root), (PAGE_NOT_BUILT, meta.page_not_built(settings)),
+                       (nginx.SITE_INFO, serving.encode())):
+        if previous is not None and (previous / path).is_file() and (previous / path).read_bytes() == data:
+            site.carry(generation, previous, path)
+        else:
+            generation.write(path, data)
+    for resource in BY_COLLECTION.values():
+        generation.link(default_pages_link(resource), str(settings.default_page_size))
+        site.carry(generation, previous, first_page_path(resource))
 
 
 def _link_shards(site: Site, generation: Generation, previous: Path | None, incremental: Incremental,
@@ -185,14 +188,16 @@ def _link_shards(site: Site, generation: Generation, previous: Path | None, incr
     site.finish(generation, previous, check, live)
 
 
-def _keep_state(root: Path, scratch: Path, previous: Path | None, incremental: Incremental, parts: int) -> None:
-    """The records and keys of every collection, for the next build: this build's from
-    its scratch files, those it took over linked from the previous state."""
-    directory = state.state_dir(root)
+def _keep_state(site: Site, generation: Generation, scratch: Path, incremental: Incremental, parts: int,
+                before: state.Fingerprint | None, now: state.Fingerprint, result: PartResult) -> None:
+    """What the next build takes over: the records and keys of every collection (this
+    build's from its scratch files, those it took over linked from the previous state),
+    the published counts, and the fingerprint with the size of every shard."""
+    directory = state.state_dir(generation.root)
     directory.mkdir(exist_ok=True)
     for collection in load.COLLECTIONS:
         if collection in incremental.unchanged:
-            for path in state.state_dir(previous).glob(f"*-{collection}.*"):
+            for path in state.state_dir(incremental.previous).glob(f"*-{collection}.*"):
                 os.link(path, directory / path.name)
             continue
         for part in range(parts):
@@ -200,6 +205,12 @@ def _keep_state(root: Path, scratch: Path, previous: Path | None, incremental: I
                          f"records-{collection}.{part}.index"):
                 if (scratch / name).exists():
                     os.rename(scratch / name, directory / name)
+    (directory / "records.json").write_bytes(orjson.dumps(result.published))
+    mine = f"@{generation.number:06d}"
+    now.shards = {shard: state.shard_sizes(site.store / name) if name.endswith(mine) else before.shards[shard]
+                  for shard, name in site.shards(generation.root).items()}
+    now.skeleton = _skeleton_size(generation.root)
+    now.save(generation.root)
 
 
 def _write_configs(site: Site, settings: Settings, listen: str) -> None:
@@ -218,12 +229,6 @@ def _skeleton_size(root: Path) -> list[int]:
                 files += 1
                 size += os.stat(path).st_size
     return [files, size]
-
-
-def _save_counts(root: Path, published: dict[str, int]) -> None:
-    directory = state.state_dir(root)
-    directory.mkdir(exist_ok=True)
-    (directory / "records.json").write_bytes(orjson.dumps(published))
 
 
 def _counts(root: Path) -> dict[str, int]:
@@ -279,7 +284,21 @@ def produce(settings: Settings | None, sources: dict[str, load.Source], problems
 
 def _part(part: int, team: Team, settings: Settings | None, plan: dict[str, list[load.Source]],
           producing: bool, make_output: Callable[[], Output], incremental: Incremental) -> PartResult:
-    """One part's share: its range of every collection, then its range of every page."""
+    """One part's share: its range of every collection, then its range of every page.
+    The records make no reference cycles, so the cyclic garbage collector, which walks
+    every object held (hundreds of thousands of embedded records) again and again, is
+    off while it works."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return _part_work(part, team, settings, plan, producing, make_output, incremental)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _part_work(part: int, team: Team, settings: Settings | None, plan: dict[str, list[load.Source]],
+               producing: bool, make_output: Callable[[], Output], incremental: Incremental) -> PartResult:
     out = make_output()
     problems = Problems()
     urls = Urls(settings.base_url) if settings else None

@@ -72,6 +72,10 @@ class Generation:
         self.files = 0
         self.bytes = 0
 
+    def writer(self) -> "Generation":
+        """Another writer of this generation, for another process (with its own tally)."""
+        return Generation(self.root, self.store, self.number)
+
     def write(self, path: str, data: bytes) -> None:
         """A new file, and beside it path.gz for nginx's gzip_static when it is large."""
         target = self._target(path)
