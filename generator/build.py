@@ -7,6 +7,7 @@ need (encoded records to embed, ids to check references and duplicates).
 """
 from __future__ import annotations
 
+import bisect
 import gc
 import os
 import shutil
@@ -311,7 +312,8 @@ def _part_work(part: int, team: Team, settings: Settings | None, plan: dict[str,
     for collection in load.COLLECTIONS:
         resource = BY_COLLECTION[collection]
         if collection in incremental.unchanged:
-            count = _take_over(collection, incremental.previous, known, renderer)
+            needed = LAST_NEEDED.get(collection) in plan  # a collection made again embeds it
+            count = _take_over(collection, incremental.previous, known, renderer if needed else None, needed)
             published[resource.name] = count if part == 0 else 0
             changed[collection] = set()
         elif collection in plan:
@@ -331,10 +333,11 @@ def _part_work(part: int, team: Team, settings: Settings | None, plan: dict[str,
     return PartResult(problems.items, published, out.files, out.bytes, checker.violations, checker.total, dead)
 
 
-def _take_over(collection: str, previous: Path, known: validate.Known, renderer: Renderer | None) -> int:
-    """A collection the previous build made from the same input: only what later
-    collections need of it (ids to refer to, records to embed); its files stay."""
-    if collection not in LAST_NEEDED:
+def _take_over(collection: str, previous: Path, known: validate.Known, renderer: Renderer | None,
+               needed: bool) -> int:
+    """A collection the previous build made from the same input: only what a later
+    collection made again needs of it (ids to refer to, records to embed); its files stay."""
+    if not needed:
         return _counts(previous)[BY_COLLECTION[collection].name]
     before = state.Previous(previous, collection)
     known.ids[collection] = {id: 0 for id in before.by_id}
@@ -471,6 +474,7 @@ def write_pages(part: int, team: Team, resource: Resource, settings: Settings, u
         origin.extend(team.load(f"origin-{collection}", k))
     old_count = _counts(incremental.previous)[resource.name] if incremental.reuse else None
     paths = [team.file(f"records-{collection}", k) for k in range(team.count)]
+    moved = [i for i, old in enumerate(origin) if old != i]  # new, changed or shifted records
     with Spools(paths) as records:
         count = len(records)
         for limit in settings.page_sizes:
@@ -479,7 +483,7 @@ def write_pages(part: int, team: Team, resource: Resource, settings: Settings, u
             total = max(-(-count // limit), 1)
             for number in range(total * part // team.count, total * (part + 1) // team.count):
                 offset = number * limit
-                clean = same and all(origin[i] == i for i in range(offset, min(offset + limit, count)))
+                clean = same and bisect.bisect_left(moved, offset) == bisect.bisect_left(moved, offset + limit)
                 index = first_page and offset == 0 and (not clean or incremental.old_default != limit)
                 if clean and not index:
                     continue

@@ -289,8 +289,16 @@ REUSED = "_reused"  # a row taken over from the previous build, unchecked and un
 
 
 def row_hash(row: dict) -> bytes:
-    """The identity of a row as written in the input (its line number aside)."""
-    return hashlib.blake2b(orjson.dumps(row), digest_size=16).digest()
+    """The identity of a row as written in the input, column names included (its line
+    number aside). A CSV row's names and cells are text, joined with a separator, unless a
+    cell holds the separator itself; otherwise, and for typed YAML values, the row as JSON."""
+    try:
+        text = "\x1f".join(row) + "\x1e" + "\x1f".join(row.values())
+    except TypeError:
+        text = None
+    if text is None or text.count("\x1f") != 2 * len(row) - 2 or text.count("\x1e") != 1:
+        return hashlib.blake2b(orjson.dumps(row), digest_size=16).digest()
+    return hashlib.blake2b(text.encode(), digest_size=16).digest()
 
 
 def records(source: Source, problems: Problems, known: Known,

@@ -207,3 +207,11 @@ def test_incremental_build_killed_anywhere(catalogue: Catalogue, tmp_path: Path,
     assert served(site) == published
     build(catalogue.dir, site, processes=2)
     assert_same_as_clean_build(catalogue, site, tmp_path, f"killed-{what}-{after}")
+
+
+def test_row_hash_tells_rows_apart():
+    from generator.validate import row_hash
+    assert row_hash({"x": "a\x1fb", "y": "c"}) != row_hash({"x": "a", "y": "b\x1fc"})  # separator in a cell
+    assert row_hash({"x": "1", "y": "2"}) != row_hash({"y": "1", "x": "2"})  # columns swapped
+    assert row_hash({"x": "1", "y": "2"}) == row_hash(dict([("x", "1"), ("y", "2")]))
+    assert row_hash({"pages": 12}) != row_hash({"pages": "12"})  # YAML types count
