@@ -132,6 +132,7 @@ class Site:
         self.gens = self.state / "gens"
         self.store = self.state / "store"
         self.trash = self.state / "trash"
+        self._shards: dict[Path, dict[str, str]] = {}
 
     @contextmanager
     def locked(self) -> Iterator["Site"]:
@@ -171,8 +172,11 @@ class Site:
                 self.throw_away([root] + [p for p in self.store.iterdir() if p.name.endswith(f"@{number:06d}")])
 
     def shards(self, generation_root: Path) -> dict[str, str]:
-        """shard path -> store directory name, for a generation's skeleton."""
-        found = {}
+        """shard path -> store directory name, for a generation's skeleton (a published
+        skeleton never changes: read once)."""
+        if generation_root in self._shards:
+            return self._shards[generation_root]
+        found = self._shards[generation_root] = {}
         for directory, dirs, _files in os.walk(generation_root):
             for name in dirs:
                 path = os.path.join(directory, name)
