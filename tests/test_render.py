@@ -1,7 +1,6 @@
 """Values as DRF writes them: timestamps in the site's zone, prices, escapes."""
 from __future__ import annotations
 
-from datetime import datetime
 from zoneinfo import ZoneInfo
 
 import pytest
