@@ -22,7 +22,7 @@ import orjson
 
 from . import load, meta, nginx, state, validate
 from .errors import CatalogueError, DataError, GeneratorBug, Problem, Problems
-from .paginate import Spool, Spools, pages
+from .paginate import Spool, Spools, page_count, pages
 from .parts import Progress, Team
 from .render import EMBEDDED, Renderer
 from .schemas import MAX_REPORTED, SchemaChecker
@@ -339,7 +339,7 @@ def _take_over(collection: str, previous: Path, known: validate.Known, renderer:
     collection made again needs of it (ids to refer to, records to embed); its files stay."""
     if not needed:
         return _counts(previous)[BY_COLLECTION[collection].name]
-    before = state.Previous(previous, collection)
+    before = state.Previous(previous, collection, rows=False)
     known.ids[collection] = {id: 0 for id in before.by_id}
     if renderer is not None and collection in EMBEDDED:
         for id, data in zip(before.by_id, before.records.read(0, before.count)):
@@ -373,6 +373,9 @@ def _collection(part: int, team: Team, collection: str, source: load.Source, inc
     # (id, line, published, username, row hash) of every record, for the other parts and the next build
     keys = team.writer(f"keys-{collection}", part)
     usernames: dict[str, int] = {}
+    # The first part learns every published id (its own here, the others' in the exchange)
+    # to tell which of the previous build's records are gone.
+    published_ids = set() if before is not None and part == 0 else None
     origin = array("q")  # each published record's place in the previous build, or -1 when it is new
     mine: set[str] = set()
     with Spool(team.file(f"records-{collection}", part)) as spool, keys:
@@ -405,6 +408,8 @@ def _collection(part: int, team: Team, collection: str, source: load.Source, inc
                         team.report(part, resource.name, len(spool))
             username = record.get("username")
             keys.append((record["id"], line, data is not None, username, record[validate.ROW]))
+            if published_ids is not None and data is not None:
+                published_ids.add(record["id"])
             if username is not None:
                 usernames.setdefault(username, line)
         count = len(spool)
@@ -414,7 +419,7 @@ def _collection(part: int, team: Team, collection: str, source: load.Source, inc
     team.save(f"origin-{collection}", part, origin)
     team.save(f"changed-{collection}", part, mine)
     team.wait()
-    _exchange(part, team, collection, source, usernames, known, renderer, problems)
+    _exchange(part, team, collection, source, usernames, known, renderer, problems, published_ids)
     changed[collection] = set(mine)
     for k in range(team.count):
         if k != part and collection in LAST_NEEDED:
@@ -422,17 +427,18 @@ def _collection(part: int, team: Team, collection: str, source: load.Source, inc
     if before is not None:
         if collection in LAST_NEEDED:  # every part knows every id of it now
             changed[collection] |= before.by_id.keys() - known.ids.get(collection, {}).keys()
-        if part == 0:
-            now = {key[0] for k in range(team.count) for key in team.items(f"keys-{collection}", k) if key[2]}
-            dead[collection] = before.by_id.keys() - now
+        if published_ids is not None:
+            dead[collection] = before.by_id.keys() - published_ids
         before.close()
     return count
 
 
 def _exchange(part: int, team: Team, collection: str, source: load.Source, usernames: dict[str, int],
-              known: validate.Known, renderer: Renderer | None, problems: Problems) -> None:
+              known: validate.Known, renderer: Renderer | None, problems: Problems,
+              published: set[str] | None = None) -> None:
     """Learn the other parts' records of a collection: their ids (for references, and the
-    first part checks them for duplicates) and, when others embed them, their bytes."""
+    first part checks them for duplicates, and adds those published to `published`) and,
+    when others embed them, their bytes."""
     others = [k for k in range(team.count) if k != part]
     if not others:
         return
@@ -442,7 +448,9 @@ def _exchange(part: int, team: Team, collection: str, source: load.Source, usern
     ids = known.ids.setdefault(collection, {})
     for k in others:
         if part == 0 and k > 0:  # each later record against everything before it, once
-            for id, line, _, username, _ in team.items(f"keys-{collection}", k):
+            for id, line, is_published, username, _ in team.items(f"keys-{collection}", k):
+                if published is not None and is_published:
+                    published.add(id)
                 first = ids.setdefault(id, line)
                 if first != line:
                     problems.add(source.name, line, "id", f"{id} is used twice in {collection}: first on line {first}")
@@ -456,9 +464,9 @@ def _exchange(part: int, team: Team, collection: str, source: load.Source, usern
         embed = renderer is not None and collection in EMBEDDED and not team.failed
         with Spools([team.file(f"records-{collection}", k)]) as spool:
             records = spool.read(0, len(spool))
-            for id, line, published, _, _ in team.items(f"keys-{collection}", k):
+            for id, line, is_published, _, _ in team.items(f"keys-{collection}", k):
                 ids.setdefault(id, line)
-                if embed and published:
+                if embed and is_published:
                     renderer.embedded[collection][id] = orjson.Fragment(next(records))
     if not referenced:
         known.ids.pop(collection, None)  # only needed for the duplicate check
@@ -480,7 +488,7 @@ def write_pages(part: int, team: Team, resource: Resource, settings: Settings, u
         for limit in settings.page_sizes:
             same = limit in incremental.old_sizes and count == old_count
             first_page = limit == settings.default_page_size
-            total = max(-(-count // limit), 1)
+            total = page_count(count, limit)
             for number in range(total * part // team.count, total * (part + 1) // team.count):
                 offset = number * limit
                 clean = same and bisect.bisect_left(moved, offset) == bisect.bisect_left(moved, offset + limit)

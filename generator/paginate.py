@@ -47,13 +47,18 @@ class Page:
             b",".join(results))
 
 
+def page_count(count: int, limit: int) -> int:
+    """Pages of one size: an empty collection still has its one, empty, first page."""
+    return max(-(-count // limit), 1)
+
+
 def pages(resource: Resource, limit: int, records: "Spools", first: int = 0,
           last: int | None = None) -> Iterator[tuple[Page, list[bytes]]]:
     """The pre-built pages of one page size, numbers first to last (exclusive; all by
     default): offsets 0, limit, 2*limit, ... below count; an empty collection has one
     empty page at offset 0."""
     count = len(records)
-    total = max(-(-count // limit), 1)
+    total = page_count(count, limit)
     last = total if last is None else min(last, total)
     for number in range(first, last):
         offset = number * limit

@@ -96,7 +96,8 @@ class Reused:
 class Previous:
     """The previous build's records of one collection: what each row became, and the bytes."""
 
-    def __init__(self, generation_root: Path, collection: str) -> None:
+    def __init__(self, generation_root: Path, collection: str, rows: bool = True) -> None:
+        """rows=False: only the published records and their ids, not what each row became."""
         directory = state_dir(generation_root)
         parts = sorted(directory.glob(f"keys-{collection}.*"), key=lambda p: int(p.suffix[1:]))
         self.by_hash: dict[bytes, Reused] = {}
@@ -104,7 +105,8 @@ class Previous:
         position = 0
         for path in parts:
             for id, _line, published, username, digest in read_chunks(path):
-                self.by_hash[digest] = Reused(id, published, username, position if published else -1)
+                if rows:
+                    self.by_hash[digest] = Reused(id, published, username, position if published else -1)
                 if published:
                     self.by_id[id] = position
                     position += 1
