@@ -22,7 +22,7 @@ import orjson
 
 from . import load, meta, nginx, state, validate
 from .errors import CatalogueError, DataError, GeneratorBug, Problem, Problems
-from .paginate import Spool, Spools, page_count, pages
+from .paginate import Spool, Spools, page_count, pages, spool_files
 from .parts import Progress, Team
 from .render import EMBEDDED, Renderer
 from .schemas import MAX_REPORTED, SchemaChecker
@@ -202,9 +202,11 @@ def _keep_state(site: Site, generation: Generation, scratch: Path, incremental: 
                 os.link(path, directory / path.name)
             continue
         for part in range(parts):
-            for name in (f"keys-{collection}.{part}", f"records-{collection}.{part}",
-                         f"records-{collection}.{part}.index"):
-                if (scratch / name).exists():
+            index = scratch / f"records-{collection}.{part}"
+            if not index.exists():
+                continue
+            for name in (index.name, f"keys-{collection}.{part}", *spool_files(index)):
+                if not (directory / name).exists():  # (a data file two parts refer to)
                     os.rename(scratch / name, directory / name)
     (directory / "records.json").write_bytes(orjson.dumps(result.published))
     mine = f"@{generation.number:06d}"
@@ -378,37 +380,42 @@ def _collection(part: int, team: Team, collection: str, source: load.Source, inc
     published_ids = set() if before is not None and part == 0 else None
     origin = array("q")  # each published record's place in the previous build, or -1 when it is new
     mine: set[str] = set()
-    with Spool(team.file(f"records-{collection}", part)) as spool, keys:
+    # The previous records are referred to where they lie (not copied) unless that would
+    # keep too much that is no longer published.
+    refer = before is not None and before.referable()
+    if refer:
+        before.link_data(team.scratch)
+    with team.spool(f"records-{collection}", part) as spool, keys:
         for line, record in stream:
-            data = None
+            published = False
             if producing and not problems and not team.failed:
                 token = record.get(validate.REUSED)
                 if token is not None:
-                    if token.published:
-                        data = before.bytes(token.index)
+                    if published := token.published:
                         origin.append(token.index)
+                        _keep(spool, before, token.index, refer)
                         if collection in EMBEDDED:
-                            renderer.embedded[collection][token.id] = orjson.Fragment(data)
+                            renderer.embedded[collection][token.id] = orjson.Fragment(before.bytes(token.index))
                 else:
                     rendered = renderer.render(collection, record)
-                    if rendered is not None:
+                    if published := rendered is not None:
                         document, data = rendered
                         old = before.by_id.get(record["id"]) if before is not None else None
                         if old is not None and before.bytes(old) == data:
                             origin.append(old)
+                            _keep(spool, before, old, refer)
                         else:
                             path = detail_path(resource, record["id"])
                             checker.check_record(resource.schema, document, path)
                             out.write(path, data)
                             origin.append(-1)
                             mine.add(record["id"])
-                if data is not None:
-                    spool.append(data)
-                    if len(spool) % PROGRESS_EVERY == 0:
-                        team.report(part, resource.name, len(spool))
+                            spool.append(data)
+                if published and len(spool) % PROGRESS_EVERY == 0:
+                    team.report(part, resource.name, len(spool))
             username = record.get("username")
-            keys.append((record["id"], line, data is not None, username, record[validate.ROW]))
-            if published_ids is not None and data is not None:
+            keys.append((record["id"], line, published, username, record[validate.ROW]))
+            if published_ids is not None and published:
                 published_ids.add(record["id"])
             if username is not None:
                 usernames.setdefault(username, line)
@@ -431,6 +438,14 @@ def _collection(part: int, team: Team, collection: str, source: load.Source, inc
             dead[collection] = before.by_id.keys() - published_ids
         before.close()
     return count
+
+
+def _keep(spool: Spool, before: state.Previous, index: int, refer: bool) -> None:
+    """A record the previous build published, into this build's spool."""
+    if refer:
+        spool.refer(before.location(index))
+    else:
+        spool.append(before.bytes(index))
 
 
 def _exchange(part: int, team: Team, collection: str, source: load.Source, usernames: dict[str, int],

@@ -8,7 +8,9 @@ booleans or null. Turning them into typed values is the next stage's job
 from __future__ import annotations
 
 import csv
+import fcntl
 import io
+import os
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -54,6 +56,9 @@ class Source:
     end: int | None = None
     first_line: int = 1
     header: tuple[str, ...] | None = None
+    # The file's size when the build found it: a build reads no further, so a record
+    # appended meanwhile (by the write service) waits whole for the next build.
+    size: int | None = None
 
     def parts(self, count: int) -> list["Source"]:
         """count Sources over consecutive ranges of records; a YAML file (which cannot be cut
@@ -62,11 +67,16 @@ class Source:
             return [self] + [replace(self, start=0, end=0)] * (count - 1)
         try:
             header = _csv_header(self.path)
-            cuts, lines = _record_boundaries(self.path, count)
+            cuts, lines = _record_boundaries(self, count)
         except (UnicodeDecodeError, csv.Error, OSError):
             return [self] + [replace(self, start=0, end=0)] * (count - 1)  # its reader reports it
         return [replace(self, start=a, end=b, first_line=line, header=header)
                 for a, b, line in zip(cuts, cuts[1:], lines)]
+
+    def open(self) -> io.BufferedReader:
+        """The bytes of this source (its range of the file, or all of it as found)."""
+        end = self.end if self.end is not None else self.size
+        return io.BufferedReader(_Range(self.path, self.start, end), BLOCK)
 
     @property
     def name(self) -> str:
@@ -90,7 +100,7 @@ def find_sources(data_dir: Path, problems: Problems) -> dict[str, Source]:
     sources = {}
     for collection in COLLECTIONS:
         found = [
-            Source(collection, data_dir / f"{collection}.{ext}", fmt)
+            Source(collection, data_dir / f"{collection}.{ext}", fmt, size=settled_size(data_dir / f"{collection}.{ext}"))
             for ext, fmt in (("yaml", "yaml"), ("yml", "yaml"), ("csv", "csv"))
             if (data_dir / f"{collection}.{ext}").is_file()
         ]
@@ -108,6 +118,14 @@ def find_sources(data_dir: Path, problems: Problems) -> dict[str, Source]:
                 f"collection {collection!r} comes from {names}: keep exactly one of them",
             )
     return sources
+
+
+def settled_size(path: Path) -> int:
+    """The size of a data file once no append is under way: writers append under an
+    exclusive lock of the file (append.py)."""
+    with path.open("rb") as f:
+        fcntl.flock(f, fcntl.LOCK_SH)
+        return os.fstat(f.fileno()).st_size
 
 
 def read_site(data_dir: Path, problems: Problems) -> tuple[str, dict[str, Any]]:
@@ -131,14 +149,14 @@ def read_site(data_dir: Path, problems: Problems) -> tuple[str, dict[str, Any]]:
     return name, value
 
 
-def _record_boundaries(path: Path, count: int) -> tuple[list[int], list[int]]:
+def _record_boundaries(source: Source, count: int) -> tuple[list[int], list[int]]:
     """count+1 byte offsets cutting the file's records into count runs of similar size
     (a cut follows a newline outside quotes: an even number of '"' before it), and the
     line each run starts on. One pass over the file in blocks, counting in C."""
-    size = path.stat().st_size
+    size = source.size if source.size is not None else source.path.stat().st_size
     cuts, lines = [], []
     quotes = newlines = 0  # before the current block
-    with path.open("rb") as f:
+    with source.open() as f:
         offset = 0
         while True:
             block = f.read(BLOCK)
@@ -177,10 +195,10 @@ BLOCK = 1 << 22
 class _Range(io.RawIOBase):
     """The bytes [start, end) of a file, as a stream."""
 
-    def __init__(self, path: Path, start: int, end: int) -> None:
+    def __init__(self, path: Path, start: int, end: int | None) -> None:
         self._file = path.open("rb", buffering=0)
         self._file.seek(start)
-        self._left = end - start
+        self._left = end - start if end is not None else 1 << 62
 
     def readable(self) -> bool:
         return True
@@ -203,11 +221,9 @@ def _csv_header(path: Path) -> tuple[str, ...]:
 
 def _open_range(source: Source):
     """The source's text, or only its byte range, streamed for csv.reader."""
-    if source.header is None:
-        # utf-8-sig drops the byte-order mark spreadsheets like to write.
-        return source.path.open(encoding="utf-8-sig", newline="")
-    stream = io.BufferedReader(_Range(source.path, source.start, source.end), BLOCK)
-    return io.TextIOWrapper(stream, encoding="utf-8", newline="")
+    # utf-8-sig drops the byte-order mark spreadsheets like to write.
+    encoding = "utf-8-sig" if source.header is None else "utf-8"
+    return io.TextIOWrapper(source.open(), encoding=encoding, newline="")
 
 
 def _csv_rows(source: Source, problems: Problems) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -241,7 +257,7 @@ def _csv_rows(source: Source, problems: Problems) -> Iterator[tuple[int, dict[st
 
 
 def _yaml_rows(source: Source, problems: Problems) -> Iterator[tuple[int, dict[str, Any]]]:
-    with source.path.open("rb") as f:
+    with source.open() as f:
         loader = _Loader(f)
         try:
             root = loader.get_single_node()

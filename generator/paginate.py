@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import bisect
 import os
+import pickle
 from array import array
 from dataclasses import dataclass
 from pathlib import Path
@@ -66,33 +67,65 @@ def pages(resource: Resource, limit: int, records: "Spools", first: int = 0,
 
 
 class Spool:
-    """Encoded records appended in order to a scratch file; its index of offsets is saved
-    beside it on close, so that any process can read any range of them (Spools)."""
+    """Encoded records of one part of a collection, in order. New records are appended to
+    the spool's own data file; records the previous build had are only referred to in its
+    data files (linked beside this spool), so that an edit does not copy a collection's
+    bytes. The index, saved at `path` on close, holds each record's file and byte range,
+    so that any process can read any range of records (Spools)."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, tag: str = "data") -> None:
         self.path = path
-        self._file = path.open("wb")
-        self._ends = array("Q")
+        self._data = f"{path.name}.{tag}"  # the name is unique to the build that writes it
+        self._file = None  # (created with its first record)
+        self._names: list[str] = []
+        self._numbers: dict[str, int] = {}
+        self._files, self._starts, self._ends = array("H"), array("Q"), array("Q")
         self._size = 0
 
     def append(self, data: bytes) -> None:
+        if self._file is None:
+            self._file = (self.path.parent / self._data).open("wb")
+            self._own = self._number(self._data)
         self._file.write(data)
+        self._files.append(self._own)
+        self._starts.append(self._size)
         self._size += len(data)
         self._ends.append(self._size)
+
+    def refer(self, location: tuple[str, int, int]) -> None:
+        """A record already in the data file `name` (in this spool's directory)."""
+        name, start, end = location
+        self._files.append(self._number(name))
+        self._starts.append(start)
+        self._ends.append(end)
+
+    def _number(self, name: str) -> int:
+        number = self._numbers.get(name)
+        if number is None:
+            number = self._numbers[name] = len(self._names)
+            self._names.append(name)
+        return number
 
     def __len__(self) -> int:
         return len(self._ends)
 
     def close(self) -> None:
-        self._file.close()
-        with open(f"{self.path}.index", "wb") as f:
-            self._ends.tofile(f)
+        if self._file is not None:
+            self._file.close()
+        with self.path.open("wb") as f:
+            pickle.dump((self._names, self._files, self._starts, self._ends), f, pickle.HIGHEST_PROTOCOL)
 
     def __enter__(self) -> "Spool":
         return self
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def spool_files(path: Path) -> list[str]:
+    """The data files a saved spool refers to (in its directory)."""
+    with path.open("rb") as f:
+        return pickle.load(f)[0]
 
 
 READ_BLOCK = 1 << 22  # bytes read at once
@@ -103,37 +136,64 @@ class Spools:
 
     def __init__(self, paths: list[Path]) -> None:
         self._parts = []
+        self._fds: dict[Path, int] = {}
+        self._contiguous: list[bool] = []
         for path in paths:
-            ends = array("Q")
-            with open(f"{path}.index", "rb") as f:
-                ends.frombytes(f.read())
-            self._parts.append((os.open(path, os.O_RDONLY), ends))
-        self._count = sum(len(ends) for _, ends in self._parts)
+            with path.open("rb") as f:
+                names, files, starts, ends = pickle.load(f)
+            self._parts.append(([path.parent / name for name in names], files, starts, ends))
+            self._contiguous.append(len(names) == 1 and starts[1:] == ends[:-1])
+        self._firsts = array("Q", [0])  # each part's first record
+        for _, files, _, _ in self._parts:
+            self._firsts.append(self._firsts[-1] + len(files))
 
     def __len__(self) -> int:
-        return self._count
+        return self._firsts[-1]
+
+    def data_paths(self) -> set[Path]:
+        return {path for paths, _, _, _ in self._parts for path in paths}
+
+    def live_bytes(self) -> int:
+        return sum(sum(ends) - sum(starts) for _, _, starts, ends in self._parts)
+
+    def locate(self, index: int) -> tuple[str, int, int]:
+        """Record `index` as (data file name, start, end)."""
+        part = bisect.bisect_right(self._firsts, index) - 1
+        paths, files, starts, ends = self._parts[part]
+        i = index - self._firsts[part]
+        return paths[files[i]].name, starts[i], ends[i]
 
     def read(self, start: int, stop: int) -> Iterator[bytes]:
-        """Records start to stop (exclusive), a read per block of records."""
-        for fd, ends in self._parts:
-            low, high = max(start, 0), min(stop, len(ends))
+        """Records start to stop (exclusive), one read per run of records that lie side by
+        side in a data file (up to a block)."""
+        for part, (paths, files, starts, ends) in enumerate(self._parts):
+            first = self._firsts[part]
+            low, high = max(start - first, 0), min(stop - first, len(files))
+            contiguous = self._contiguous[part]
             while low < high:
-                base = ends[low - 1] if low else 0
-                upto = min(high, bisect.bisect_right(ends, base + READ_BLOCK, low, high) or low + 1)
-                upto = max(upto, low + 1)  # at least one record, however large
-                blob = os.pread(fd, ends[upto - 1] - base, base)
-                previous = base
-                for end in ends[low:upto]:
-                    yield blob[previous - base:end - base]
-                    previous = end
+                number, base = files[low], starts[low]
+                if contiguous:  # one file, records side by side: find the block's end at once
+                    upto = max(bisect.bisect_right(ends, base + READ_BLOCK, low, high), low + 1)
+                else:
+                    upto = low + 1
+                    while (upto < high and files[upto] == number and starts[upto] == ends[upto - 1]
+                           and ends[upto] - base <= READ_BLOCK):
+                        upto += 1
+                blob = os.pread(self._fd(paths[number]), ends[upto - 1] - base, base)
+                for i in range(low, upto):
+                    yield blob[starts[i] - base:ends[i] - base]
                 low = upto
-            start, stop = start - len(ends), stop - len(ends)
-            if stop <= 0:
-                return
+
+    def _fd(self, path: Path) -> int:
+        fd = self._fds.get(path)
+        if fd is None:
+            fd = self._fds[path] = os.open(path, os.O_RDONLY)
+        return fd
 
     def close(self) -> None:
-        for fd, _ in self._parts:
+        for fd in self._fds.values():
             os.close(fd)
+        self._fds.clear()
 
     def __enter__(self) -> "Spools":
         return self

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from .errors import CatalogueError
+from .paginate import Spool
 
 # progress(resource name, records done so far, whether the collection is finished)
 Progress = Callable[[str, int, bool], None]
@@ -68,6 +69,11 @@ class Team:
     def load(self, name: str, part: int) -> Any:
         with self.file(name, part).open("rb") as f:
             return pickle.load(f)
+
+    def spool(self, name: str, part: int) -> Spool:
+        # Its data file is named after the scratch directory, unique to this build, so that
+        # later builds can keep it beside their own without a clash.
+        return Spool(self.file(name, part), tag=self.scratch.name)
 
     def writer(self, name: str, part: int) -> "ChunkWriter":
         return ChunkWriter(self.file(name, part))

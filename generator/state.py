@@ -3,7 +3,9 @@
     fingerprint.json   generator version, settings, a hash of each input file, the
                        files and bytes of every shard of the site
     keys-<c>.<part>    every record's (id, line, published, username, row hash)
-    records-<c>.<part> the encoded records (a Spool index; the bytes live in records/)
+    records-<c>.<part> where each encoded record lies (a Spool's index)
+    records-<c>.<part>.<build>  the bytes of records: each build's own, and the files of
+                       earlier builds that still hold records it publishes (hard links)
 
 A rebuild whose fingerprint equals the published one has nothing to do. Otherwise
 each collection whose input, settings and embedded collections are unchanged is
@@ -17,14 +19,18 @@ import json
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from . import load
 from .paginate import Spools
 from .parts import read_chunks
 from .validate import Settings
 
-VERSION = "4"
-READ_AHEAD = 256  # records read at once when taking over a previous build's records  # bump when the generator's output changes for the same input
+VERSION = "5"  # bump when the generator's output or this state changes for the same input
+READ_AHEAD = 256  # records read at once when taking over a previous build's records
+# A build refers to the previous records where they lie unless they are spread over more
+# files than this, or the files hold more bytes no longer published than published.
+MAX_DATA_FILES = 32
 STATE_DIR = ".state"
 
 
@@ -63,11 +69,11 @@ class Fingerprint:
 
 def fingerprint(settings: Settings, sources: dict[str, load.Source]) -> Fingerprint:
     settings_as_saved = json.loads(json.dumps(asdict(settings)))  # tuples become lists
-    return Fingerprint(VERSION, settings_as_saved, {c: file_hash(s.path) for c, s in sources.items()})
+    return Fingerprint(VERSION, settings_as_saved, {c: file_hash(s) for c, s in sources.items()})
 
 
-def file_hash(path: Path) -> str:
-    with path.open("rb") as f:
+def file_hash(source: load.Source) -> str:
+    with source.open() as f:
         return hashlib.file_digest(f, "blake2b").hexdigest()[:32]
 
 
@@ -84,8 +90,7 @@ def shard_sizes(directory: Path) -> list[int]:
     return [files, size]
 
 
-@dataclass(frozen=True, slots=True)
-class Reused:
+class Reused(NamedTuple):  # (a million are made: a tuple is made fastest)
     """A row the previous build had, taken over without checking or rendering it again."""
     id: str
     published: bool
@@ -121,6 +126,23 @@ class Previous:
             block = list(self.records.read(index, min(index + READ_AHEAD, self.count)))
             self._block = (start, block) = (index, block)
         return block[index - start]
+
+    def location(self, index: int) -> tuple[str, int, int]:
+        return self.records.locate(index)
+
+    def referable(self) -> bool:
+        """Whether a build may refer to these records where they lie rather than copy them."""
+        paths = self.records.data_paths()
+        return (len(paths) <= MAX_DATA_FILES
+                and 2 * self.records.live_bytes() >= sum(os.stat(p).st_size for p in paths))
+
+    def link_data(self, directory: Path) -> None:
+        """The data files beside a spool in `directory` that refers to them."""
+        for path in self.records.data_paths():
+            try:
+                os.link(path, directory / path.name)
+            except FileExistsError:  # (linked by another part)
+                pass
 
     def close(self) -> None:
         self.records.close()

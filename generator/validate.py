@@ -289,24 +289,13 @@ REUSED = "_reused"  # a row taken over from the previous build, unchecked and un
 
 
 def row_hash(row: dict) -> bytes:
-    """The identity of a row as written in the input, column names included (its line
-    number aside). A CSV row's cells are text, joined with a separator and hashed under a
-    salt made of its column names, unless a cell holds the separator itself; otherwise,
-    and for typed YAML values, the row as JSON."""
+    """The identity of a row as written in the input, column names and YAML types
+    included (its line number aside): the row as JSON, hashed."""
     try:
-        text = "\x1f".join(row.values())
-    except TypeError:
-        text = None
-    if text is None or text.count("\x1f") != len(row) - 1:
-        return hashlib.blake2b(orjson.dumps(row), digest_size=16).digest()
-    names = tuple(row)
-    salt = _SALTS.get(names)
-    if salt is None:
-        salt = _SALTS[names] = hashlib.blake2b("\x1f".join(names).encode(), digest_size=16).digest()
-    return hashlib.blake2b(text.encode(), digest_size=16, person=salt).digest()
-
-
-_SALTS: dict[tuple[str, ...], bytes] = {}
+        text = orjson.dumps(row)
+    except TypeError:  # a YAML integer too large for JSON's 64 bits
+        text = repr(row).encode()
+    return hashlib.blake2b(text, digest_size=16).digest()
 
 
 def records(source: Source, problems: Problems, known: Known,

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from generator import synth
+from generator import state, synth
 from generator.build import build
 from conftest import served
 from golden_files import served_files
@@ -156,6 +156,35 @@ def test_one_title_writes_only_its_documents(catalogue: Catalogue, tmp_path: Pat
     assert_same_as_clean_build(catalogue, site, tmp_path, "title")
 
 
+def book_data_files(site: Path) -> dict[str, int]:
+    """The files holding the book records the published build keeps, with their sizes."""
+    directory = state.state_dir((site / "current").resolve())
+    return {p.name: p.stat().st_size for p in directory.glob("records-books.*.*")}
+
+
+def test_an_edit_refers_to_the_records_it_keeps_and_compacts_them(catalogue: Catalogue, tmp_path: Path,
+                                                                 monkeypatch):
+    monkeypatch.setattr(state, "MAX_DATA_FILES", 3)
+    site = tmp_path / "site"
+    build(catalogue.dir, site, processes=2)
+    before = book_data_files(site)
+    assert len(before) == 2  # one a part
+    header, rows = catalogue.rows("books")
+    for step in range(4):
+        rows[step * 7][header.index("title")] += " (ویرایش)"
+        catalogue.save("books", header, rows)
+        build(catalogue.dir, site, processes=2)
+        files = book_data_files(site)
+        if step in (0, 1, 3):
+            # the files kept as they are, and one new file holding the changed book
+            assert len(files) == len(before) + 1 and files.items() >= before.items()
+            assert sum(files.values()) < sum(before.values()) + 4096
+        else:  # over three files: all copied, into one file a part
+            assert len(files) == 2 and not files.keys() & before.keys()
+        before = files
+        assert_same_as_clean_build(catalogue, site, tmp_path, f"edit {step}")
+
+
 def test_unchanged_collections_are_not_read_again(catalogue: Catalogue, tmp_path: Path, monkeypatch):
     site = tmp_path / "site"
     build(catalogue.dir, site, processes=1)
@@ -215,3 +244,4 @@ def test_row_hash_tells_rows_apart():
     assert row_hash({"x": "1", "y": "2"}) != row_hash({"y": "1", "x": "2"})  # columns swapped
     assert row_hash({"x": "1", "y": "2"}) == row_hash(dict([("x", "1"), ("y", "2")]))
     assert row_hash({"pages": 12}) != row_hash({"pages": "12"})  # YAML types count
+    assert row_hash({"isbn": 10**30}) != row_hash({"isbn": 10**30 + 1})  # (beyond JSON's integers)
