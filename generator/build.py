@@ -114,7 +114,8 @@ def default_processes() -> int:
 
 
 def build(data_dir: Path, out_dir: Path, base_url: str | None = None, progress: Progress | None = None,
-          listen: str = DEFAULT_LISTEN, processes: int | None = None, background: bool = True) -> Summary:
+          listen: str = DEFAULT_LISTEN, processes: int | None = None, background: bool = True,
+          write_service: str = nginx.DEFAULT_WRITE_SERVICE) -> Summary:
     """Build and publish, taking over what the previous build made of unchanged input;
     with `background`, what is thrown away is deleted by a process of its own."""
     started = time.monotonic()
@@ -126,7 +127,7 @@ def build(data_dir: Path, out_dir: Path, base_url: str | None = None, progress: 
         before = state.Fingerprint.load(previous)
         now = state.fingerprint(settings, sources) if settings and not problems else None
         if now is not None and now.same_output(before):
-            _write_configs(site, settings, listen)
+            _write_configs(site, settings, listen, write_service)
             return Summary(_counts(previous), before.files, before.bytes, time.monotonic() - started, 0, processes)
         incremental = Incremental.between(previous, before, now) if now else Incremental()
         with site.new_generation() as generation, _scratch(site.state) as scratch:
@@ -137,7 +138,7 @@ def build(data_dir: Path, out_dir: Path, base_url: str | None = None, progress: 
             _keep_state(site, generation, scratch, incremental, processes, before, now, result)
             previous = site.publish(generation)
         site.collect_garbage(keep=[generation.root, previous], background=background)
-        _write_configs(site, settings, listen)
+        _write_configs(site, settings, listen, write_service)
     written = result.files + generation.files
     return Summary(result.published, now.files, now.bytes, time.monotonic() - started, written, processes)
 
@@ -216,9 +217,9 @@ def _keep_state(site: Site, generation: Generation, scratch: Path, incremental: 
     now.save(generation.root)
 
 
-def _write_configs(site: Site, settings: Settings, listen: str) -> None:
+def _write_configs(site: Site, settings: Settings, listen: str, write_service: str) -> None:
     serving = nginx.Serving(settings.base_url, settings.cache_control)
-    nginx.write_configs(site.out, serving, listen, site.out / nginx.CONFIG_DIR)
+    nginx.write_configs(site.out, serving, listen, site.out / nginx.CONFIG_DIR, write_service)
 
 
 def _skeleton_size(root: Path) -> list[int]:

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from . import build as pipeline
-from . import nginx
+from . import nginx, service, tokens
 from . import synth as synthetic
 from .errors import CatalogueError
 
@@ -56,9 +56,12 @@ def main() -> None:
 @click.option("--base-url", envvar="CATALOGUE_BASE_URL", help=BASE_URL_HELP)
 @click.option("--listen", default=pipeline.DEFAULT_LISTEN, show_default=True,
               help="Address of the server block written to OUT/nginx/.")
-def build(data_dir: Path, out_dir: Path, base_url: str | None, listen: str) -> None:
+@click.option("--write-service", default=nginx.DEFAULT_WRITE_SERVICE, show_default=True,
+              help="host:port of the write service, where nginx forwards POSTs.")
+def build(data_dir: Path, out_dir: Path, base_url: str | None, listen: str, write_service: str) -> None:
     """Build and publish the whole API under OUT/api/v1/ (atomically), and OUT/nginx/."""
-    summary = _run(lambda: pipeline.build(data_dir, out_dir, base_url, _Progress(), listen))
+    summary = _run(lambda: pipeline.build(data_dir, out_dir, base_url, _Progress(), listen,
+                                          write_service=write_service))
     for line in _summary_lines(summary):
         click.echo(line)
     click.echo(f"published: {out_dir}/api/v1/")
@@ -80,9 +83,63 @@ def check(data_dir: Path, base_url: str | None) -> None:
               type=click.Path(file_okay=False, path_type=Path), help="A built site.")
 @click.option("--port", default=8000, show_default=True, type=click.IntRange(1, 65535),
               help="Loopback port to listen on.")
-def serve(site_dir: Path, port: int) -> None:
-    """Serve a built site with nginx in the foreground until Ctrl-C."""
-    sys.exit(_run(lambda: nginx.serve(site_dir, port)))
+@click.option("--data", "data_dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Also run the write service for this data directory (needs --tokens).")
+@click.option("--tokens", "token_file", envvar="CATALOGUE_TOKENS", type=click.Path(dir_okay=False, path_type=Path),
+              help="The write service's token file (also CATALOGUE_TOKENS).")
+@click.option("--write-port", default=8001, show_default=True, type=click.IntRange(1, 65535),
+              help="Loopback port of the write service.")
+@click.option("--base-url", envvar="CATALOGUE_BASE_URL", help=BASE_URL_HELP)
+def serve(site_dir: Path, port: int, data_dir: Path | None, token_file: Path | None, write_port: int,
+          base_url: str | None) -> None:
+    """Serve a built site with nginx in the foreground until Ctrl-C; with --data, writes too."""
+    writes = None
+    if data_dir is not None:
+        if token_file is None:
+            raise click.UsageError("--data needs --tokens: the file of the tokens that may write")
+        _run(lambda: tokens.read(token_file))  # (a missing or broken file is told now, not in the child)
+        writes = service.spawn(service.Config(data_dir, site_dir, token_file, port=write_port,
+                                              base_url=base_url, listen=f"127.0.0.1:{port}"))
+    try:
+        status = _run(lambda: nginx.serve(site_dir, port, write_service=f"127.0.0.1:{write_port}"))
+    finally:
+        if writes is not None:
+            writes.terminate()
+            writes.wait()
+    sys.exit(status)
+
+
+@main.command("write-service")
+@click.option("--data", "data_dir", default="data", show_default=True,
+              type=click.Path(file_okay=False, path_type=Path), help="The catalogue's data directory.")
+@click.option("--out", "out_dir", default="site", show_default=True,
+              type=click.Path(file_okay=False, path_type=Path), help="The site the writes are published to.")
+@click.option("--tokens", "token_file", required=True, envvar="CATALOGUE_TOKENS",
+              type=click.Path(dir_okay=False, path_type=Path),
+              help="File of the tokens that may write (also CATALOGUE_TOKENS); see `catalogue token`.")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option("--port", default=8001, show_default=True, type=click.IntRange(1, 65535), help="Port to listen on.")
+@click.option("--base-url", envvar="CATALOGUE_BASE_URL", help=BASE_URL_HELP)
+@click.option("--listen", default=pipeline.DEFAULT_LISTEN, show_default=True,
+              help="Address of the server block its rebuilds write to OUT/nginx/.")
+def write_service(data_dir: Path, out_dir: Path, token_file: Path, host: str, port: int,
+                  base_url: str | None, listen: str) -> None:
+    """Accept POSTs of users and bookshelves: append them to DATA and publish them."""
+    _run(lambda: service.run(service.Config(data_dir, out_dir, token_file, host, port, base_url, listen)))
+
+
+@main.group()
+def token() -> None:
+    """Tokens that may write (kept as hashes in a file outside the data directory)."""
+
+
+@token.command("add")
+@click.argument("name")
+@click.option("--tokens", "token_file", required=True, envvar="CATALOGUE_TOKENS",
+              type=click.Path(dir_okay=False, path_type=Path), help="The token file (also CATALOGUE_TOKENS).")
+def token_add(name: str, token_file: Path) -> None:
+    """Make a token for NAME and print it; only its hash is kept in the file."""
+    click.echo(_run(lambda: tokens.add(token_file, name)))
 
 
 @main.command()

@@ -27,7 +27,7 @@ COLLECTIONS = ("categories", "publishers", "authors", "books", "users", "bookshe
 SITE_FILE = "site.yaml"
 
 
-class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
+class Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
     """YAML 1.2-like scalars: only true/false are booleans and dates stay text.
 
     PyYAML follows YAML 1.1, where `no` is false and `2020-01-01 10:00` a naive
@@ -36,11 +36,11 @@ class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
     """
 
 
-_Loader.yaml_implicit_resolvers = {
+Loader.yaml_implicit_resolvers = {
     first: [(tag, rx) for tag, rx in resolvers if not tag.endswith((":bool", ":timestamp"))]
     for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
 }
-_Loader.add_implicit_resolver(
+Loader.add_implicit_resolver(
     "tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
 )
 
@@ -66,7 +66,7 @@ class Source:
         if count == 1 or self.format != "csv" or self.collection == "categories":
             return [self] + [replace(self, start=0, end=0)] * (count - 1)
         try:
-            header = _csv_header(self.path)
+            header = csv_header(self.path)
             cuts, lines = _record_boundaries(self, count)
         except (UnicodeDecodeError, csv.Error, OSError):
             return [self] + [replace(self, start=0, end=0)] * (count - 1)  # its reader reports it
@@ -134,7 +134,7 @@ def read_site(data_dir: Path, problems: Problems) -> tuple[str, dict[str, Any]]:
     name = f"{data_dir.name}/{SITE_FILE}"
     try:
         with path.open("rb") as f:
-            value = yaml.load(f, Loader=_Loader)
+            value = yaml.load(f, Loader=Loader)
     except FileNotFoundError:
         problems.add(name, 0, "", "is missing: it must at least set base_url")
         return name, {}
@@ -214,7 +214,7 @@ class _Range(io.RawIOBase):
         super().close()
 
 
-def _csv_header(path: Path) -> tuple[str, ...]:
+def csv_header(path: Path) -> tuple[str, ...]:
     with path.open(encoding="utf-8-sig", newline="") as f:
         return tuple(next(csv.reader(f), []))
 
@@ -228,53 +228,63 @@ def _open_range(source: Source):
 
 def _csv_rows(source: Source, problems: Problems) -> Iterator[tuple[int, dict[str, Any]]]:
     with _open_range(source) as f:
-        reader = csv.reader(f, strict=True)
-        try:
-            header = list(source.header) if source.header is not None else next(reader, None)
-            if header is None:
-                problems.add(source.name, 0, "", "is empty: a CSV file needs a header row")
-                return
-            header = [h.strip() for h in header]
-            if source.header is None:
-                for column in {h for h in header if header.count(h) > 1 or not h}:
-                    what = "an empty column name" if not column else f"column {column!r} twice"
-                    problems.add(source.name, 1, column, f"header has {what}")
-            end = reader.line_num + source.first_line - 1
-            for row in reader:
-                start, end = end + 1, reader.line_num + source.first_line - 1
-                if not row or (len(row) == 1 and not row[0].strip()):
-                    continue  # blank line
-                if len(row) != len(header):
-                    problems.add(
-                        source.name, start, "",
-                        f"has {len(row)} cells but the header has {len(header)}: "
-                        "quote cells that contain commas",
-                    )
-                    continue
-                yield start, dict(zip(header, row))
-        except csv.Error as exc:
-            problems.add(source.name, reader.line_num + source.first_line - 1, "", f"is not valid CSV: {exc}")
+        yield from csv_rows_of(f, source, problems)
+
+
+def csv_rows_of(f, source: Source, problems: Problems) -> Iterator[tuple[int, dict[str, Any]]]:
+    """The rows of a text stream holding (the source's range of) a CSV file."""
+    reader = csv.reader(f, strict=True)
+    try:
+        header = list(source.header) if source.header is not None else next(reader, None)
+        if header is None:
+            problems.add(source.name, 0, "", "is empty: a CSV file needs a header row")
+            return
+        header = [h.strip() for h in header]
+        if source.header is None:
+            for column in {h for h in header if header.count(h) > 1 or not h}:
+                what = "an empty column name" if not column else f"column {column!r} twice"
+                problems.add(source.name, 1, column, f"header has {what}")
+        end = reader.line_num + source.first_line - 1
+        for row in reader:
+            start, end = end + 1, reader.line_num + source.first_line - 1
+            if not row or (len(row) == 1 and not row[0].strip()):
+                continue  # blank line
+            if len(row) != len(header):
+                problems.add(
+                    source.name, start, "",
+                    f"has {len(row)} cells but the header has {len(header)}: "
+                    "quote cells that contain commas",
+                )
+                continue
+            yield start, dict(zip(header, row))
+    except csv.Error as exc:
+        problems.add(source.name, reader.line_num + source.first_line - 1, "", f"is not valid CSV: {exc}")
 
 
 def _yaml_rows(source: Source, problems: Problems) -> Iterator[tuple[int, dict[str, Any]]]:
     with source.open() as f:
-        loader = _Loader(f)
-        try:
-            root = loader.get_single_node()
-        except yaml.YAMLError as exc:
-            problems.add(source.name, _mark_line(exc), "", f"is not valid YAML: {_yaml_reason(exc)}")
-            return
-        finally:
-            loader.dispose()
-        if root is None:
-            return
-        if not isinstance(root, yaml.SequenceNode):
-            problems.add(source.name, root.start_mark.line + 1, "", "must be a list of records (- key: value)")
-            return
-        for node in root.value:
-            row = _construct_with_lines(loader, node, source, problems)
-            if row is not None:
-                yield row
+        yield from yaml_rows_of(f, source, problems)
+
+
+def yaml_rows_of(f, source: Source, problems: Problems) -> Iterator[tuple[int, dict[str, Any]]]:
+    """The records of a stream holding a YAML file."""
+    loader = Loader(f)
+    try:
+        root = loader.get_single_node()
+    except yaml.YAMLError as exc:
+        problems.add(source.name, _mark_line(exc), "", f"is not valid YAML: {_yaml_reason(exc)}")
+        return
+    finally:
+        loader.dispose()
+    if root is None:
+        return
+    if not isinstance(root, yaml.SequenceNode):
+        problems.add(source.name, root.start_mark.line + 1, "", "must be a list of records (- key: value)")
+        return
+    for node in root.value:
+        row = _construct_with_lines(loader, node, source, problems)
+        if row is not None:
+            yield row
 
 
 def _construct_with_lines(loader, node, source: Source, problems: Problems):

@@ -34,6 +34,8 @@ SITE_INFO = f"{META}/site.json"  # what serve needs to know of a build
 ALLOW_READ = "GET, HEAD, OPTIONS"
 ALLOW_WRITE = "GET, POST, HEAD, OPTIONS"
 WRITABLE = {"user", "bookshelf"}
+DEFAULT_WRITE_SERVICE = "127.0.0.1:8001"  # where nginx forwards writes
+MAX_BODY = 64 * 1024  # bytes of a write's body, in nginx and in the write service
 # Whitespace that int() strips, as it appears in a query string ("+" is a space there).
 WS = "(?:[+]|%20|%09|%0[AaBbCcDd])"
 UUID_REST = "[0-9a-f]{%d}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}" % (8 - ID_SHARD)
@@ -74,7 +76,7 @@ def quoted(body: bytes, variables: tuple[str, ...] = ()) -> str:
     return text
 
 
-def server_config(site: Path, serving: Serving, listen: str) -> str:
+def server_config(site: Path, serving: Serving, listen: str, write_service: str = DEFAULT_WRITE_SERVICE) -> str:
     parts = urlsplit(serving.base_url)
     prefix = parts.path
     root = str((site / CURRENT).absolute())
@@ -99,7 +101,8 @@ def server_config(site: Path, serving: Serving, listen: str) -> str:
         names_re="|".join(r.name for r in RESOURCES), allow_read=ALLOW_READ,
         ws=WS, default_limit=DEFAULT_LIMIT, bucket_size=PAGE_BUCKET, bucket_digits=BUCKET_DIGITS,
         shard=ID_SHARD, rest_re=UUID_REST, meta=META, page_not_built=f"/{PAGE_NOT_BUILT}",
-        cache_control=serving.cache_control,
+        cache_control=serving.cache_control, write_service=_address(write_service, "--write-service"),
+        max_body=MAX_BODY,
         options_root=quoted(meta.options_root()), method_not_allowed=method,
         not_found=quoted(meta.NOT_FOUND), write_unavailable=quoted(meta.WRITE_UNAVAILABLE),
         too_large=quoted(meta.detail("Request body is too large.")),
@@ -108,16 +111,24 @@ def server_config(site: Path, serving: Serving, listen: str) -> str:
     )
 
 
+def _address(address: str, option: str) -> str:
+    """host:port for nginx, checked so that nothing else reaches the configuration."""
+    if not re.fullmatch(r"(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\]):[0-9]{1,5}", address):
+        raise CatalogueError(f"{option} {address!r}: give an address as host:port, for example 127.0.0.1:8001")
+    return address
+
+
 def standalone_config(server_conf: Path, run: Path, user: str | None) -> str:
     return _templates.get_template("nginx.conf.j2").render(
         server_conf=server_conf.absolute(), run=run.absolute(), user=user)
 
 
-def write_configs(site: Path, serving: Serving, listen: str, directory: Path) -> Path:
+def write_configs(site: Path, serving: Serving, listen: str, directory: Path,
+                  write_service: str = DEFAULT_WRITE_SERVICE) -> Path:
     """The server block and a standalone nginx.conf using it, in directory; returns nginx.conf."""
     directory.mkdir(parents=True, exist_ok=True)
     server = directory / "catalogue.conf"
-    _replace(server, server_config(site, serving, listen))
+    _replace(server, server_config(site, serving, listen, write_service))
     standalone = directory / "nginx.conf"
     _replace(standalone, standalone_config(server, site / RUN_DIR, _worker_user(site)))
     return standalone
@@ -149,16 +160,16 @@ def find_nginx() -> str:
     return found
 
 
-def serve(site: Path, port: int, host: str = "127.0.0.1") -> int:
+def serve(site: Path, port: int, host: str = "127.0.0.1", write_service: str = DEFAULT_WRITE_SERVICE) -> int:
     """Run nginx in the foreground for the built site until Ctrl-C or SIGTERM; its exit status."""
     nginx = find_nginx()
     site = site.absolute()
     serving = Serving.of_site(site)
     run = site / RUN_DIR
     (run / "tmp").mkdir(parents=True, exist_ok=True)
-    config = write_configs(site, serving, f"{host}:{port}", run)
+    config = write_configs(site, serving, f"{host}:{port}", run, write_service)
     command = [nginx, "-p", str(run), "-c", str(config), "-e", str(run / "error.log"), "-g", "daemon off;"]
-    process = subprocess.Popen(command, preexec_fn=_stop_with_parent)
+    process = subprocess.Popen(command, preexec_fn=stop_with_parent)
 
     def forward(signum, _frame):
         process.send_signal(signal.SIGTERM)  # nginx's fast shutdown
@@ -170,7 +181,7 @@ def serve(site: Path, port: int, host: str = "127.0.0.1") -> int:
     return process.wait()
 
 
-def _stop_with_parent() -> None:
+def stop_with_parent() -> None:
     """In the child: if our process dies without forwarding a signal, the kernel stops nginx."""
     try:
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG

@@ -340,6 +340,16 @@ def records(source: Source, problems: Problems, known: Known,
     known.ids[collection] = seen
 
 
+def check_row(collection: str, row: dict, source: Source, problems: Problems, known: Known,
+              line: int = 0) -> dict:
+    """One row as the build checks it, its references included (not whether its id or
+    username is taken): the record it makes. For a record about to be added."""
+    record = _coerce(row, SPECS[collection], source, line, problems)
+    if record["id"]:
+        _check_references(record, collection, source, line, problems, known)
+    return record
+
+
 def references(row: dict, collection: str) -> list[str]:
     """The ids a row refers to, read leniently (for deciding whether to take it over)."""
     found = []

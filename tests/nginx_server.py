@@ -34,23 +34,32 @@ class Answer:
         return {v.strip() for value in self.headers.get_all("Vary", []) for v in value.split(",")}
 
 
+def wait_for_port(port: int, process: subprocess.Popen, what: str) -> None:
+    deadline = time.monotonic() + 15
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"{what} did not start: {process.communicate()}")
+            time.sleep(0.05)
+
+
 class Server:
-    def __init__(self, site: Path) -> None:
+    """nginx serving a built site; POSTs go to the write service on write_port (by default
+    a free port where nothing listens)."""
+
+    def __init__(self, site: Path, write_port: int | None = None, *extra: str) -> None:
         find_nginx()  # fails with the install hint: these tests never skip
         self.site = site
         self.port = free_port()
+        self.write_port = write_port or free_port()
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "generator", "serve", "--site", str(site), "--port", str(self.port)],
+            [sys.executable, "-m", "generator", "serve", "--site", str(site), "--port", str(self.port),
+             "--write-port", str(self.write_port), *extra],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        deadline = time.monotonic() + 15
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
-                break
-            except OSError:
-                if self.process.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"nginx did not start: {self.process.communicate()}")
-                time.sleep(0.05)
+        wait_for_port(self.port, self.process, "nginx")
 
     def request(self, method: str, path: str, headers: dict | None = None, body: bytes | None = None) -> Answer:
         connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
