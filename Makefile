@@ -6,6 +6,8 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
 PORT ?= 8000
+WRITE_PORT ?= 8001
+TOKENS ?= write-tokens
 
 comma := ,
 BENCH_SIZES := 10000,100000$(if $(BENCH_FULL),$(comma)1000000)
@@ -18,9 +20,14 @@ build: $(STAMP)
 check: $(STAMP)
 	$(BIN)/catalogue check --data data
 
-# Serve the built site/ with nginx on 127.0.0.1:$(PORT) until Ctrl-C.
-serve: $(STAMP)
-	$(BIN)/catalogue serve --site site --port $(PORT)
+# Build, then serve site/ with nginx on 127.0.0.1:$(PORT) and take writes into data/ with the
+# write service on 127.0.0.1:$(WRITE_PORT), until Ctrl-C. The first run makes a token.
+serve: build
+	@if [ ! -f $(TOKENS) ]; then \
+	  echo "A write token (shown once; only its hash is kept in $(TOKENS)):"; \
+	  $(BIN)/catalogue token add librarian --tokens $(TOKENS); \
+	fi
+	$(BIN)/catalogue serve --site site --port $(PORT) --data data --tokens $(TOKENS) --write-port $(WRITE_PORT)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
@@ -35,8 +42,10 @@ clean:
 	rm -rf $(VENV) site bench-work
 
 # Full, no-op and one-edit builds of 10K and 100K synthetic books (BENCH_FULL=1: and 1M).
+# Then the delay from a POST's 201 to nginx serving the record (sample and 100K books).
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench.py --sizes $(BENCH_SIZES) --workdir bench-work
+	$(BIN)/python benchmarks/write_delay.py --sizes 0,100000 --workdir bench-work
 
 # Rewrite tests/golden/ from the sample data: only on purpose, after reading the diff.
 golden: $(STAMP)

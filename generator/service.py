@@ -28,7 +28,8 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from . import append, meta
-from .create import WRITABLE, Catalogue, Invalid, Unavailable
+from .create import WRITABLE, Catalogue, Invalid
+from .errors import CatalogueError
 from .nginx import MAX_BODY, stop_with_parent
 from .rebuild import Rebuilder
 from .render import encode
@@ -131,7 +132,7 @@ def application(config: Config, catalogue: Catalogue, tokens: Tokens, published:
                 return _detail(400, str(exc))
             except Invalid as exc:
                 return _json(400, encode(exc.errors))
-            except Unavailable as exc:
+            except CatalogueError as exc:  # (the data, not the request: someone must fix it)
                 log.error("cannot write: %s", exc)
                 return _detail(503, "Writing is not available right now: the catalogue's data has problems.")
             published()
@@ -174,7 +175,7 @@ def run(config: Config) -> None:
     recovered = append.recover(journal)
     if recovered:
         log.warning("after a crash: %s", recovered)
-    tokens = Tokens(config.tokens)
+    tokens = Tokens(config.tokens, log.error)
     catalogue = Catalogue(config.data, config.base_url, journal)
     catalogue.refresh()  # (refuses to start on data that does not load)
     rebuilder = Rebuilder.of(config.data, config.out, config.base_url, config.listen,

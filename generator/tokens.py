@@ -14,6 +14,7 @@ import os
 import re
 import secrets
 from pathlib import Path
+from typing import Callable
 
 from .errors import CatalogueError
 
@@ -57,26 +58,32 @@ def add(path: Path, name: str) -> str:
 
 
 class Tokens:
-    """The token file as the service sees it: read again when it changes."""
+    """The token file as the service sees it: read again when it changes. A file that
+    goes missing or breaks lets no one write until it is mended (the service logs why)."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, log: Callable[[str], None] = lambda message: None) -> None:
         self.path = path
-        self._seen: tuple | None = None
-        self._hashes: dict[str, str] = {}
-        self._refresh()
+        self._log = log
+        self._hashes = read(path)
+        self._seen = self._stat()
 
-    def _refresh(self) -> None:
-        stat = os.stat(self.path)
-        seen = (stat.st_ino, stat.st_size, stat.st_mtime_ns)
-        if seen != self._seen:
-            self._hashes, self._seen = read(self.path), seen
+    def _stat(self) -> tuple | None:
+        try:
+            stat = os.stat(self.path)
+        except OSError:
+            return None
+        return (stat.st_ino, stat.st_size, stat.st_mtime_ns)
 
     def holder(self, token: str) -> str | None:
         """The name a token was given, or None when it is not one of them."""
-        try:
-            self._refresh()
-        except (OSError, CatalogueError):
-            pass  # keep the tokens known last rather than lock everyone out
+        seen = self._stat()
+        if seen != self._seen:
+            try:
+                self._hashes = read(self.path)
+            except CatalogueError as exc:
+                self._log(f"no token is valid until the token file is mended: {exc}")
+                self._hashes = {}
+            self._seen = seen
         presented = digest(token)
         for known, name in self._hashes.items():
             if hmac.compare_digest(known, presented):

@@ -1,4 +1,5 @@
-"""Real nginx for tests: `catalogue serve` on a free loopback port, stopped with SIGTERM."""
+"""Real servers for tests and benchmarks, on free loopback ports, stopped with SIGTERM:
+nginx (`catalogue serve`) and the write service (`catalogue write-service`)."""
 from __future__ import annotations
 
 import gzip
@@ -91,3 +92,48 @@ def process_exists(pid: int) -> bool:
     except ProcessLookupError:
         return False
     return True
+
+
+class WriteService:
+    """`catalogue write-service` in a process of its own, its log kept in a file."""
+
+    def __init__(self, data: Path, site: Path, token_file: Path, port: int | None = None) -> None:
+        self.port = port or free_port()
+        self.log = site.parent / f"write-service-{self.port}.log"
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "generator", "write-service", "--data", str(data), "--out", str(site),
+             "--tokens", str(token_file), "--port", str(self.port)],
+            stdout=self.log.open("ab"), stderr=subprocess.STDOUT)
+        wait_for_port(self.port, self.process, "the write service")
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            self.process.wait(timeout=15)
+
+
+@dataclass
+class WriteStack:
+    """A built site served by nginx, with the write service for its data behind it."""
+    data: Path
+    site: Path
+    token_file: Path
+    token: str
+    service: WriteService
+    server: Server
+
+    @classmethod
+    def start(cls, data: Path, work: Path) -> "WriteStack":
+        from generator import tokens
+        from generator.build import build
+
+        site = work / "site"
+        build(data, site)
+        token_file = work / "tokens"
+        token = tokens.add(token_file, "librarian")
+        service = WriteService(data, site, token_file)
+        return cls(data, site, token_file, token, service, Server(site, service.port))
+
+    def stop(self) -> None:
+        self.server.stop()
+        self.service.stop()

@@ -109,3 +109,30 @@ def test_build_writes_the_nginx_configuration(data_dir: Path, tmp_path: Path):
     assert "server_name ketab.example.ir;" in server
     standalone = (out / "nginx/nginx.conf").read_text(encoding="utf-8")
     assert f'include "{out.absolute()}/nginx/catalogue.conf";' in standalone
+
+
+def test_token_add_prints_the_token_and_keeps_its_hash(tmp_path: Path):
+    from generator import tokens
+    path = tmp_path / "secrets" / "tokens"
+    result = run("token", "add", "librarian", "--tokens", str(path))
+    assert result.exit_code == 0
+    token = result.output.strip()
+    assert len(token) >= 40 and result.output == token + "\n"
+    assert path.read_text() == f"librarian {tokens.digest(token)}\n"
+    assert path.stat().st_mode & 0o777 == 0o600
+    assert tokens.Tokens(path).holder(token) == "librarian"
+    assert run("token", "add", "two words", "--tokens", str(path)).exit_code == 1
+
+
+def test_write_service_refuses_to_start_without_its_tokens(data_dir: Path, tmp_path: Path):
+    result = run("write-service", "--data", str(data_dir), "--out", str(tmp_path / "site"),
+                 "--tokens", str(tmp_path / "nowhere"))
+    assert result.exit_code == 1
+    assert result.output == (f"token file {tmp_path / 'nowhere'} does not exist: create a token with "
+                             f"`catalogue token add NAME --tokens {tmp_path / 'nowhere'}`\n")
+
+
+def test_serve_with_data_needs_tokens(data_dir: Path, tmp_path: Path):
+    result = run("serve", "--site", str(tmp_path), "--data", str(data_dir))
+    assert result.exit_code == 2
+    assert "--data needs --tokens" in result.output

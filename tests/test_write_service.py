@@ -2,76 +2,52 @@
 from __future__ import annotations
 
 import hashlib
+import http.client
 import json
 import os
+import shutil
 import signal
-import subprocess
-import sys
+import socket
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from generator import tokens
 from generator.build import build, check
-from nginx_server import Server, free_port, wait_for_port
+from nginx_server import Server, WriteService, WriteStack, wait_for_port
 
 BASE = "https://ketab.example.ir"
 OWNER = "21474dbb-f5dd-4163-9d23-2efaac50c7d3"  # a user of the sample catalogue
 USERS = 8
 
 
-class WriteService:
-    """`catalogue write-service` in a process of its own, its log kept in a file."""
-
-    def __init__(self, data: Path, site: Path, token_file: Path, port: int | None = None) -> None:
-        self.port = port or free_port()
-        self.log = site.parent / f"write-service-{self.port}.log"
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "generator", "write-service", "--data", str(data), "--out", str(site),
-             "--tokens", str(token_file), "--port", str(self.port)],
-            stdout=self.log.open("ab"), stderr=subprocess.STDOUT)
-        wait_for_port(self.port, self.process, "the write service")
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            self.process.wait(timeout=15)
-
-
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory):
     """Sample data, a built site, a token, the write service and nginx in front of it."""
     root = tmp_path_factory.mktemp("writes")
-    data = root / "data"
-    subprocess.run(["cp", "-r", str(Path(__file__).resolve().parent.parent / "data"), str(data)], check=True)
-    site = root / "site"
-    build(data, site)
-    token_file = root / "tokens"
-    token = tokens.add(token_file, "librarian")
-    service = WriteService(data, site, token_file)
-    server = Server(site, service.port)
-    yield {"data": data, "site": site, "token": token, "server": server, "service": service,
-           "token_file": token_file}
-    server.stop()
-    service.stop()
+    shutil.copytree(Path(__file__).resolve().parent.parent / "data", root / "data")
+    running = WriteStack.start(root / "data", root)
+    yield running
+    running.stop()
 
 
 def post(stack, resource: str, body, token: str | None = "good", content_type: str = "application/json",
          method: str = "POST"):
     headers = {"Content-Type": content_type} if content_type else {}
     if token == "good":
-        token = stack["token"]
+        token = stack.token
     if token is not None:
         headers["Authorization"] = f"Bearer {token}"
     data = body if isinstance(body, bytes) else json.dumps(body, ensure_ascii=False).encode()
-    return stack["server"].request(method, f"/api/v1/{resource}/", headers, data)
+    return stack.server.request(method, f"/api/v1/{resource}/", headers, data)
 
 
 def data_files(stack) -> dict[str, str]:
-    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in stack["data"].iterdir()}
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in stack.data.iterdir()}
 
 
 def wait_until(condition, seconds: float = 30.0):
@@ -84,7 +60,7 @@ def wait_until(condition, seconds: float = 30.0):
 
 
 def served(stack, url: str):
-    return stack["server"].get(url.removeprefix(BASE))
+    return stack.server.get(url.removeprefix(BASE))
 
 
 def id_of(answer) -> str:
@@ -92,7 +68,7 @@ def id_of(answer) -> str:
 
 
 def count(stack, resource: str) -> int:
-    return json.loads(stack["server"].get(f"/api/v1/{resource}/").body)["count"]
+    return json.loads(stack.server.get(f"/api/v1/{resource}/").body)["count"]
 
 
 # ---- success ---------------------------------------------------------------------------------
@@ -116,7 +92,7 @@ def test_a_new_user_is_answered_as_published(stack):
     assert detail and detail.body == answer.body
     assert time.monotonic() - started < 10
     assert wait_until(lambda: count(stack, "user") == before + 1)
-    tail = (stack["data"] / "users.yaml").read_text(encoding="utf-8").splitlines()[-4:]
+    tail = (stack.data / "users.yaml").read_text(encoding="utf-8").splitlines()[-4:]
     assert tail == [f"- id: {created['id']}", "  username: reader.1403", "  first_name: نرگس", "  bio: کتاب‌خوان"]
 
 
@@ -130,7 +106,7 @@ def test_a_new_bookshelf_embeds_its_owner(stack, by):
     assert created["user"] == json.loads(served(stack, f"{BASE}/api/v1/user/{OWNER}/").body)
     detail = wait_until(lambda: (a := served(stack, created["url"])).status == 200 and a)
     assert detail and detail.body == answer.body
-    last = (stack["data"] / "bookshelves.csv").read_text(encoding="utf-8").splitlines()[-1]
+    last = (stack.data / "bookshelves.csv").read_text(encoding="utf-8").splitlines()[-1]
     assert last == f"{id_of(answer)},{OWNER},قفسهٔ تازه ({by})"
 
 
@@ -206,8 +182,8 @@ def test_other_methods_are_not_allowed(stack, method):
 def test_the_service_itself_answers_in_drf_shapes(stack):
     """Reached without nginx (a proxy that forgets the size limit, say)."""
     import http.client
-    connection = http.client.HTTPConnection("127.0.0.1", stack["service"].port, timeout=10)
-    auth = {"Authorization": f"Bearer {stack['token']}", "Content-Type": "application/json"}
+    connection = http.client.HTTPConnection("127.0.0.1", stack.service.port, timeout=10)
+    auth = {"Authorization": f"Bearer {stack.token}", "Content-Type": "application/json"}
     for method, path, body, status, expected in [
         ("POST", "/api/v1/user/", b'{"bio": "%s"}' % (b"x" * 70000), 413, {"detail": "Request body is too large."}),
         ("DELETE", "/api/v1/user/", b"", 405, {"detail": 'Method "DELETE" not allowed.'}),
@@ -223,46 +199,68 @@ def test_the_service_itself_answers_in_drf_shapes(stack):
 def test_tokens_are_never_logged(stack):
     post(stack, "user", {"username": "x"}, token="not-a-token")
     post(stack, "user", {"username": ""})
-    logs = [stack["service"].log] + list((stack["site"] / ".run").glob("*.log"))
-    assert logs and all(stack["token"] not in p.read_text(errors="replace") for p in logs)
+    logs = [stack.service.log] + list((stack.site / ".run").glob("*.log"))
+    assert logs and all(stack.token not in p.read_text(errors="replace") for p in logs)
     assert all("not-a-token" not in p.read_text(errors="replace") for p in logs)
-    assert stack["token"] not in stack["token_file"].read_text()  # only its hash
+    assert stack.token not in stack.token_file.read_text()  # only its hash
 
 
 def test_a_revoked_token_stops_writing(stack, tmp_path):
-    extra = tokens.add(stack["token_file"], "temporary")
+    extra = tokens.add(stack.token_file, "temporary")
     assert post(stack, "user", {"username": "temporary.user"}, token=extra).status == 201
-    lines = stack["token_file"].read_text().splitlines()
-    stack["token_file"].write_text("\n".join(l for l in lines if not l.startswith("temporary ")) + "\n")
+    lines = stack.token_file.read_text().splitlines()
+    stack.token_file.write_text("\n".join(l for l in lines if not l.startswith("temporary ")) + "\n")
     answer = post(stack, "user", {"username": "temporary.user2"}, token=extra)
     assert (answer.status, json.loads(answer.body)) == (401, {"detail": "Invalid token."})
+    # A token file that breaks lets no one write until it is mended.
+    kept = stack.token_file.read_text()
+    stack.token_file.write_text("not a token line\n")
+    assert post(stack, "user", {"username": "temporary.user3"}).status == 401
+    stack.token_file.write_text(kept)
+    assert post(stack, "user", {"username": "temporary.user3"}).status == 201
+
+
+def test_a_hand_edit_of_the_data_is_seen(stack):
+    with (stack.data / "users.yaml").open("a", encoding="utf-8") as f:
+        f.write("- username: hand.made\n")
+    answer = post(stack, "user", {"username": "hand.made"})
+    assert (answer.status, json.loads(answer.body)) == (400, {"username": [
+        "A user with that username already exists."]})
+
+
+def test_data_that_does_not_load_stops_writes_until_fixed(stack):
+    path = stack.data / "bookshelves.csv"
+    good = path.read_bytes()
+    path.write_bytes(good + b"not,a,uuid\n")
+    try:
+        answer = post(stack, "bookshelf", {"user": OWNER, "title": "t"})
+        assert (answer.status, json.loads(answer.body)) == (503, {
+            "detail": "Writing is not available right now: the catalogue's data has problems."})
+        assert path.read_bytes() == good + b"not,a,uuid\n"
+    finally:
+        path.write_bytes(good)
+    assert post(stack, "bookshelf", {"user": OWNER, "title": "t"}).status == 201
 
 
 # ---- many at once, and a crash ---------------------------------------------------------------
 
 def test_200_concurrent_posts(stack):
-    before = check(stack["data"]).records["user"]  # (earlier writes may not be published yet)
+    before = check(stack.data).records["user"]  # (earlier writes may not be published yet)
     with ThreadPoolExecutor(max_workers=16) as pool:
         answers = list(pool.map(lambda n: post(stack, "user", {"username": f"burst.{n}"}), range(200)))
     assert [a.status for a in answers] == [201] * 200
     ids = {json.loads(a.body)["id"] for a in answers}
     assert len(ids) == 200
-    text = (stack["data"] / "users.yaml").read_text(encoding="utf-8")
+    text = (stack.data / "users.yaml").read_text(encoding="utf-8")
     assert all(f"- id: {id}\n" in text for id in ids)
-    assert check(stack["data"]).records["user"] == before + 200  # the data file loads
+    assert check(stack.data).records["user"] == before + 200  # the data file loads
     assert wait_until(lambda: count(stack, "user") == before + 200)
-    listed = json.loads(stack["server"].get("/api/v1/user/?limit=24&offset=0").body)
+    listed = json.loads(stack.server.get("/api/v1/user/?limit=24&offset=0").body)
     assert listed["count"] == before + 200
 
 
 def test_killed_mid_burst_keeps_every_answered_record(tmp_path: Path, data_dir: Path):
-    site = tmp_path / "site"
-    build(data_dir, site)
-    token_file = tmp_path / "tokens"
-    token = tokens.add(token_file, "librarian")
-    service = WriteService(data_dir, site, token_file)
-    server = Server(site, service.port)
-    stack = {"server": server, "token": token}
+    stack = WriteStack.start(data_dir, tmp_path)
     answered: list[str] = []
     stop = threading.Event()
 
@@ -273,7 +271,7 @@ def test_killed_mid_burst_keeps_every_answered_record(tmp_path: Path, data_dir: 
             try:
                 answer = post(stack, "bookshelf" if n % 3 == 0 else "user",
                               {"user": OWNER, "title": f"shelf {k}.{n}"} if n % 3 == 0 else {"username": f"kill.{k}.{n}"})
-            except OSError:
+            except (OSError, http.client.HTTPException):  # (the service was killed mid-answer)
                 continue
             if answer.status == 201:
                 answered.append(id_of(answer))
@@ -282,23 +280,24 @@ def test_killed_mid_burst_keeps_every_answered_record(tmp_path: Path, data_dir: 
         t.start()
     try:
         assert wait_until(lambda: len(answered) >= 60)
-        os.kill(service.process.pid, signal.SIGKILL)
-        service.process.wait()
+        os.kill(stack.service.process.pid, signal.SIGKILL)
+        stack.service.process.wait()
         time.sleep(0.3)
     finally:
         stop.set()
         for t in threads:
             t.join()
-        server.stop()
+        stack.server.stop()
     summary = check(data_dir)  # every data file loads
     text = (data_dir / "users.yaml").read_text(encoding="utf-8") + (data_dir / "bookshelves.csv").read_text(encoding="utf-8")
     assert answered and all(id in text for id in answered)
     assert summary.records["user"] + summary.records["bookshelf"] >= USERS + 12 + len(answered)
-    # Started again, it recovers and publishes everything.
-    service = WriteService(data_dir, site, token_file)
+    # Started again, it publishes every record that was answered.
+    api = stack.site / "current" / "api" / "v1"
+    service = WriteService(data_dir, stack.site, stack.token_file)
     try:
-        assert wait_until(lambda: (site / "current" / "api" / "v1" / "user" / answered[0][:2] / f"{answered[0]}.json").exists()
-                          or (site / "current" / "api" / "v1" / "bookshelf" / answered[0][:2] / f"{answered[0]}.json").exists())
+        assert wait_until(lambda: all((api / "user" / id[:2] / f"{id}.json").exists()
+                                      or (api / "bookshelf" / id[:2] / f"{id}.json").exists() for id in answered))
     finally:
         service.stop()
 
@@ -311,12 +310,11 @@ def test_make_serve_runs_nginx_and_the_write_service(tmp_path: Path, data_dir: P
     server = Server(site, None, "--data", str(data_dir), "--tokens", str(token_file))
     try:
         wait_for_port(server.write_port, server.process, "the write service")
-        answer = post({"server": server, "token": token}, "user", {"username": "served.user"})
+        answer = post(SimpleNamespace(server=server, token=token), "user", {"username": "served.user"})
         assert answer.status == 201
         url = json.loads(answer.body)["url"]
         assert wait_until(lambda: server.get(url.removeprefix(BASE)).status == 200)
     finally:
         assert server.stop() == 0
-    with pytest.raises(OSError):
-        import socket
+    with pytest.raises(OSError):  # the write service stopped with nginx
         socket.create_connection(("127.0.0.1", server.write_port), timeout=0.5).close()
