@@ -44,12 +44,13 @@ class DataFile:
     def __init__(self, source: load.Source) -> None:
         self.source = source
         self.path = source.path
-        head = self.path.read_bytes()[:1 << 16]
         if source.format == "csv":
             self.columns = tuple(h.strip() for h in load.csv_header(self.path))
             if not self.columns:
                 raise CannotAppend(f"{source.name} has no header row: records cannot be added to it")
-            self._newline = "\r\n" if b"\r\n" in head.split(b"\n", 1)[0] + b"\n" else "\n"
+            with self.path.open("rb") as f:
+                header_line = f.readline()
+            self._newline = "\r\n" if header_line.endswith(b"\r\n") else "\n"  # as the file has it
         else:
             self.columns = None
             self._indent = _yaml_indent(self.path, source.name)

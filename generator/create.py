@@ -114,26 +114,26 @@ class Catalogue:
         self.files = {c: DataFile(sources[c]) for c in WRITABLE.values()}
         known = validate.Known()
         self.usernames: set[str] = set()
-        users = self.renderer.embedded["users"]  # id -> encoded user, filled by render()
         for _line, record in validate.records(sources["users"], problems, known):
             if not problems:
-                self.renderer.render("users", record)
+                self.renderer.render("users", record)  # (kept, encoded, for the shelves to embed)
                 self.usernames.add(record["username"])
-        self.shelves: set[str] = set()
-        for _line, record in validate.records(sources["bookshelves"], problems, known):
-            self.shelves.add(record["id"])
+        for _ in validate.records(sources["bookshelves"], problems, known):
+            pass  # (checked, and their ids known)
         if problems:
             raise Unavailable(_first(problems))
-        self.users = users
         self.known = known
         self._seen = signature
+
+    @property
+    def users(self) -> dict:
+        """id -> encoded user, of every user."""
+        return self.renderer.embedded["users"]
 
     def _remember(self, collection: str, record: dict) -> None:
         self.known.ids.setdefault(collection, {})[record["id"]] = 0
         if collection == "users":
             self.usernames.add(record["username"])
-        else:
-            self.shelves.add(record["id"])
 
     # ---- checks ---------------------------------------------------------------------------
 

@@ -99,11 +99,8 @@ def find_sources(data_dir: Path, problems: Problems) -> dict[str, Source]:
     """Each collection's source file; both formats present, or neither, is a problem."""
     sources = {}
     for collection in COLLECTIONS:
-        found = [
-            Source(collection, data_dir / f"{collection}.{ext}", fmt, size=settled_size(data_dir / f"{collection}.{ext}"))
-            for ext, fmt in (("yaml", "yaml"), ("yml", "yaml"), ("csv", "csv"))
-            if (data_dir / f"{collection}.{ext}").is_file()
-        ]
+        candidates = [(data_dir / f"{collection}.{ext}", fmt) for ext, fmt in (("yaml", "yaml"), ("yml", "yaml"), ("csv", "csv"))]
+        found = [Source(collection, path, fmt, size=settled_size(path)) for path, fmt in candidates if path.is_file()]
         if len(found) == 1:
             sources[collection] = found[0]
         elif not found:

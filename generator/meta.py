@@ -66,6 +66,9 @@ def detail(message: str) -> bytes:
 
 NOT_FOUND = detail("Not found.")
 WRITE_UNAVAILABLE = detail("Writing is not available right now: the write service is not running.")
+DATA_UNAVAILABLE = detail("Writing is not available right now: the catalogue's data has problems.")
+TOO_LARGE = detail("Request body is too large.")
+SERVER_ERROR = detail("A server error occurred.")
 
 
 def no_match(resource: Resource) -> bytes:

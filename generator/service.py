@@ -115,14 +115,14 @@ def application(config: Config, catalogue: Catalogue, tokens: Tokens, published:
         async def post(self, request: Request) -> Response:
             resource = request.path_params["resource"]
             if resource not in WRITABLE:
-                return _detail(404, "Not found.")
+                return _json(404, meta.NOT_FOUND)
             refused = _authenticate(request.headers.get("authorization"), tokens)
             if refused is not None:
                 return _detail(401, refused, {"WWW-Authenticate": 'Bearer realm="api"'})
             try:
                 body = await _read_body(request, config.max_body)
             except TooLarge:
-                return _detail(413, "Request body is too large.")
+                return _json(413, meta.TOO_LARGE)
             media = request.headers.get("content-type", "")
             if media.split(";")[0].strip().lower() != JSON_TYPE and body:
                 return _detail(415, f'Unsupported media type "{media}" in request.')
@@ -134,21 +134,21 @@ def application(config: Config, catalogue: Catalogue, tokens: Tokens, published:
                 return _json(400, encode(exc.errors))
             except CatalogueError as exc:  # (the data, not the request: someone must fix it)
                 log.error("cannot write: %s", exc)
-                return _detail(503, "Writing is not available right now: the catalogue's data has problems.")
+                return _json(503, meta.DATA_UNAVAILABLE)
             published()
             return _json(201, created.body, {"Location": created.url})
 
         async def method_not_allowed(self, request: Request) -> Response:
             if request.path_params["resource"] not in WRITABLE:
-                return _detail(404, "Not found.")
+                return _json(404, meta.NOT_FOUND)
             return _detail(405, f'Method "{request.method}" not allowed.')
 
     async def not_found(request: Request, exc: Exception) -> Response:
-        return _detail(404, "Not found.")
+        return _json(404, meta.NOT_FOUND)
 
     async def server_error(request: Request, exc: Exception) -> Response:
         log.exception("a write failed", exc_info=exc)
-        return _detail(500, "A server error occurred.")
+        return _json(500, meta.SERVER_ERROR)
 
     routes = [Route(urlsplit(catalogue.urls.root()).path + "{resource}/", Collection)]
     return Starlette(routes=routes, exception_handlers={404: not_found, 500: server_error})
