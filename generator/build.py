@@ -120,6 +120,7 @@ def build(data_dir: Path, out_dir: Path, base_url: str | None = None, progress: 
     with `background`, what is thrown away is deleted by a process of its own."""
     started = time.monotonic()
     processes = processes or default_processes()
+    nginx.check_address(write_service)  # (before anything is published)
     settings, sources, problems = read_catalogue(Path(data_dir), base_url)
     site = Site(Path(out_dir))
     with site.locked():

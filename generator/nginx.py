@@ -101,7 +101,7 @@ def server_config(site: Path, serving: Serving, listen: str, write_service: str 
         names_re="|".join(r.name for r in RESOURCES), allow_read=ALLOW_READ,
         ws=WS, default_limit=DEFAULT_LIMIT, bucket_size=PAGE_BUCKET, bucket_digits=BUCKET_DIGITS,
         shard=ID_SHARD, rest_re=UUID_REST, meta=META, page_not_built=f"/{PAGE_NOT_BUILT}",
-        cache_control=serving.cache_control, write_service=_address(write_service),
+        cache_control=serving.cache_control, write_service=check_address(write_service),
         max_body=MAX_BODY,
         options_root=quoted(meta.options_root()), method_not_allowed=method,
         not_found=quoted(meta.NOT_FOUND), write_unavailable=quoted(meta.WRITE_UNAVAILABLE),
@@ -111,7 +111,7 @@ def server_config(site: Path, serving: Serving, listen: str, write_service: str 
     )
 
 
-def _address(address: str) -> str:
+def check_address(address: str) -> str:
     """The write service's host:port, checked so that nothing else reaches the configuration."""
     if not re.fullmatch(r"(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\]):[0-9]{1,5}", address):
         raise CatalogueError(f"write service address {address!r}: give it as host:port, for example 127.0.0.1:8001")

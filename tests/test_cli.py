@@ -136,3 +136,12 @@ def test_serve_with_data_needs_tokens(data_dir: Path, tmp_path: Path):
     result = run("serve", "--site", str(tmp_path), "--data", str(data_dir))
     assert result.exit_code == 2
     assert "--data needs --tokens" in result.output
+
+
+def test_build_refuses_a_write_service_address_nginx_cannot_hold(data_dir: Path, tmp_path: Path):
+    result = run("build", "--data", str(data_dir), "--out", str(tmp_path / "site"),
+                 "--write-service", "127.0.0.1:8001; return 200")
+    assert result.exit_code == 1
+    assert result.output == ("write service address '127.0.0.1:8001; return 200': give it as host:port, "
+                             "for example 127.0.0.1:8001\n")
+    assert not (tmp_path / "site").exists()
