@@ -92,10 +92,10 @@ class DataFile:
     def append(self, text: bytes, journal: Path) -> None:
         """Add the text at the end of the file and flush it to disk; with the journal,
         a crash at any point leaves either the file as it was or with the whole record."""
+        recover(journal)  # (before the lock: it takes the file's lock itself, on a descriptor of its own)
         fd = os.open(self.path, os.O_RDWR)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
-            recover(journal)
             size = os.fstat(fd).st_size
             if size and os.pread(fd, 1, size - 1) != b"\n":
                 text = b"\n" + text
@@ -127,7 +127,7 @@ def recover(journal: Path) -> str | None:
         journal.unlink()
         return "removed an incomplete journal entry; no data file had been changed"
     with path.open("r+b") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)  # (a lock the caller holds already is kept)
+        fcntl.flock(f, fcntl.LOCK_EX)
         f.seek(size)
         tail = f.read(length + 1)
         if len(tail) == length and hashlib.sha256(tail).hexdigest() == digest:

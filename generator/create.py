@@ -59,8 +59,6 @@ class Unavailable(CatalogueError):
 
 @dataclass(frozen=True)
 class Created:
-    resource: str
-    id: str
     url: str
     body: bytes  # the detail document the build will publish
 
@@ -86,8 +84,7 @@ class Catalogue:
             file.append(file.encode(row), self.journal)
             self._remember(collection, record)
             self._seen = self._signature()  # our own change: nothing to read again
-        id = record["id"]
-        return Created(resource, id, self.urls.detail(BY_COLLECTION[collection], id), data)
+        return Created(self.urls.detail(BY_COLLECTION[collection], record["id"]), data)
 
     # ---- what is known of the data ----------------------------------------------------
 

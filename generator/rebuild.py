@@ -24,8 +24,6 @@ class Rebuilder:
         self._log = log
         self._wanted = threading.Event()
         self._stopping = False
-        self.builds = 0  # builds run
-        self.failures = 0
         self._thread = threading.Thread(target=self._run, name="rebuild", daemon=True)
 
     @classmethod
@@ -57,11 +55,9 @@ class Rebuilder:
             self._wanted.clear()
             started = time.monotonic()
             done = subprocess.run(self.command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-            self.builds += 1
             seconds = time.monotonic() - started
             if done.returncode == 0:
                 self._log(f"rebuilt and published in {seconds:.2f} s")
             else:
-                self.failures += 1
                 self._log(f"the rebuild failed (exit status {done.returncode}); the site stays as it was:\n"
                           f"{done.stdout.strip()}")

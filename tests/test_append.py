@@ -98,3 +98,12 @@ def test_recover_drops_a_cut_journal(tmp_path: Path):
     assert "incomplete journal" in append.recover(journal)
     assert not journal.exists()
     assert append.recover(journal) is None
+
+
+def test_an_append_after_a_failed_one_recovers_first(tmp_path: Path):
+    """A journal left for the same file (an append that failed) is settled, not waited on."""
+    path = tmp_path / "users.csv"
+    path.write_bytes(b"id,username,bio\n")
+    journal_for(path, path.stat().st_size, b"x9,never,written\n")
+    rows = appended(path, ROW)
+    assert rows == [ROW]
