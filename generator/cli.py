@@ -1,4 +1,5 @@
-"""The `catalogue` command: a thin layer over build.build() and build.check()."""
+"""The `catalogue` command: a thin layer over the library (compose.build, build.check,
+hosts.nginx.serve, the write service, tokens and synthetic catalogues)."""
 from __future__ import annotations
 
 import sys
@@ -7,10 +8,15 @@ from pathlib import Path
 
 import click
 
-from . import build as pipeline
-from . import nginx, service, tokens
-from . import synth as synthetic
+from . import compose
+from .api.serving import DEFAULT_LISTEN, DEFAULT_WRITE_SERVICE, LOCAL, PORT, WRITE_PORT
+from .api.urls import API
+from .build import Summary
+from .build import check as check_data
+from .catalogue import synth as synthetic
 from .errors import CatalogueError
+from .hosts import nginx
+from .writes import service, tokens
 
 BASE_URL_HELP = "Override site.yaml's base_url (also read from CATALOGUE_BASE_URL)."
 
@@ -28,7 +34,7 @@ class _Progress:
             self.last = now
 
 
-def _summary_lines(summary: pipeline.Summary) -> list[str]:
+def _summary_lines(summary: Summary) -> list[str]:
     per = ", ".join(f"{name} {count:,}" for name, count in summary.records.items())
     return [f"records: {per}",
             f"files: {summary.files:,}, {summary.bytes / 1e6:,.1f} MB, {summary.seconds:.2f} s"]
@@ -54,17 +60,17 @@ def main() -> None:
 @click.option("--out", "out_dir", default="site", show_default=True,
               type=click.Path(file_okay=False, path_type=Path), help="Where the site is published.")
 @click.option("--base-url", envvar="CATALOGUE_BASE_URL", help=BASE_URL_HELP)
-@click.option("--listen", default=pipeline.DEFAULT_LISTEN, show_default=True,
+@click.option("--listen", default=DEFAULT_LISTEN, show_default=True,
               help="Address of the server block written to OUT/nginx/.")
-@click.option("--write-service", default=nginx.DEFAULT_WRITE_SERVICE, show_default=True,
+@click.option("--write-service", default=DEFAULT_WRITE_SERVICE, show_default=True,
               help="host:port of the write service, where nginx forwards POSTs.")
 def build(data_dir: Path, out_dir: Path, base_url: str | None, listen: str, write_service: str) -> None:
     """Build and publish the whole API under OUT/api/v1/ (atomically), and OUT/nginx/."""
-    summary = _run(lambda: pipeline.build(data_dir, out_dir, base_url, _Progress(), listen,
-                                          write_service=write_service))
+    hosting = compose.Hosting(listen, write_service)
+    summary = _run(lambda: compose.build(data_dir, out_dir, base_url, _Progress(), hosting))
     for line in _summary_lines(summary):
         click.echo(line)
-    click.echo(f"published: {out_dir}/api/v1/")
+    click.echo(f"published: {out_dir}/{API}/")
 
 
 @main.command()
@@ -73,7 +79,7 @@ def build(data_dir: Path, out_dir: Path, base_url: str | None, listen: str, writ
 @click.option("--base-url", envvar="CATALOGUE_BASE_URL", help=BASE_URL_HELP)
 def check(data_dir: Path, base_url: str | None) -> None:
     """Check the data as a build would, writing nothing."""
-    summary = _run(lambda: pipeline.check(data_dir, base_url, _Progress()))
+    summary = _run(lambda: check_data(data_dir, base_url, _Progress()))
     click.echo(_summary_lines(summary)[0])
     click.echo("the data is valid")
 
@@ -81,13 +87,13 @@ def check(data_dir: Path, base_url: str | None) -> None:
 @main.command()
 @click.option("--site", "site_dir", default="site", show_default=True,
               type=click.Path(file_okay=False, path_type=Path), help="A built site.")
-@click.option("--port", default=8000, show_default=True, type=click.IntRange(1, 65535),
+@click.option("--port", default=PORT, show_default=True, type=click.IntRange(1, 65535),
               help="Loopback port to listen on.")
 @click.option("--data", "data_dir", type=click.Path(file_okay=False, path_type=Path),
               help="Also run the write service for this data directory (needs --tokens).")
 @click.option("--tokens", "token_file", envvar="CATALOGUE_TOKENS", type=click.Path(dir_okay=False, path_type=Path),
               help="The write service's token file (also CATALOGUE_TOKENS).")
-@click.option("--write-port", default=8001, show_default=True, type=click.IntRange(1, 65535),
+@click.option("--write-port", default=WRITE_PORT, show_default=True, type=click.IntRange(1, 65535),
               help="Loopback port of the write service.")
 @click.option("--base-url", envvar="CATALOGUE_BASE_URL", help=BASE_URL_HELP)
 def serve(site_dir: Path, port: int, data_dir: Path | None, token_file: Path | None, write_port: int,
@@ -99,9 +105,9 @@ def serve(site_dir: Path, port: int, data_dir: Path | None, token_file: Path | N
             raise click.UsageError("--data needs --tokens: the file of the tokens that may write")
         _run(lambda: tokens.read(token_file))  # (a missing or broken file is told now, not in the child)
         writes = service.spawn(service.Config(data_dir, site_dir, token_file, port=write_port,
-                                              base_url=base_url, listen=f"127.0.0.1:{port}"))
+                                              base_url=base_url, listen=f"{LOCAL}:{port}"))
     try:
-        status = _run(lambda: nginx.serve(site_dir, port, write_service=f"127.0.0.1:{write_port}"))
+        status = _run(lambda: nginx.serve(site_dir, port, write_service=f"{LOCAL}:{write_port}"))
     finally:
         if writes is not None:
             writes.terminate()
@@ -117,10 +123,11 @@ def serve(site_dir: Path, port: int, data_dir: Path | None, token_file: Path | N
 @click.option("--tokens", "token_file", required=True, envvar="CATALOGUE_TOKENS",
               type=click.Path(dir_okay=False, path_type=Path),
               help="File of the tokens that may write (also CATALOGUE_TOKENS); see `catalogue token`.")
-@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
-@click.option("--port", default=8001, show_default=True, type=click.IntRange(1, 65535), help="Port to listen on.")
+@click.option("--host", default=LOCAL, show_default=True, help="Address to listen on.")
+@click.option("--port", default=WRITE_PORT, show_default=True, type=click.IntRange(1, 65535),
+              help="Port to listen on.")
 @click.option("--base-url", envvar="CATALOGUE_BASE_URL", help=BASE_URL_HELP)
-@click.option("--listen", default=pipeline.DEFAULT_LISTEN, show_default=True,
+@click.option("--listen", default=DEFAULT_LISTEN, show_default=True,
               help="Address of the server block its rebuilds write to OUT/nginx/.")
 def write_service(data_dir: Path, out_dir: Path, token_file: Path, host: str, port: int,
                   base_url: str | None, listen: str) -> None:

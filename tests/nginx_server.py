@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from generator.nginx import RUN_DIR, find_nginx
+from generator.hosts.nginx import RUN_DIR, find_nginx
 
 
 def free_port() -> int:
@@ -124,7 +124,7 @@ class WriteStack:
 
     @classmethod
     def start(cls, data: Path, work: Path) -> "WriteStack":
-        from generator import tokens
+        from generator.writes import tokens
         from generator.build import build
 
         site = work / "site"

@@ -82,7 +82,7 @@ def test_every_command_and_option_is_in_the_readme():
 
 
 def test_serve_without_nginx_says_how_to_install(tmp_path: Path, monkeypatch):
-    from generator import nginx
+    from generator.hosts import nginx
 
     monkeypatch.setenv("PATH", str(tmp_path))
     monkeypatch.setattr(nginx, "NGINX_ELSEWHERE", ())
@@ -112,7 +112,7 @@ def test_build_writes_the_nginx_configuration(data_dir: Path, tmp_path: Path):
 
 
 def test_token_add_prints_the_token_and_keeps_its_hash(tmp_path: Path):
-    from generator import tokens
+    from generator.writes import tokens
     path = tmp_path / "secrets" / "tokens"
     result = run("token", "add", "librarian", "--tokens", str(path))
     assert result.exit_code == 0

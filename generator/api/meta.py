@@ -1,0 +1,94 @@
+"""Bodies that are not records: DRF's OPTIONS metadata and the error details.
+
+Encoded with the same renderer as the records. A host's configuration
+embeds the fixed ones; the one that names the page sizes is written into each
+generation, so it always matches the pages being served.
+"""
+from __future__ import annotations
+
+from ..catalogue.fields import NAME_MAX, USERNAME_MAX
+from ..catalogue.settings import Settings
+from .render import encode
+from .urls import Resource
+
+RENDERS = ["application/json", "text/html"]
+PARSES = ["application/json", "application/x-www-form-urlencoded", "multipart/form-data"]
+
+# SimpleMetadata's description of the fields a POST takes, as DRF derives it from the
+# serializers: type, required, read_only, label, and the limits where they apply. The
+# write service takes exactly the fields that are not read-only, in this order.
+_READ_ONLY_URL = {"type": "field", "required": False, "read_only": True, "label": "Url"}
+WRITE_ACTIONS = {
+    "user": {
+        "url": _READ_ONLY_URL,
+        "id": {"type": "string", "required": False, "read_only": True, "label": "ID"},
+        "username": {"type": "string", "required": True, "read_only": False, "label": "Username",
+                     "help_text": "Required. 150 characters or fewer. Letters, digits and @/./+/-/_ only.",
+                     "max_length": USERNAME_MAX},
+        "first_name": {"type": "string", "required": False, "read_only": False, "label": "First name",
+                       "max_length": NAME_MAX},
+        "last_name": {"type": "string", "required": False, "read_only": False, "label": "Last name",
+                      "max_length": NAME_MAX},
+        "bio": {"type": "string", "required": False, "read_only": False, "label": "Bio"},
+        "following_count": {"type": "integer", "required": False, "read_only": True, "label": "Following count"},
+        "followers_count": {"type": "integer", "required": False, "read_only": True, "label": "Followers count"},
+        "followed": {"type": "boolean", "required": False, "read_only": True, "label": "Followed"},
+    },
+    "bookshelf": {
+        "url": _READ_ONLY_URL,
+        "user": {"type": "field", "required": True, "read_only": False, "label": "User",
+                 "help_text": "The owner: a user's id or url."},
+        "title": {"type": "string", "required": True, "read_only": False, "label": "Title"},
+    },
+}
+
+
+def writable_fields(resource: Resource) -> tuple[str, ...]:
+    """The fields a POST to the resource's list may give, in the serializer's order."""
+    return tuple(name for name, spec in WRITE_ACTIONS[resource.name].items() if not spec["read_only"])
+
+
+def read_only_fields(resource: Resource) -> tuple[str, ...]:
+    return tuple(name for name, spec in WRITE_ACTIONS[resource.name].items() if spec["read_only"])
+
+
+def _options(name: str, description: str = "", actions: dict | None = None) -> bytes:
+    body = {"name": name, "description": description, "renders": RENDERS, "parses": PARSES}
+    if actions:
+        body["actions"] = {"POST": actions}
+    return encode(body)
+
+
+def options_root() -> bytes:
+    return _options("Api Root", "The default basic root view for DefaultRouter")
+
+
+def options_list(resource: Resource) -> bytes:
+    return _options(f"{resource.label} List", actions=WRITE_ACTIONS.get(resource.name))
+
+
+def options_detail(resource: Resource) -> bytes:
+    return _options(f"{resource.label} Instance")
+
+
+def detail(message: str) -> bytes:
+    return encode({"detail": message})
+
+
+NOT_FOUND = detail("Not found.")
+WRITE_UNAVAILABLE = detail("Writing is not available right now: the write service is not running.")
+DATA_UNAVAILABLE = detail("Writing is not available right now: the catalogue's data has problems.")
+TOO_LARGE = detail("Request body is too large.")
+SERVER_ERROR = detail("A server error occurred.")
+
+
+def no_match(resource: Resource) -> bytes:
+    return detail(f"No {resource.label} matches the given query.")
+
+
+def page_not_built(settings: Settings) -> bytes:
+    sizes = ", ".join(map(str, settings.page_sizes))
+    return detail(
+        f"This page is not pre-built. Page sizes (limit): {sizes}; without a limit the page size "
+        f"is {settings.default_page_size}. The offset must be a multiple of the limit, from 0 up "
+        "to the last item, written in ASCII digits.")

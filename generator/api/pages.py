@@ -1,0 +1,68 @@
+"""Pages as DRF's LimitOffsetPagination serves them, assembled from encoded records.
+
+A page is cut from a sequence of encoded records (the build's record store), its
+links written as DRF writes them; `count` is the length of the whole sequence.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator, Protocol
+
+import orjson
+
+from .urls import Resource, Urls
+
+
+class Records(Protocol):
+    """Encoded records in collection order."""
+
+    def __len__(self) -> int: ...
+
+    def read(self, start: int, stop: int) -> Iterator[bytes]: ...
+
+
+@dataclass(frozen=True)
+class Page:
+    resource: Resource
+    limit: int
+    offset: int
+    count: int
+
+    def next(self, urls: Urls) -> str | None:
+        if self.offset + self.limit >= self.count:
+            return None
+        return urls.page(self.resource, self.limit, self.offset + self.limit)
+
+    def previous(self, urls: Urls) -> str | None:
+        if self.offset <= 0:
+            return None
+        # DRF drops the offset parameter when the previous page starts at 0.
+        return urls.page(self.resource, self.limit, max(self.offset - self.limit, 0))
+
+    def envelope(self, urls: Urls) -> dict:
+        """The page's fields other than results, as a document to check."""
+        return {"count": self.count, "next": self.next(urls), "previous": self.previous(urls),
+                "results": []}
+
+    def encode(self, urls: Urls, results: list[bytes]) -> bytes:
+        return b'{"count":%d,"next":%b,"previous":%b,"results":[%b]}' % (
+            self.count, orjson.dumps(self.next(urls)), orjson.dumps(self.previous(urls)),
+            b",".join(results))
+
+
+def page_count(count: int, limit: int) -> int:
+    """Pages of one size: an empty collection still has its one, empty, first page."""
+    return max(-(-count // limit), 1)
+
+
+def pages(resource: Resource, limit: int, records: Records, first: int = 0,
+          last: int | None = None) -> Iterator[tuple[Page, list[bytes]]]:
+    """The pre-built pages of one page size, numbers first to last (exclusive; all by
+    default): offsets 0, limit, 2*limit, ... below count; an empty collection has one
+    empty page at offset 0."""
+    count = len(records)
+    total = page_count(count, limit)
+    last = total if last is None else min(last, total)
+    for number in range(first, last):
+        offset = number * limit
+        yield Page(resource, limit, offset, count), list(records.read(offset, min(offset + limit, count)))

@@ -1,0 +1,45 @@
+"""What every host and the write service agree on about serving the site: the
+methods each resource allows, the size of a write, the local addresses, and what
+a build records of how its site is served.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import orjson
+
+from ..errors import CatalogueError
+from .urls import CURRENT, SITE_INFO, Resource
+
+ALLOW_READ = "GET, HEAD, OPTIONS"
+ALLOW_WRITE = "GET, POST, HEAD, OPTIONS"
+MAX_BODY = 64 * 1024  # bytes of a write's body, in every host and in the write service
+LOCAL = "127.0.0.1"  # where `catalogue serve` and the write service listen by default
+PORT = 8000  # of the site
+WRITE_PORT = 8001  # of the write service
+DEFAULT_LISTEN = f"{LOCAL}:{PORT}"
+DEFAULT_WRITE_SERVICE = f"{LOCAL}:{WRITE_PORT}"
+
+
+def allow(resource: Resource) -> str:
+    """The Allow header of a resource's list."""
+    return ALLOW_WRITE if resource.writable else ALLOW_READ
+
+
+@dataclass(frozen=True)
+class SiteInfo:
+    """How the site is served; what the build records of it in each generation."""
+    base_url: str
+    cache_control: str
+
+    def encode(self) -> bytes:
+        return orjson.dumps({"base_url": self.base_url, "cache_control": self.cache_control})
+
+    @classmethod
+    def of_site(cls, site: Path) -> "SiteInfo":
+        """What the published build of a site directory recorded."""
+        info = site / CURRENT / SITE_INFO
+        if not info.is_file():
+            raise CatalogueError(f"there is no built site in {site}: run `catalogue build` (make build) first")
+        return cls(**orjson.loads(info.read_bytes()))

@@ -1,0 +1,183 @@
+"""The one place that knows how a resource or page maps to its URL and its file,
+and how a site directory is laid out.
+
+Every file the build writes is named here, and every host's configuration is
+derived from the same constants, so the URL a document carries and the path it
+is served from can never drift apart.
+
+Layout under a generation's root (served as site/api/v1/...):
+
+    api/v1/index.json                               API root
+    api/v1/<resource>/index.json                    first page (no query string)
+    api/v1/<resource>/pages/<limit>/<bucket>/<offset>.json
+                                                    ?limit=<limit>&offset=<offset>;
+                                                    bucket = offset // 10000
+    api/v1/<resource>/pages/default -> <default page size>
+    api/v1/<resource>/<id[:2]>/<id>.json            detail document
+    _meta/page-not-built.json                       body of the 400 for pages not built
+
+Detail documents and pages are spread over shard directories (two hex digits of
+the id; ten thousand offsets) so that no directory grows past a few thousand
+entries at a million books and a rebuild can replace one shard as a unit.
+
+A site directory (the build's --out) holds the generations and what hosts need:
+
+    <out>/current -> .build/gens/<N>    the published generation, swapped by one rename
+    <out>/api -> current/api            the stable path servers name
+    <out>/.build/                       generations, shard store, trash, lock (the build's)
+"""
+from __future__ import annotations
+
+import re
+from typing import NamedTuple
+
+from ..catalogue.fields import UUID_RE
+
+API = "api/v1"
+PAGE_BUCKET = 10000  # offsets per page shard directory
+BUCKET_DIGITS = 4  # the bucket is the offset without its last four digits
+ID_SHARD = 2  # leading characters of an id that name its shard directory
+DEFAULT_LIMIT = "default"  # pages/default links to the default page size's pages
+
+
+class Resource:
+    """A collection as the API names it and as the data directory names it."""
+
+    def __init__(self, name: str, collection: str, label: str, writable: bool = False) -> None:
+        self.name = name  # URL segment: "books"
+        self.collection = collection  # data file stem: "books"
+        self.label = label  # DRF's verbose name: "Book"
+        self.writable = writable  # clients may POST new records to the collection
+
+    @property
+    def schema(self) -> str:
+        """Name of the JSON Schema of one record: schemas/<schema>.json."""
+        return self.label.lower()
+
+    def __repr__(self) -> str:
+        return f"Resource({self.name!r})"
+
+
+# In the API root's order (DRF's DefaultRouter lists routes as registered).
+RESOURCES = (
+    Resource("author", "authors", "Author"),
+    Resource("books", "books", "Book"),
+    Resource("publisher", "publishers", "Publisher"),
+    Resource("category", "categories", "Category"),
+    Resource("user", "users", "User", writable=True),
+    Resource("bookshelf", "bookshelves", "Bookshelf", writable=True),
+)
+BY_COLLECTION = {r.collection: r for r in RESOURCES}
+BY_NAME = {r.name: r for r in RESOURCES}
+WRITABLE = {r.name: r.collection for r in RESOURCES if r.writable}
+
+
+class Urls:
+    """Absolute URLs, all starting with the site's base_url."""
+
+    def __init__(self, base_url: str) -> None:
+        self.base = base_url
+
+    def root(self) -> str:
+        return f"{self.base}/{API}/"
+
+    def collection(self, resource: Resource) -> str:
+        return f"{self.base}/{API}/{resource.name}/"
+
+    def detail(self, resource: Resource, id: str) -> str:
+        return f"{self.base}/{API}/{resource.name}/{id}/"
+
+    def page(self, resource: Resource, limit: int, offset: int = 0) -> str:
+        """A page link as DRF writes it: parameters sorted, offset left out at 0."""
+        query = f"?limit={limit}" if offset == 0 else f"?limit={limit}&offset={offset}"
+        return self.collection(resource) + query
+
+    def origin(self) -> str:
+        """scheme://host of base_url, against which root-relative image paths resolve."""
+        scheme, rest = self.base.split("://", 1)
+        return f"{scheme}://{rest.split('/', 1)[0]}"
+
+
+def root_path() -> str:
+    return f"{API}/index.json"
+
+
+def first_page_path(resource: Resource) -> str:
+    return f"{API}/{resource.name}/index.json"
+
+
+def page_file(resource: str, limit: str, bucket: str, offset: str) -> str:
+    """The page file for already-normalised parts; the nginx template fills in variables."""
+    return f"{API}/{resource}/pages/{limit}/{bucket}/{offset}.json"
+
+
+def detail_file(resource: str, shard: str, id: str) -> str:
+    return f"{API}/{resource}/{shard}/{id}.json"
+
+
+def page_path(resource: Resource, limit: int, offset: int) -> str:
+    return page_file(resource.name, str(limit), str(offset // PAGE_BUCKET), str(offset))
+
+
+def default_pages_link(resource: Resource) -> str:
+    """pages/default -> pages/<default size>: a request without a usable limit lands here,
+    so the server's configuration need not know the page sizes."""
+    return f"{API}/{resource.name}/pages/{DEFAULT_LIMIT}"
+
+
+def detail_path(resource: Resource, id: str) -> str:
+    # Ids come from the input: only a canonical UUID may ever name a file.
+    if not UUID_RE.fullmatch(id):
+        raise ValueError(f"refusing to name a file after {id!r}: not a canonical UUID")
+    return detail_file(resource.name, id[:ID_SHARD], id)
+
+
+# Documents that are not API resources, served by the web server for errors. They live in
+# the generation beside api/ (not under it), so they change atomically with the pages.
+META = "_meta"
+PAGE_NOT_BUILT = f"{META}/page-not-built.json"
+
+
+SITE_INFO = f"{META}/site.json"  # how the site is served, recorded by each build
+
+
+_SHARD = re.compile(rf"{API}/([a-z]+)/(?:[0-9a-f]{{{ID_SHARD}}}|pages/([0-9]+)/[0-9]+)")
+
+
+class Shard(NamedTuple):
+    """A shard directory: the detail documents of one id prefix, or one block of pages."""
+    resource: str  # its resource's name
+    limit: int | None  # the page size of a block of pages; None for detail documents
+
+    @classmethod
+    def parse(cls, directory: str) -> "Shard | None":
+        """The shard a directory is, or None for a directory of the skeleton."""
+        match = _SHARD.fullmatch(directory)
+        if match is None:
+            return None
+        return cls(match[1], None if match[2] is None else int(match[2]))
+
+
+def is_shard(directory: str) -> bool:
+    """A detail shard or a block of pages (rather than a directory of the skeleton)."""
+    return _SHARD.fullmatch(directory) is not None
+
+
+def shard_of(path: str) -> str | None:
+    """The shard directory holding a file, or None for the few files of the skeleton
+    (the API root, first pages, _meta)."""
+    directory = path.rpartition("/")[0]
+    return directory if is_shard(directory) else None
+
+
+def key_of(name: str) -> str:
+    """What a file in a shard is named after: the id of a detail document, the offset of a
+    page (the name without .json or .json.gz)."""
+    return name.split(".", 1)[0]
+
+
+# ---- the site directory -----------------------------------------------------------------
+
+CURRENT = "current"  # <out>/current: link to the published generation
+SERVED = (API.split("/")[0],)  # top-level names of a generation, each linked from <out>/
+BUILD_DIR = ".build"  # <out>/.build/: the build's generations, store, trash and lock

@@ -1,0 +1,321 @@
+"""One part's share of a build: its range of every collection, then its range of every page.
+
+A part is one process of the build (team.py runs them). For each collection, in
+order, it checks and renders the rows of its range, taking over from the previous
+build the rows that did not change; writes the detail documents whose bytes
+changed; spools every published record; and then meets the other parts to learn
+their ids (for references and duplicates) and the records later collections embed.
+Last, it cuts its share of the pages from the spools of all parts.
+"""
+from __future__ import annotations
+
+import bisect
+import gc
+from array import array
+from dataclasses import dataclass, field
+from typing import Callable, Iterable
+
+import orjson
+
+from ..api.pages import page_count, pages
+from ..api.render import Renderer
+from ..api.schemas import SchemaChecker
+from ..api.urls import BY_COLLECTION, Resource, Urls, detail_path, first_page_path, page_path
+from ..catalogue.fields import COLLECTIONS, EMBEDDED, LAST_NEEDED, embeds
+from ..catalogue.load import Source
+from ..catalogue.records import REUSED, ROW, Known, Unique, category_tree, records, references
+from ..catalogue.settings import Settings
+from ..errors import Problem, Problems
+from . import state
+from .publish import Output
+from .spool import Spool, Spools
+from .team import Team
+
+PROGRESS_EVERY = 5000
+
+
+@dataclass
+class Plan:
+    """What every part of one build works from."""
+    settings: Settings | None
+    sources: dict[str, list[Source]]  # each collection to make, cut into one range per part
+    producing: bool  # the input is sound so far: render and write (else only check)
+    make_output: Callable[[], Output]
+    incremental: state.Incremental
+
+
+@dataclass
+class PartResult:
+    problems: list[Problem]
+    published: dict[str, int]  # records per resource
+    files: int
+    bytes: int
+    violations: list[str] = field(default_factory=list)
+    violation_count: int = 0
+    dead: dict[str, set[str]] = field(default_factory=dict)  # ids published before, no longer
+
+
+class Made:
+    """What a part makes of its range of one collection: the spool of its published
+    records, the place each had among the previous build's (-1: new or changed) and the
+    ids whose bytes are new."""
+
+    def __init__(self, spool: Spool, before: state.Previous | None, refer: bool) -> None:
+        self.spool = spool
+        self.before = before
+        self.refer = refer  # refer to the previous records where they lie, rather than copy them
+        self.origin = array("q")
+        self.new: set[str] = set()
+
+    def keep(self, index: int) -> None:
+        """A record the previous build published, unchanged."""
+        self.origin.append(index)
+        if self.refer:
+            self.spool.refer(self.before.location(index))
+        else:
+            self.spool.append(self.before.bytes(index))
+
+    def add(self, id: str, data: bytes) -> None:
+        self.origin.append(-1)
+        self.new.add(id)
+        self.spool.append(data)
+
+
+class Part:
+    def __init__(self, number: int, team: Team, plan: Plan) -> None:
+        self.number = number
+        self.team = team
+        self.plan = plan
+        self.out = plan.make_output()
+        self.problems = Problems()
+        self.urls = Urls(plan.settings.base_url) if plan.settings else None
+        self.renderer = Renderer(plan.settings, self.urls) if plan.settings else None
+        self.checker = SchemaChecker()
+        self.known = Known()
+        self.published: dict[str, int] = {}
+        self.changed: dict[str, set[str]] = {}  # ids whose published bytes changed (or went), per collection
+        self.dead: dict[str, set[str]] = {}
+
+    def run(self) -> PartResult:
+        """The records make no reference cycles, so the cyclic garbage collector, which
+        walks every object held (hundreds of thousands of embedded records) again and
+        again, is off while a part works."""
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            return self._run()
+        finally:
+            if collecting:
+                gc.enable()
+
+    def _run(self) -> PartResult:
+        for collection in COLLECTIONS:
+            if collection in self.plan.incremental.unchanged:
+                count = self.take_over(collection)
+                self.published[BY_COLLECTION[collection].name] = count if self.number == 0 else 0
+                self.changed[collection] = set()
+            elif collection in self.plan.sources:
+                self.published[BY_COLLECTION[collection].name] = self.make(collection)
+            else:
+                continue
+            self._let_go(collection)
+        self.team.wait()
+        if self.plan.producing and not self.team.failed:
+            for collection in self.plan.sources:
+                self.write_pages(BY_COLLECTION[collection])
+        return PartResult(self.problems.items, self.published, self.out.files, self.out.bytes,
+                          self.checker.violations, self.checker.total, self.dead)
+
+    def _let_go(self, collection: str) -> None:
+        """Forget the records no collection after this one needs."""
+        for done in [c for c, last in LAST_NEEDED.items() if last == collection]:
+            self.known.ids.pop(done, None)
+            if self.renderer:
+                self.renderer.embedded[done].clear()
+
+    # ---- a collection ------------------------------------------------------------------
+
+    def take_over(self, collection: str) -> int:
+        """A collection the previous build made from the same input: only what a later
+        collection made again needs of it (ids to refer to, records to embed); its files stay."""
+        previous = self.plan.incremental.previous
+        if LAST_NEEDED.get(collection) not in self.plan.sources:
+            return state.counts(previous)[BY_COLLECTION[collection].name]
+        before = state.Previous(previous, collection, rows=False)
+        self.known.ids[collection] = {id: 0 for id in before.by_id}
+        if self.renderer is not None and collection in EMBEDDED:
+            for id, data in zip(before.by_id, before.records.read(0, before.count)):
+                self.renderer.embedded[collection][id] = orjson.Fragment(data)
+        before.close()
+        return before.count
+
+    def make(self, collection: str) -> int:
+        """This part's range of one collection: rows taken over where the previous build had
+        them and nothing they embed changed; the others checked, rendered and, when their
+        bytes differ from before, written. Then the exchange with the other parts."""
+        resource = BY_COLLECTION[collection]
+        source = self.plan.sources[collection][self.number]
+        incremental = self.plan.incremental
+        before = (state.Previous(incremental.previous, collection)
+                  if incremental.reuse and state.Previous.exists(incremental.previous, collection) else None)
+        unique = Unique(source, self.problems)
+        # The first part learns every published id (its own here, the others' in the exchange)
+        # to tell which of the previous build's records are gone.
+        published_ids = set() if before is not None and self.number == 0 else None
+        # The previous records are referred to where they lie (not copied) unless that would
+        # keep too much that is no longer published.
+        refer = before is not None and before.referable()
+        if refer:
+            before.link_data(self.team.scratch)
+        # (id, line, published, username, row hash) of every record, for the other parts and the next build
+        with (self.team.spool(state.records_name(collection), self.number) as spool,
+              self.team.writer(state.keys_name(collection), self.number) as keys):
+            made = Made(spool, before, refer)
+            for line, record in self._stream(source, before, unique):
+                published = False
+                if self.plan.producing and not self.problems and not self.team.failed:
+                    published = self._publish(collection, record, made)
+                    if published and len(spool) % PROGRESS_EVERY == 0:
+                        self.team.report(self.number, resource.name, len(spool))
+                keys.append((record["id"], line, published, record.get("username"), record[ROW]))
+                if published_ids is not None and published:
+                    published_ids.add(record["id"])
+            count = len(spool)
+        self.team.report(self.number, resource.name, count, finished=True)
+        if self.problems:
+            self.team.fail()
+        self.team.save(f"origin-{collection}", self.number, made.origin)
+        self.team.save(f"changed-{collection}", self.number, made.new)
+        self.team.wait()
+        self._exchange(collection, unique, published_ids)
+        self._learn_changes(collection, made.new, before, published_ids)
+        return count
+
+    def _stream(self, source: Source, before: state.Previous | None, unique: Unique) -> Iterable[tuple[int, dict]]:
+        collection = source.collection
+        if collection == "categories":  # a node's path depends on the others: each is made again
+            return category_tree(source, self.problems, self.known, unique)
+        if before is None:
+            return records(source, self.problems, self.known, unique=unique)
+        upstream = set().union(*(self.changed.get(d, set()) for d in embeds(collection)))
+
+        def reuse(row: dict, digest: bytes):
+            hit = before.by_hash.get(digest)
+            if hit is not None and upstream and any(r in upstream for r in references(row, collection)):
+                return None  # it embeds a record that changed
+            return hit
+
+        return records(source, self.problems, self.known, reuse, unique)
+
+    def _publish(self, collection: str, record: dict, made: Made) -> bool:
+        """Whether the record is published. Its bytes go into the spool; its document is
+        written when they differ from the previous build's."""
+        token = record.get(REUSED)
+        if token is not None:  # taken over, unchecked and unrendered
+            if token.published:
+                made.keep(token.index)
+                if collection in EMBEDDED:
+                    self.renderer.embedded[collection][token.id] = orjson.Fragment(made.before.bytes(token.index))
+            return token.published
+        rendered = self.renderer.render(collection, record)
+        if rendered is None:
+            return False
+        document, data = rendered
+        before = made.before
+        old = before.by_id.get(record["id"]) if before is not None else None
+        if old is not None and before.bytes(old) == data:
+            made.keep(old)
+        else:
+            resource = BY_COLLECTION[collection]
+            path = detail_path(resource, record["id"])
+            self.checker.check_record(resource.schema, document, path)
+            self.out.write(path, data)
+            made.add(record["id"], data)
+        return True
+
+    def _exchange(self, collection: str, unique: Unique, published_ids: set[str] | None) -> None:
+        """Learn the other parts' records of a collection: the first part checks their ids
+        and usernames against everything before them (and adds those published to
+        `published_ids`); when a later collection refers to it, every part learns their
+        ids and, where they are embedded, their bytes."""
+        referenced = collection in LAST_NEEDED
+        if self.team.count == 1 or (self.number != 0 and not referenced):
+            return
+        for k in range(self.team.count):
+            if k == self.number:
+                continue
+            if self.number == 0:  # each later record against everything before it, once
+                for id, line, is_published, username, _ in self.team.items(state.keys_name(collection), k):
+                    if published_ids is not None and is_published:
+                        published_ids.add(id)
+                    unique.id(id, line)
+                    if username is not None:
+                        unique.username(username, line)
+            if referenced:
+                self._learn_records(collection, k)
+        if not referenced:
+            self.known.ids.pop(collection, None)  # only needed for the duplicate check
+
+    def _learn_records(self, collection: str, k: int) -> None:
+        """Part k's ids of a collection, and the bytes of those published, to embed."""
+        ids = self.known.ids.setdefault(collection, {})
+        embed = self.renderer is not None and collection in EMBEDDED and not self.team.failed
+        with Spools([self.team.file(state.records_name(collection), k)]) as spool:
+            published = spool.read(0, len(spool))
+            for id, line, is_published, _, _ in self.team.items(state.keys_name(collection), k):
+                ids.setdefault(id, line)
+                if embed and is_published:
+                    self.renderer.embedded[collection][id] = orjson.Fragment(next(published))
+
+    def _learn_changes(self, collection: str, new: set[str], before: state.Previous | None,
+                       published_ids: set[str] | None) -> None:
+        """Which ids of the collection changed or went (for the collections that embed it),
+        and, in the first part, which of the previous build's records are gone."""
+        changed = set(new)
+        if collection in LAST_NEEDED:
+            for k in range(self.team.count):
+                if k != self.number:
+                    changed |= self.team.load(f"changed-{collection}", k)
+        if before is not None:
+            if collection in LAST_NEEDED:  # every part knows every id of it now
+                changed |= before.by_id.keys() - self.known.ids.get(collection, {}).keys()
+            if published_ids is not None:
+                self.dead[collection] = before.by_id.keys() - published_ids
+            before.close()
+        self.changed[collection] = changed
+
+    # ---- pages -----------------------------------------------------------------------------
+
+    def write_pages(self, resource: Resource) -> None:
+        """This part's share of the pages of every page size that changed: a page is the
+        previous build's when the count is the same and each of its records is too."""
+        collection = resource.collection
+        incremental = self.plan.incremental
+        settings = self.plan.settings
+        origin = array("q")
+        for k in range(self.team.count):
+            origin.extend(self.team.load(f"origin-{collection}", k))
+        old_count = state.counts(incremental.previous)[resource.name] if incremental.reuse else None
+        paths = [self.team.file(state.records_name(collection), k) for k in range(self.team.count)]
+        moved = [i for i, old in enumerate(origin) if old != i]  # new, changed or shifted records
+        with Spools(paths) as spooled:
+            count = len(spooled)
+            for limit in settings.page_sizes:
+                same = limit in incremental.old_sizes and count == old_count
+                first_page = limit == settings.default_page_size
+                total = page_count(count, limit)
+                for number in range(total * self.number // self.team.count,
+                                    total * (self.number + 1) // self.team.count):
+                    offset = number * limit
+                    clean = same and bisect.bisect_left(moved, offset) == bisect.bisect_left(moved, offset + limit)
+                    index = first_page and offset == 0 and (not clean or incremental.old_default != limit)
+                    if clean and not index:
+                        continue
+                    page, results = next(pages(resource, limit, spooled, number, number + 1))
+                    data = page.encode(self.urls, results)
+                    if not clean:
+                        path = page_path(resource, limit, offset)
+                        self.checker.check_document("page", page.envelope(self.urls), path)
+                        self.out.write(path, data)
+                    if index:
+                        self.out.write(first_page_path(resource), data)

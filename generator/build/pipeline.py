@@ -1,0 +1,219 @@
+"""The build, stage by stage: read the catalogue; produce, in parts, every document
+that changed; lay out the new generation's skeleton and link its shards; keep what
+the next build takes over; publish atomically and throw away what is no longer used.
+
+The record stages run in parts (processes, part.py), each over its own range of
+every collection; after each collection the parts exchange what later collections
+need. `check` is the same production into a tally instead of a site.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from ..api import meta
+from ..api.render import Renderer
+from ..api.schemas import MAX_REPORTED, SchemaChecker
+from ..api.serving import SiteInfo
+from ..api.urls import (BY_COLLECTION, PAGE_NOT_BUILT, SITE_INFO, Shard, Urls, default_pages_link, detail_path,
+                        first_page_path, key_of, root_path, shard_of)
+from ..catalogue.fields import COLLECTIONS
+from ..catalogue.load import Input, read_catalogue
+from ..catalogue.settings import Settings
+from ..errors import DataError, GeneratorBug
+from . import state
+from .part import Part, PartResult, Plan
+from .publish import Discard, Generation, Output, Site, shard_of_store
+from .team import Progress, Team
+
+
+@dataclass
+class Summary:
+    records: dict[str, int]  # published records per resource
+    files: int  # files of the published site
+    bytes: int
+    seconds: float
+    written: int  # files this run wrote
+    processes: int = 1
+
+
+@dataclass(frozen=True)
+class Job:
+    """What a build or a check works from: the catalogue as read, and how to run."""
+    input: Input
+    processes: int
+    progress: Progress | None
+
+    @classmethod
+    def read(cls, data_dir: Path, base_url: str | None, processes: int | None,
+             progress: Progress | None) -> "Job":
+        return cls(read_catalogue(Path(data_dir), base_url), processes or default_processes(), progress)
+
+    @property
+    def settings(self) -> Settings | None:
+        return self.input.settings
+
+    def fingerprint(self) -> state.Fingerprint | None:
+        """The input's fingerprint; None while it has problems."""
+        if self.settings is None or self.input.problems:
+            return None
+        return state.fingerprint(self.settings, self.input.sources)
+
+
+@dataclass(frozen=True)
+class Workspace:
+    """Where a build's parts write: their outputs, and a scratch directory for what they exchange."""
+    make_output: Callable[[], Output]
+    scratch: Path
+    tag: str  # names the record files the build keeps: unique among the builds of a site
+
+
+@dataclass(frozen=True)
+class Target:
+    """The site being built: its directory, the generation being written, the one published."""
+    site: Site
+    generation: Generation
+    previous: Path | None
+
+
+def default_processes() -> int:
+    return max(1, min(os.cpu_count() or 1, 8))
+
+
+def build(data_dir: Path, out_dir: Path, base_url: str | None = None, progress: Progress | None = None,
+          processes: int | None = None, background: bool = True) -> Summary:
+    """Build and publish, taking over what the previous build made of unchanged input;
+    with `background`, what is thrown away is deleted by a process of its own."""
+    started = time.monotonic()
+    job = Job.read(data_dir, base_url, processes, progress)
+    site = Site(Path(out_dir))
+    with site.locked():
+        previous = site.published()
+        before = state.Fingerprint.load(previous)
+        now = job.fingerprint()
+        if now is not None and now.same_output(before):
+            return Summary(state.counts(previous), before.files, before.bytes, time.monotonic() - started, 0,
+                           job.processes)
+        incremental = state.Incremental.between(previous, before, now)
+        with (site.new_generation() as generation,
+              tempfile.TemporaryDirectory(prefix="scratch-", dir=site.state, ignore_cleanup_errors=True) as scratch):
+            target = Target(site, generation, previous)
+            workspace = Workspace(generation.writer, Path(scratch), state.data_tag(generation.number))
+            result = produce(job, workspace, incremental)
+            write_skeleton(target, job.settings)
+            link_shards(target, incremental, job.settings, result)
+            state.keep(generation.root, workspace.scratch, incremental, result.published)
+            record_sizes(target, now, before)
+            replaced = site.publish(generation)
+        site.collect_garbage(keep=[generation.root, replaced], background=background)
+    written = result.files + generation.files
+    return Summary(result.published, now.files, now.bytes, time.monotonic() - started, written, job.processes)
+
+
+def check(data_dir: Path, base_url: str | None = None, progress: Progress | None = None,
+          processes: int | None = None) -> Summary:
+    """Everything a build does but writing: the same checks, the same report."""
+    started = time.monotonic()
+    job = Job.read(data_dir, base_url, processes, progress)
+    with tempfile.TemporaryDirectory(prefix="catalogue-check-") as scratch:
+        result = produce(job, Workspace(Discard, Path(scratch), "check"))
+    return Summary(result.published, result.files, result.bytes, time.monotonic() - started, 0, job.processes)
+
+
+def produce(job: Job, workspace: Workspace, incremental: state.Incremental = state.Incremental()) -> PartResult:
+    """Every record's documents and every page that changed, made by the job's parts;
+    raises the data problems of all parts together, or the schema violations."""
+    settings, sources, problems = job.input
+    plan = Plan(settings, {collection: source.parts(job.processes) for collection, source in sources.items()
+                           if collection not in incremental.unchanged},
+                settings is not None and not problems, workspace.make_output, incremental)
+    team = Team(job.processes, workspace.scratch, job.progress, workspace.tag)
+    results = team.run(lambda number, team: Part(number, team, plan).run())
+    for result in results:
+        problems.items.extend(result.problems)
+    if problems:
+        problems.sort([source.name for source in sources.values()])  # build order
+        raise DataError(problems)
+    violations = [v for r in results for v in r.violations][:MAX_REPORTED]
+    if violations:
+        total = sum(r.violation_count for r in results)
+        raise GeneratorBug(SchemaChecker.report(violations, total))
+    published = {r.name: sum(result.published.get(r.name, 0) for result in results)
+                 for r in BY_COLLECTION.values()}
+    return PartResult([], published, sum(r.files for r in results), sum(r.bytes for r in results),
+                      dead=results[0].dead)
+
+
+def write_skeleton(target: Target, settings: Settings) -> None:
+    """The files outside shards: the API root and _meta (linked from the previous build
+    when unchanged), each collection's pages/default link, and the first pages no part
+    wrote because they did not change."""
+    site, generation, previous = target.site, target.generation, target.previous
+    checker = SchemaChecker()
+    root = Renderer(settings, Urls(settings.base_url)).root()
+    checker.check("root", root, root_path())
+    checker.raise_if_violated()
+    info = SiteInfo(settings.base_url, settings.cache_control)
+    for path, data in ((root_path(), root), (PAGE_NOT_BUILT, meta.page_not_built(settings)),
+                       (SITE_INFO, info.encode())):
+        if previous is not None and (previous / path).is_file() and (previous / path).read_bytes() == data:
+            site.carry(generation, previous, path)
+        else:
+            generation.write(path, data)
+    for resource in BY_COLLECTION.values():
+        generation.link(default_pages_link(resource), str(settings.default_page_size))
+        site.carry(generation, previous, first_page_path(resource))
+
+
+def link_shards(target: Target, incremental: state.Incremental, settings: Settings, result: PartResult) -> None:
+    """Every shard into the new skeleton: those this build wrote into, completed with the
+    files of the old ones that still belong, and the old ones it did not touch."""
+    site, previous = target.site, target.previous
+    counts = {r.name: result.published[r.name] for r in BY_COLLECTION.values()}
+    dead = {BY_COLLECTION[c].name: ids for c, ids in result.dead.items()}
+    processed = {BY_COLLECTION[c].name for c in COLLECTIONS if c not in incremental.unchanged}
+    old = site.shards(previous) if previous is not None else {}
+    losing = {shard_of(detail_path(BY_COLLECTION[c], id)) for c, ids in result.dead.items() for id in ids}
+    # Old shards that may have lost files: those of dead records, and the pages of every
+    # collection made again (the count may have changed); all of them without reuse.
+    check = {shard for shard in old if Shard.parse(shard).resource in processed
+             and (not incremental.reuse or Shard.parse(shard).limit is not None or shard in losing)}
+
+    def live(directory: str, name: str) -> bool:
+        shard = Shard.parse(directory)
+        if not incremental.reuse and shard.resource in processed:
+            return False  # everything was made again
+        key = key_of(name)
+        if shard.limit is not None:
+            return shard.limit in settings.page_sizes and (int(key) < counts[shard.resource] or key == "0")
+        return key not in dead.get(shard.resource, ())
+
+    site.finish(target.generation, previous, check, live)
+
+
+def record_sizes(target: Target, now: state.Fingerprint, before: state.Fingerprint | None) -> None:
+    """The fingerprint with the files and bytes of every shard and of the skeleton, saved
+    with the new generation: shards of earlier builds were measured by them."""
+    site, generation = target.site, target.generation
+    now.shards = {shard: state.shard_sizes(site.store / name)
+                  if shard_of_store(name)[1] == generation.number else before.shards[shard]
+                  for shard, name in site.shards(generation.root).items()}
+    now.skeleton = _skeleton_size(generation.root)
+    now.save(generation.root)
+
+
+def _skeleton_size(root: Path) -> list[int]:
+    files = size = 0
+    for directory, _dirs, names in os.walk(root):  # links to shards are not followed
+        if state.STATE_DIR in Path(directory).parts:
+            continue
+        for name in names:
+            path = os.path.join(directory, name)
+            if not os.path.islink(path):
+                files += 1
+                size += os.stat(path).st_size
+    return [files, size]

@@ -1,0 +1,200 @@
+"""Run one function in several forked processes ("parts") that meet at barriers.
+
+The build gives each part a range of every collection. The parts share a barrier
+(to exchange what they wrote to scratch files after each collection), a flag that
+stops all of them from producing once one has found bad data, a scratch
+directory (each part's file of a kind is `<name>.<part>`), and a queue for progress. Records never travel through the parent:
+parts exchange them through files, and the parent receives small results.
+"""
+from __future__ import annotations
+
+import multiprocessing
+import pickle
+import queue
+import threading
+import traceback
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+from ..errors import CatalogueError
+from .spool import Spool
+
+# progress(resource name, records done so far, whether the collection is finished)
+Progress = Callable[[str, int, bool], None]
+
+
+class PartFailed(CatalogueError):
+    """A part of the build died or raised; the message carries its traceback."""
+
+
+def part_file(directory: Path, name: str, part: int) -> Path:
+    return directory / f"{name}.{part}"
+
+
+def part_files(directory: Path, name: str) -> list[Path]:
+    """Every part's file `name` in a directory, in part order."""
+    found = [p for p in directory.glob(f"{name}.*") if p.stem == name and p.suffix[1:].isdigit()]
+    return sorted(found, key=lambda p: int(p.suffix[1:]))
+
+
+class Team:
+    def __init__(self, count: int, scratch: Path, progress: Progress | None, tag: str) -> None:
+        self.count = count
+        self.scratch = scratch
+        self.tag = tag  # names the record data files of this build: unique among the site's builds
+        context = multiprocessing.get_context("fork")
+        self._barrier = context.Barrier(count) if count > 1 else None
+        self._failed = context.RawValue("b", 0)
+        self._queue = context.SimpleQueue() if count > 1 else None
+        self._progress = progress
+        self._done: dict[str, list[int]] = {}
+        self._finished: dict[str, int] = {}
+
+    # ---- in the parts ---------------------------------------------------------------
+
+    def wait(self) -> None:
+        """Until every part has come this far."""
+        if self._barrier is not None:
+            self._barrier.wait()
+
+    @property
+    def failed(self) -> bool:
+        return bool(self._failed.value)
+
+    def fail(self) -> None:
+        self._failed.value = 1
+
+    def report(self, part: int, resource: str, done: int, finished: bool = False) -> None:
+        if self._queue is not None:
+            self._queue.put(("progress", part, resource, done, finished))
+        else:
+            self._show(part, resource, done, finished)
+
+    def file(self, name: str, part: int) -> Path:
+        return part_file(self.scratch, name, part)
+
+    def save(self, name: str, part: int, value: Any) -> None:
+        with self.file(name, part).open("wb") as f:
+            pickle.dump(value, f, protocol=pickle.HIGHEST_PROTOCOL)
+
+    def load(self, name: str, part: int) -> Any:
+        with self.file(name, part).open("rb") as f:
+            return pickle.load(f)
+
+    def spool(self, name: str, part: int) -> Spool:
+        # Its data file is named after this build, so that later builds can keep it beside
+        # their own without a clash.
+        return Spool(self.file(name, part), tag=self.tag)
+
+    def writer(self, name: str, part: int) -> "ChunkWriter":
+        return ChunkWriter(self.file(name, part))
+
+    def items(self, name: str, part: int) -> Iterator[Any]:
+        return read_chunks(self.file(name, part))
+
+    # ---- in the parent ------------------------------------------------------------------
+
+    def _show(self, part: int, resource: str, done: int, finished: bool) -> None:
+        if self._progress is None:
+            return
+        counts = self._done.setdefault(resource, [0] * self.count)
+        counts[part] = done
+        if finished:
+            self._finished[resource] = self._finished.get(resource, 0) + 1
+        self._progress(resource, sum(counts), self._finished.get(resource, 0) == self.count)
+
+    def run(self, work: Callable[[int, "Team"], Any]) -> list[Any]:
+        """work(part, team) in every part; their results in part order."""
+        if self.count == 1:
+            return [work(0, self)]
+        context = multiprocessing.get_context("fork")
+        processes = [context.Process(target=self._main, args=(part, work), daemon=True)
+                     for part in range(self.count)]
+        for process in processes:
+            process.start()
+        results: dict[int, Any] = {}
+        errors: list[str] = []
+        try:
+            while len(results) + len(errors) < self.count:
+                try:
+                    message = self._get(timeout=0.2)
+                except queue.Empty:
+                    dead = [p for p in processes if p.exitcode not in (None, 0)]
+                    if dead:  # killed or crashed without a word: stop the others too
+                        errors.append(f"a part of the build died (exit status {dead[0].exitcode})")
+                        break
+                    continue
+                kind, part, *rest = message
+                if kind == "progress":
+                    self._show(part, *rest)
+                elif kind == "result":
+                    results[part] = rest[0]
+                elif kind == "error":
+                    errors.append(rest[0])
+                    break
+        finally:
+            if errors:
+                self._barrier.abort()
+                for process in processes:
+                    process.terminate()
+            for process in processes:
+                process.join()
+        if errors:
+            raise PartFailed("\n".join(e for e in errors if e) or "a part of the build failed")
+        return [results[part] for part in range(self.count)]
+
+    def _get(self, timeout: float):
+        # SimpleQueue has no timeout; poll its reader.
+        if not self._queue._reader.poll(timeout):
+            raise queue.Empty
+        return self._queue.get()
+
+    def _main(self, part: int, work: Callable[[int, "Team"], Any]) -> None:
+        # Parts return problems and violations as data: an exception here is a bug.
+        try:
+            self._queue.put(("result", part, work(part, self)))
+        except threading.BrokenBarrierError:
+            self._queue.put(("error", part, ""))  # another part failed first
+        except BaseException:
+            self._barrier.abort()
+            self._queue.put(("error", part, traceback.format_exc()))
+
+
+class ChunkWriter:
+    """A long list written as it grows, in pickled chunks, so it never sits in memory whole."""
+
+    CHUNK = 20000
+
+    def __init__(self, path: Path) -> None:
+        self._file = path.open("wb")
+        self._chunk: list = []
+
+    def append(self, item: Any) -> None:
+        self._chunk.append(item)
+        if len(self._chunk) >= self.CHUNK:
+            self._flush()
+
+    def _flush(self) -> None:
+        pickle.dump(self._chunk, self._file, protocol=pickle.HIGHEST_PROTOCOL)
+        self._chunk = []
+
+    def close(self) -> None:
+        self._flush()
+        self._file.close()
+
+    def __enter__(self) -> "ChunkWriter":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def read_chunks(path: Path) -> Iterator[Any]:
+    """The items a ChunkWriter wrote, in order."""
+    with path.open("rb") as f:
+        while True:
+            try:
+                chunk = pickle.load(f)
+            except EOFError:
+                return
+            yield from chunk

@@ -1,0 +1,289 @@
+"""The fields of each collection and the rules of data.md for one value.
+
+Each collection is a list of field specs; a row's values go through the same
+coercers whether they came from CSV (all text) or YAML (typed scalars). The
+patterns of ids, slugs and usernames are read from the JSON Schemas, so that the
+data rules and the schemas of the published documents never disagree.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Callable
+
+# Data-file stems in the order the build needs them: a collection comes after the
+# collections its records embed, and users after books so that authors and publishers
+# can be let go before users are held.
+COLLECTIONS = ("categories", "publishers", "authors", "books", "users", "bookshelves")
+SCHEMA_DIR = Path(__file__).resolve().parent.parent.parent / "schemas"
+
+
+def _schema_pattern(schema: str, *keys: str) -> re.Pattern:
+    """A pattern taken from the JSON Schemas, so data rules and schemas never disagree."""
+    node = json.loads((SCHEMA_DIR / schema).read_text(encoding="utf-8"))
+    for key in keys:
+        node = node[key]
+    return re.compile(node["pattern"])
+
+
+UUID_RE = _schema_pattern("defs.json", "$defs", "uuid")
+SLUG_RE = _schema_pattern("defs.json", "$defs", "slug")
+USERNAME_RE = _schema_pattern("user.json", "properties", "username")
+DIGITS_RE = re.compile(r"[0-9]+")
+CURRENCY_RE = re.compile(r"[A-Z]{3}")
+USERNAME_MAX = 150  # as Django's User
+NAME_MAX = 150  # first_name and last_name, as Django's User
+
+
+class FieldError(ValueError):
+    pass
+
+
+def _describe(value: Any) -> str:
+    kinds = {bool: "a boolean", int: "a number", float: "a number", list: "a list", dict: "a mapping"}
+    return kinds.get(type(value), type(value).__name__)
+
+
+def shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "...'"
+
+
+# ---- coercers: raw value (str from CSV, typed from YAML) -> typed value -----------
+
+def text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)  # `title: 1984` in YAML is the book, not a number
+    raise FieldError(f"must be text, not {_describe(value)}")
+
+
+def nonempty_text(value: Any) -> str:
+    value = text(value)
+    if not value.strip():
+        raise FieldError("must not be blank")
+    return value
+
+
+def uuid_id(value: Any) -> str:
+    value = text(value).strip()
+    if UUID_RE.fullmatch(value):
+        return value
+    if UUID_RE.fullmatch(value.lower()):
+        raise FieldError(f"{shown(value)} must be written in lower case: {value.lower()!r}")
+    raise FieldError(f"{shown(value)} is not a UUID (like 'a3f1c2e4-5b6d-4e7f-8a9b-0c1d2e3f4a5b')")
+
+
+def slug(value: Any) -> str:
+    value = text(value)
+    if not SLUG_RE.fullmatch(value):
+        raise FieldError(f"{shown(value)} may hold only letters, digits, '-' and '_'")
+    return value
+
+
+def username(value: Any) -> str:
+    value = text(value)
+    if len(value) > USERNAME_MAX:
+        raise FieldError(f"is {len(value)} characters long; at most {USERNAME_MAX} are allowed")
+    if not USERNAME_RE.fullmatch(value):
+        raise FieldError(f"{shown(value)} may hold only letters, digits and @ . + - _")
+    return value
+
+
+def whole(value: Any) -> int:
+    if isinstance(value, bool):
+        raise FieldError("must be a whole number, not a boolean")
+    if isinstance(value, int):
+        number = value
+    elif isinstance(value, str) and re.fullmatch(r"\s*[+-]?[0-9]+\s*", value):
+        number = int(value)
+    else:
+        raise FieldError(f"{shown(value)} is not a whole number")
+    if number < 0:
+        raise FieldError(f"{number} is negative; it must be 0 or more")
+    return number
+
+
+def price(value: Any) -> str:
+    return str(whole(value))
+
+
+def boolean(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    word = str(value).strip().lower()
+    if word in ("true", "1", "yes"):
+        return True
+    if word in ("false", "0", "no"):
+        return False
+    raise FieldError(f"{shown(value)} is not a boolean: write true or false")
+
+
+def isbn(value: Any) -> str:
+    value = text(value).strip()
+    if not DIGITS_RE.fullmatch(value):
+        raise FieldError(f"{shown(value)} must be digits only")
+    return value
+
+
+def currency(value: Any) -> str:
+    value = text(value).strip()
+    if not CURRENCY_RE.fullmatch(value):
+        raise FieldError(f"{shown(value)} is not a three-letter currency code like 'IRR'")
+    return value
+
+
+def timestamp(value: Any) -> datetime:
+    raw = text(value).strip()
+    try:
+        moment = datetime.fromisoformat(raw)
+    except ValueError:
+        raise FieldError(f"{shown(raw)} is not an ISO 8601 timestamp like '2021-03-04T10:20:30+03:30'")
+    if moment.tzinfo is None:
+        raise FieldError(f"{shown(raw)} has no UTC offset: add one, like +03:30 or Z")
+    return moment
+
+
+def items(value: Any) -> list:
+    """A list cell: a YAML list, or text with items separated by '|'."""
+    if isinstance(value, list):
+        return value
+    if isinstance(value, str):
+        return [item.strip() for item in value.split("|") if item.strip()]
+    raise FieldError(f"must be a list, not {_describe(value)}")
+
+
+def id_list(value: Any) -> list[str]:
+    ids, bad = [], []
+    for item in items(value):
+        try:
+            ids.append(uuid_id(item))
+        except FieldError:
+            bad.append(shown(item))
+    if bad:
+        raise FieldError(f"{', '.join(bad)} {'is' if len(bad) == 1 else 'are'} not a UUID")
+    return ids
+
+
+def image_list(value: Any) -> list[dict]:
+    """Images as given: [{id, image, type_image_book}]; in CSV only the URLs."""
+    images = []
+    for item in items(value):
+        if isinstance(item, str):
+            item = {"image": item}
+        if not isinstance(item, dict):
+            raise FieldError(f"each image must be a URL or a mapping, not {_describe(item)}")
+        unknown = set(item) - {"id", "image", "type_image_book"}
+        if unknown:
+            raise FieldError(f"an image has unknown keys {sorted(unknown)}; allowed: id, image, type_image_book")
+        url = text(item.get("image") or "").strip()
+        if not is_http_url(url) and not url.startswith("/"):
+            raise FieldError(f"image {shown(url)} is neither an http(s) URL nor a path starting with '/'")
+        kind = item.get("type_image_book")
+        images.append({
+            "id": uuid_id(item["id"]) if item.get("id") is not None else None,
+            "image": url,
+            "type_image_book": None if kind is None else text(kind),
+        })
+    return images
+
+
+_HTTP_URL = re.compile(r"https?://[^\s/?#]+[^\s]*")
+
+
+def is_http_url(url: str) -> bool:
+    return _HTTP_URL.fullmatch(url) is not None
+
+
+# ---- collections -----------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Field:
+    name: str
+    coerce: Callable[[Any], Any]
+    default: Any = None
+    required: bool = False
+
+
+def F(name, coerce, default=None) -> Field:
+    """An optional field; an empty CSV cell or a YAML null gives the default."""
+    return Field(name, coerce, default)
+
+
+def R(name, coerce) -> Field:
+    """A required field."""
+    return Field(name, coerce, required=True)
+
+
+SPECS: dict[str, list[Field]] = {
+    "authors": [F("id", uuid_id), R("slug", slug), R("fullName", nonempty_text), F("bio", text, "")],
+    "publishers": [F("id", uuid_id), R("slug", slug), R("company", nonempty_text), F("info", text, "")],
+    "categories": [
+        F("id", uuid_id), R("slug", slug), R("name", nonempty_text), F("code", text, ""),
+        F("parent", uuid_id),
+    ],
+    "books": [
+        F("id", uuid_id), R("title", nonempty_text), R("isbn", isbn), F("code", text, ""),
+        F("code_qoq", text), F("ddc", text, ""), R("price", price),
+        F("price_currency", currency, "IRR"), F("pages", whole, 0), F("weight", whole, 0),
+        F("about", text, ""), F("comment_for_develop", text, ""), F("enable", boolean, True),
+        R("created_time", timestamp), F("authors", id_list, ()), F("translators", id_list, ()),
+        F("publishers", id_list, ()), F("categories", id_list, ()), F("images", image_list, ()),
+    ],
+    "users": [
+        F("id", uuid_id), R("username", username), F("first_name", text, ""),
+        F("last_name", text, ""), F("bio", text, ""), F("following_count", whole, 0),
+        F("followers_count", whole, 0), F("followed", boolean, False),
+    ],
+    "bookshelves": [F("id", uuid_id), R("user", uuid_id), R("title", nonempty_text)],
+}
+
+DERIVED = {"url", "path", "depth", "numchild", "no_child"}
+NAMES = {collection: frozenset(f.name for f in spec) for collection, spec in SPECS.items()}
+
+# What a missing id is derived from (data.md): uuid5(NAMESPACE_URL, "<collection>:<key>"),
+# the key being these fields joined by "/".
+ID_KEYS: dict[str, tuple[str, ...]] = {
+    "authors": ("slug",), "publishers": ("slug",), "categories": ("slug",),
+    "books": ("isbn",), "users": ("username",), "bookshelves": ("user", "title"),
+}
+
+
+# Which collection each reference field points into.
+REFERENCES: dict[str, dict[str, str]] = {
+    "books": {"authors": "authors", "translators": "authors", "publishers": "publishers",
+              "categories": "categories"},
+    "bookshelves": {"user": "users"},
+    "categories": {"parent": "categories"},
+}
+
+
+def derived_id(collection: str, key: str) -> str:
+    """str(uuid.uuid5(uuid.NAMESPACE_URL, f"{collection}:{key}")), without its objects."""
+    digest = bytearray(hashlib.sha1(_NAMESPACE_URL + f"{collection}:{key}".encode()).digest()[:16])
+    digest[6] = (digest[6] & 0x0F) | 0x50
+    digest[8] = (digest[8] & 0x3F) | 0x80
+    h = digest.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
+_NAMESPACE_URL = uuid.NAMESPACE_URL.bytes
+
+
+
+def embeds(collection: str) -> tuple[str, ...]:
+    """The other collections whose records a collection's records refer to (and embed)."""
+    targets = REFERENCES.get(collection, {}).values()
+    return tuple(c for c in COLLECTIONS if c in targets and c != collection)
+
+
+# Collections whose records others embed, and after which collection (in COLLECTIONS'
+# order) they are no longer needed.
+EMBEDDED = tuple(c for c in COLLECTIONS if any(c in embeds(other) for other in COLLECTIONS))
+LAST_NEEDED = {c: [other for other in COLLECTIONS if c in embeds(other)][-1] for c in EMBEDDED}

@@ -1,0 +1,325 @@
+"""Read the data directory: find each collection's one file and yield its raw rows.
+
+A row is `(line, mapping)`: the line the record starts on and its fields as
+written. CSV cells are strings; YAML scalars are strings, integers, floats,
+booleans or null. Turning them into typed values is the next stage's job
+(records.py), so that both formats go through the same rules.
+"""
+from __future__ import annotations
+
+import csv
+import fcntl
+import io
+import os
+import re
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Iterator, NamedTuple
+
+import yaml
+
+from ..errors import CatalogueError, Problems
+from .fields import COLLECTIONS
+from .settings import Settings, settings
+
+SITE_FILE = "site.yaml"
+
+
+class Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
+    """YAML 1.2-like scalars: only true/false are booleans and dates stay text.
+
+    PyYAML follows YAML 1.1, where `no` is false and `2020-01-01 10:00` a naive
+    datetime; a librarian writing a title "No" or a timestamp would be surprised,
+    and CSV never does that, so both formats read alike.
+    """
+
+
+Loader.yaml_implicit_resolvers = {
+    first: [(tag, rx) for tag, rx in resolvers if not tag.endswith((":bool", ":timestamp"))]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
+)
+
+
+@dataclass(frozen=True)
+class Source:
+    collection: str
+    path: Path
+    format: str  # "yaml" or "csv"
+    # A part of a CSV file, for reading it in several processes: the bytes [start, end)
+    # hold whole records, the first on line first_line, under the file's header row.
+    start: int = 0
+    end: int | None = None
+    first_line: int = 1
+    header: tuple[str, ...] | None = None
+    # The file's size when the build found it: a build reads no further, so a record
+    # appended meanwhile (by the write service) waits whole for the next build.
+    size: int | None = None
+
+    def parts(self, count: int) -> list["Source"]:
+        """count Sources over consecutive ranges of records; a YAML file (which cannot be cut
+        safely) or the category tree (which needs all its nodes) stays whole in the first."""
+        if count == 1 or self.format != "csv" or self.collection == "categories":
+            return [self] + [replace(self, start=0, end=0)] * (count - 1)
+        try:
+            header = csv_header(self.path)
+            cuts, lines = _record_boundaries(self, count)
+        except (UnicodeDecodeError, csv.Error, OSError):
+            return [self] + [replace(self, start=0, end=0)] * (count - 1)  # its reader reports it
+        return [replace(self, start=a, end=b, first_line=line, header=header)
+                for a, b, line in zip(cuts, cuts[1:], lines)]
+
+    def open(self) -> io.BufferedReader:
+        """The bytes of this source (its range of the file, or all of it as found)."""
+        end = self.end if self.end is not None else self.size
+        return io.BufferedReader(_Range(self.path, self.start, end), BLOCK)
+
+    @property
+    def name(self) -> str:
+        """The file as reports name it: relative to the data directory's parent."""
+        return f"{self.path.parent.name}/{self.path.name}"
+
+    def rows(self, problems: Problems) -> Iterator[tuple[int, dict[str, Any]]]:
+        if self.end == 0:
+            return  # an empty part
+        reader = _yaml_rows if self.format == "yaml" else _csv_rows
+        try:
+            yield from reader(self, problems)
+        except UnicodeDecodeError as exc:
+            problems.add(self.name, 0, "", f"is not UTF-8 text (byte {exc.start}): save it as UTF-8")
+        except OSError as exc:
+            problems.add(self.name, 0, "", f"cannot be read: {exc.strerror}")
+
+
+class Input(NamedTuple):
+    """A data directory as found: the settings (None when site.yaml is unusable), each
+    collection's source, and the problems found so far."""
+    settings: Settings | None
+    sources: dict[str, Source]
+    problems: Problems
+
+
+def read_catalogue(data_dir: Path, base_url: str | None = None) -> Input:
+    """The data directory's settings and sources; base_url, when given, overrides site.yaml's."""
+    if not data_dir.is_dir():
+        raise CatalogueError(f"data directory {data_dir} does not exist")
+    problems = Problems()
+    site_name, raw = read_site(data_dir, problems)
+    return Input(settings(site_name, raw, problems, base_url), find_sources(data_dir, problems), problems)
+
+
+def find_sources(data_dir: Path, problems: Problems) -> dict[str, Source]:
+    """Each collection's source file; both formats present, or neither, is a problem."""
+    sources = {}
+    for collection in COLLECTIONS:
+        candidates = [(data_dir / f"{collection}.{ext}", fmt) for ext, fmt in (("yaml", "yaml"), ("yml", "yaml"), ("csv", "csv"))]
+        found = [Source(collection, path, fmt, size=settled_size(path)) for path, fmt in candidates if path.is_file()]
+        if len(found) == 1:
+            sources[collection] = found[0]
+        elif not found:
+            problems.add(
+                f"{data_dir.name}/", 0, "",
+                f"collection {collection!r} has no data file: add {collection}.yaml or {collection}.csv",
+            )
+        else:
+            names = " and ".join(s.path.name for s in found)
+            problems.add(
+                f"{data_dir.name}/", 0, "",
+                f"collection {collection!r} comes from {names}: keep exactly one of them",
+            )
+    return sources
+
+
+def settled_size(path: Path) -> int:
+    """The size of a data file once no append is under way: writers append under an
+    exclusive lock of the file (append.py)."""
+    with path.open("rb") as f:
+        fcntl.flock(f, fcntl.LOCK_SH)
+        return os.fstat(f.fileno()).st_size
+
+
+def read_site(data_dir: Path, problems: Problems) -> tuple[str, dict[str, Any]]:
+    """site.yaml as a mapping (empty when missing or broken, with the problem noted)."""
+    path = data_dir / SITE_FILE
+    name = f"{data_dir.name}/{SITE_FILE}"
+    try:
+        with path.open("rb") as f:
+            value = yaml.load(f, Loader=Loader)
+    except FileNotFoundError:
+        problems.add(name, 0, "", "is missing: it must at least set base_url")
+        return name, {}
+    except yaml.YAMLError as exc:
+        problems.add(name, _mark_line(exc), "", f"is not valid YAML: {_yaml_reason(exc)}")
+        return name, {}
+    if value is None:
+        value = {}
+    if not isinstance(value, dict):
+        problems.add(name, 1, "", "must be a mapping of settings (key: value)")
+        return name, {}
+    return name, value
+
+
+def _record_boundaries(source: Source, count: int) -> tuple[list[int], list[int]]:
+    """count+1 byte offsets cutting the file's records into count runs of similar size
+    (a cut follows a newline outside quotes: an even number of '"' before it), and the
+    line each run starts on. One pass over the file in blocks, counting in C."""
+    size = source.size if source.size is not None else source.path.stat().st_size
+    cuts, lines = [], []
+    quotes = newlines = 0  # before the current block
+    with source.open() as f:
+        offset = 0
+        while True:
+            block = f.read(BLOCK)
+            if not block:
+                break
+            position = 0
+            while True:
+                if not cuts:  # the first cut ends the header row
+                    target = 0
+                elif len(cuts) < count:
+                    target = max(cuts[-1], cuts[0] + (size - cuts[0]) * len(cuts) // count)
+                else:
+                    break
+                if target - offset >= len(block):
+                    break
+                position = max(position, target - offset)
+                newline = block.find(b"\n", position)
+                if newline < 0:
+                    break
+                if (quotes + block.count(b'"', 0, newline)) % 2 == 0:
+                    cuts.append(offset + newline + 1)
+                    lines.append(newlines + block.count(b"\n", 0, newline + 1) + 1)
+                position = newline + 1
+            quotes += block.count(b'"')
+            newlines += block.count(b"\n")
+            offset += len(block)
+    while len(cuts) < count:
+        cuts.append(size)
+        lines.append(newlines + 1)
+    return cuts + [size], lines
+
+
+BLOCK = 1 << 22
+
+
+class _Range(io.RawIOBase):
+    """The bytes [start, end) of a file, as a stream."""
+
+    def __init__(self, path: Path, start: int, end: int | None) -> None:
+        self._file = path.open("rb", buffering=0)
+        self._file.seek(start)
+        self._left = end - start if end is not None else 1 << 62
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        view = memoryview(buffer)[: self._left]
+        read = self._file.readinto(view) if len(view) else 0
+        self._left -= read
+        return read
+
+    def close(self) -> None:
+        self._file.close()
+        super().close()
+
+
+def csv_header(path: Path) -> tuple[str, ...]:
+    with path.open(encoding="utf-8-sig", newline="") as f:
+        return tuple(next(csv.reader(f), []))
+
+
+def _open_range(source: Source):
+    """The source's text, or only its byte range, streamed for csv.reader."""
+    # utf-8-sig drops the byte-order mark spreadsheets like to write.
+    encoding = "utf-8-sig" if source.header is None else "utf-8"
+    return io.TextIOWrapper(source.open(), encoding=encoding, newline="")
+
+
+def _csv_rows(source: Source, problems: Problems) -> Iterator[tuple[int, dict[str, Any]]]:
+    with _open_range(source) as f:
+        yield from csv_rows_of(f, source, problems)
+
+
+def csv_rows_of(f, source: Source, problems: Problems) -> Iterator[tuple[int, dict[str, Any]]]:
+    """The rows of a text stream holding (the source's range of) a CSV file."""
+    reader = csv.reader(f, strict=True)
+    try:
+        header = list(source.header) if source.header is not None else next(reader, None)
+        if header is None:
+            problems.add(source.name, 0, "", "is empty: a CSV file needs a header row")
+            return
+        header = [h.strip() for h in header]
+        if source.header is None:
+            for column in {h for h in header if header.count(h) > 1 or not h}:
+                what = "an empty column name" if not column else f"column {column!r} twice"
+                problems.add(source.name, 1, column, f"header has {what}")
+        end = reader.line_num + source.first_line - 1
+        for row in reader:
+            start, end = end + 1, reader.line_num + source.first_line - 1
+            if not row or (len(row) == 1 and not row[0].strip()):
+                continue  # blank line
+            if len(row) != len(header):
+                problems.add(
+                    source.name, start, "",
+                    f"has {len(row)} cells but the header has {len(header)}: "
+                    "quote cells that contain commas",
+                )
+                continue
+            yield start, dict(zip(header, row))
+    except csv.Error as exc:
+        problems.add(source.name, reader.line_num + source.first_line - 1, "", f"is not valid CSV: {exc}")
+
+
+def _yaml_rows(source: Source, problems: Problems) -> Iterator[tuple[int, dict[str, Any]]]:
+    with source.open() as f:
+        yield from yaml_rows_of(f, source, problems)
+
+
+def yaml_rows_of(f, source: Source, problems: Problems) -> Iterator[tuple[int, dict[str, Any]]]:
+    """The records of a stream holding a YAML file."""
+    loader = Loader(f)
+    try:
+        root = loader.get_single_node()
+    except yaml.YAMLError as exc:
+        problems.add(source.name, _mark_line(exc), "", f"is not valid YAML: {_yaml_reason(exc)}")
+        return
+    finally:
+        loader.dispose()
+    if root is None:
+        return
+    if not isinstance(root, yaml.SequenceNode):
+        problems.add(source.name, root.start_mark.line + 1, "", "must be a list of records (- key: value)")
+        return
+    for node in root.value:
+        row = _construct_with_lines(loader, node, source, problems)
+        if row is not None:
+            yield row
+
+
+def _construct_with_lines(loader, node, source: Source, problems: Problems):
+    """(line, mapping) for a record node; nested `children` records keep their own lines."""
+    line = node.start_mark.line + 1
+    if not isinstance(node, yaml.MappingNode):
+        problems.add(source.name, line, "", "must be a mapping of fields (key: value)")
+        return None
+    record: dict[str, Any] = {}
+    for key_node, value_node in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        if key == "children" and isinstance(value_node, yaml.SequenceNode):
+            children = [_construct_with_lines(loader, n, source, problems) for n in value_node.value]
+            record[key] = [c for c in children if c is not None]
+        else:
+            record[str(key)] = loader.construct_object(value_node, deep=True)
+    return line, record
+
+
+def _mark_line(exc: yaml.YAMLError) -> int:
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    return mark.line + 1 if mark else 0
+
+
+def _yaml_reason(exc: yaml.YAMLError) -> str:
+    return getattr(exc, "problem", None) or str(exc).splitlines()[0]

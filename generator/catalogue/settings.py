@@ -1,0 +1,58 @@
+"""The site's settings: site.yaml checked against data.md, with the defaults it names."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from ..errors import Problems
+from .fields import is_http_url, shown
+
+@dataclass(frozen=True)
+class Settings:
+    base_url: str
+    page_sizes: tuple[int, ...]
+    time_zone: str
+    cache_control: str = "no-cache"
+
+    @property
+    def default_page_size(self) -> int:
+        return self.page_sizes[0]
+
+    @property
+    def zone(self) -> ZoneInfo:
+        return ZoneInfo(self.time_zone)
+
+
+SITE_KEYS = {"base_url", "page_sizes", "time_zone", "cache_control"}
+
+
+def settings(name: str, raw: dict, problems: Problems, base_url: str | None = None) -> Settings | None:
+    before = len(problems)
+    for key in set(raw) - SITE_KEYS:
+        problems.add(name, 0, key, f"is not a setting; known settings: {', '.join(sorted(SITE_KEYS))}")
+    url = base_url if base_url is not None else raw.get("base_url")
+    if url is None:
+        problems.add(name, 0, "base_url", "is missing: set it to the site's address, like https://ketab.example.ir")
+    elif not isinstance(url, str) or not is_http_url(url) or urlsplit(url).query or urlsplit(url).fragment:
+        problems.add(name, 0, "base_url", f"{shown(url)} is not an absolute http(s) URL")
+    elif url.endswith("/"):
+        problems.add(name, 0, "base_url", f"{url!r} must not end with '/': write {url.rstrip('/')!r}")
+    sizes = raw.get("page_sizes", [12])
+    if (not isinstance(sizes, list) or not sizes
+            or not all(isinstance(s, int) and not isinstance(s, bool) and s > 0 for s in sizes)):
+        problems.add(name, 0, "page_sizes", f"{shown(sizes)} must be a list of positive whole numbers")
+    elif len(set(sizes)) != len(sizes):
+        problems.add(name, 0, "page_sizes", f"{sizes} lists a page size twice")
+    zone = raw.get("time_zone", "Asia/Tehran")
+    try:
+        ZoneInfo(str(zone))
+    except (ZoneInfoNotFoundError, ValueError):
+        problems.add(name, 0, "time_zone", f"{shown(zone)} is not an IANA time zone like 'Asia/Tehran'")
+    cache = raw.get("cache_control", Settings.cache_control)
+    if not isinstance(cache, str) or not re.fullmatch(r"[!#%&*+,\-./0-9=A-Z^_`a-z|~ ]+", cache):
+        problems.add(name, 0, "cache_control", f"{shown(cache)} is not a Cache-Control value like 'public, max-age=60'")
+    if len(problems) > before:
+        return None
+    return Settings(url, tuple(sizes), str(zone), cache)

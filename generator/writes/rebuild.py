@@ -1,0 +1,65 @@
+"""Rebuild and publish the site after writes, a burst of writes making few builds.
+
+A write asks for a build; one thread runs them, one at a time, each as a separate
+`catalogue build` process (the build forks its parts, which a threaded server should
+not do, and its memory goes back to the system when it ends). Writes that arrive
+while a build runs are published by the next one, which starts as soon as the
+running one ends: a burst costs at most the build running when it began and one more.
+"""
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Callable
+
+SETTLE = 0.05  # seconds a build waits for the rest of a burst before it starts
+
+
+def command(*args: str, base_url: str | None = None) -> list[str]:
+    """A `catalogue` command line, run by this Python (with --base-url when one is given)."""
+    return [sys.executable, "-m", "generator", *args, *(("--base-url", base_url) if base_url is not None else ())]
+
+
+class Rebuilder:
+    def __init__(self, command: list[str], log: Callable[[str], None]) -> None:
+        self.command = command
+        self._log = log
+        self._wanted = threading.Event()
+        self._stopping = False
+        self._thread = threading.Thread(target=self._run, name="rebuild", daemon=True)
+
+    @classmethod
+    def of(cls, data: Path, out: Path, base_url: str | None, listen: str, write_service: str,
+           log: Callable[[str], None]) -> "Rebuilder":
+        return cls(command("build", "--data", str(data), "--out", str(out), "--listen", listen,
+                           "--write-service", write_service, base_url=base_url), log)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def request(self) -> None:
+        self._wanted.set()
+
+    def stop(self) -> None:
+        self._stopping = True
+        self._wanted.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        while True:
+            self._wanted.wait()
+            if self._stopping:
+                return
+            time.sleep(SETTLE)
+            self._wanted.clear()
+            started = time.monotonic()
+            done = subprocess.run(self.command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            seconds = time.monotonic() - started
+            if done.returncode == 0:
+                self._log(f"rebuilt and published in {seconds:.2f} s")
+            else:
+                self._log(f"the rebuild failed (exit status {done.returncode}); the site stays as it was:\n"
+                          f"{done.stdout.strip()}")

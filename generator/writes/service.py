@@ -1,0 +1,193 @@
+"""The write service: POST /api/v1/user/ and /api/v1/bookshelf/, answered as DRF did.
+
+A Starlette application served by uvicorn on loopback, behind nginx (which adds the
+headers every answer of the site carries). A request goes through the checks in
+DRF's order: method (405), token (401), size (413), media type (415), JSON (400),
+fields (400); then create.py appends the record, the answer is 201 with the record
+as it will be published, and the rebuilder is asked to publish it.
+
+Tokens are compared by their hashes and never written anywhere: the access log has
+the request line only, and no error message repeats a header.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+from urllib.parse import urlsplit
+
+import anyio
+from starlette.applications import Starlette
+from starlette.endpoints import HTTPEndpoint
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from ..api import meta
+from ..api.render import encode
+from ..api.serving import DEFAULT_LISTEN, LOCAL, MAX_BODY, WRITE_PORT
+from ..api.urls import WRITABLE
+from ..errors import CatalogueError
+from ..system import stop_with_parent
+from . import append
+from .create import Catalogue, Invalid
+from .rebuild import Rebuilder, command
+from .tokens import Tokens
+
+STATE_DIR = ".write-service"  # <out>/.write-service/: the append journal
+JSON_TYPE = "application/json"
+log = logging.getLogger("catalogue.write")
+
+
+@dataclass
+class Config:
+    data: Path
+    out: Path
+    tokens: Path
+    host: str = LOCAL
+    port: int = WRITE_PORT
+    base_url: str | None = None
+    listen: str = DEFAULT_LISTEN  # of the nginx server block the rebuilds write
+    max_body: int = MAX_BODY
+
+
+def _json(status: int, body: bytes, headers: dict[str, str] | None = None) -> Response:
+    return Response(body, status, headers, media_type=JSON_TYPE)
+
+
+def _detail(status: int, message: str, headers: dict[str, str] | None = None) -> Response:
+    return _json(status, meta.detail(message), headers)
+
+
+class TooLarge(Exception):
+    pass
+
+
+async def _read_body(request: Request, limit: int) -> bytes:
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise TooLarge
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise TooLarge
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _authenticate(header: str | None, tokens: Tokens) -> str | None:
+    """DRF's TokenAuthentication with the keyword Bearer: None when the token is good,
+    else the 401 message."""
+    parts = (header or "").split()
+    if not parts or parts[0].lower() != "bearer":
+        return "Authentication credentials were not provided."
+    if len(parts) == 1:
+        return "Invalid token header. No credentials provided."
+    if len(parts) > 2:
+        return "Invalid token header. Token string should not contain spaces."
+    if tokens.holder(parts[1]) is None:
+        return "Invalid token."
+    return None
+
+
+def _strict_constant(value: str):
+    raise ValueError(f"Out of range float values are not JSON compliant: {value!r}")
+
+
+class ParseError(Exception):
+    pass
+
+
+def _parse(body: bytes) -> object:
+    """DRF's JSONParser: an empty body is no data; otherwise UTF-8 JSON, strictly."""
+    if not body:
+        return {}
+    try:
+        return json.loads(body.decode("utf-8"), parse_constant=_strict_constant)
+    except ValueError as exc:  # (UnicodeDecodeError and JSONDecodeError are ValueErrors)
+        raise ParseError(f"JSON parse error - {exc}") from None
+
+
+def application(config: Config, catalogue: Catalogue, tokens: Tokens, published: Callable[[], None]) -> Starlette:
+    class Collection(HTTPEndpoint):
+        async def post(self, request: Request) -> Response:
+            resource = request.path_params["resource"]
+            if resource not in WRITABLE:
+                return _json(404, meta.NOT_FOUND)
+            refused = _authenticate(request.headers.get("authorization"), tokens)
+            if refused is not None:
+                return _detail(401, refused, {"WWW-Authenticate": 'Bearer realm="api"'})
+            try:
+                body = await _read_body(request, config.max_body)
+            except TooLarge:
+                return _json(413, meta.TOO_LARGE)
+            media = request.headers.get("content-type", "")
+            if media.split(";")[0].strip().lower() != JSON_TYPE and body:
+                return _detail(415, f'Unsupported media type "{media}" in request.')
+            try:
+                created = await anyio.to_thread.run_sync(catalogue.create, resource, _parse(body))
+            except ParseError as exc:
+                return _detail(400, str(exc))
+            except Invalid as exc:
+                return _json(400, encode(exc.errors))
+            except CatalogueError as exc:  # (the data, not the request: someone must fix it)
+                log.error("cannot write: %s", exc)
+                return _json(503, meta.DATA_UNAVAILABLE)
+            published()
+            return _json(201, created.body, {"Location": created.url})
+
+        async def method_not_allowed(self, request: Request) -> Response:
+            if request.path_params["resource"] not in WRITABLE:
+                return _json(404, meta.NOT_FOUND)
+            return _detail(405, f'Method "{request.method}" not allowed.')
+
+    async def not_found(request: Request, exc: Exception) -> Response:
+        return _json(404, meta.NOT_FOUND)
+
+    async def server_error(request: Request, exc: Exception) -> Response:
+        log.exception("a write failed", exc_info=exc)
+        return _json(500, meta.SERVER_ERROR)
+
+    routes = [Route(urlsplit(catalogue.urls.root()).path + "{resource}/", Collection)]
+    return Starlette(routes=routes, exception_handlers={404: not_found, 500: server_error})
+
+
+def spawn(config: Config) -> subprocess.Popen:
+    """The service in a process of its own that ends with ours (for `catalogue serve --data`)."""
+    return subprocess.Popen(command("write-service", "--data", str(config.data), "--out", str(config.out),
+                                    "--tokens", str(config.tokens), "--host", config.host,
+                                    "--port", str(config.port), "--listen", config.listen,
+                                    base_url=config.base_url), preexec_fn=stop_with_parent)
+
+
+def run(config: Config) -> None:
+    """Serve writes until SIGINT or SIGTERM; publishes what the data holds first."""
+    import uvicorn
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s", stream=sys.stderr)
+    state = config.out / STATE_DIR
+    state.mkdir(parents=True, exist_ok=True)
+    journal = state / append.JOURNAL
+    recovered = append.recover(journal)
+    if recovered:
+        log.warning("after a crash: %s", recovered)
+    tokens = Tokens(config.tokens, log.error)
+    catalogue = Catalogue(config.data, config.base_url, journal)
+    catalogue.refresh()  # (refuses to start on data that does not load)
+    rebuilder = Rebuilder.of(config.data, config.out, config.base_url, config.listen,
+                             f"{config.host}:{config.port}", log.info)
+    rebuilder.start()
+    rebuilder.request()  # records written before a crash, or while the service was down
+    app = application(config, catalogue, tokens, rebuilder.request)
+    server = uvicorn.Server(uvicorn.Config(app, host=config.host, port=config.port, log_level="info",
+                                           server_header=False, date_header=False, access_log=True))
+    log.info("writes to %s accepted at http://%s:%d", config.data, config.host, config.port)
+    try:
+        server.run()
+    finally:
+        rebuilder.stop()

@@ -1,0 +1,30 @@
+"""Values as DRF writes them: timestamps in the site's zone, escapes."""
+from __future__ import annotations
+
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from generator.api.render import drf_time, encode
+from generator.catalogue.fields import timestamp
+
+TEHRAN = ZoneInfo("Asia/Tehran")
+
+
+@pytest.mark.parametrize("given, zone, written", [
+    # Tehran kept daylight saving (+04:30) in summers until 2022
+    ("2021-06-14T04:42:44.512300Z", TEHRAN, "2021-06-14T09:12:44.512300+04:30"),
+    ("2021-12-14T04:42:44Z", TEHRAN, "2021-12-14T08:12:44+03:30"),
+    ("2023-07-21T12:00:00+03:30", TEHRAN, "2023-07-21T12:00:00+03:30"),
+    # microseconds only when not zero; +00:00 written as Z
+    ("2020-01-01T10:00:00.000000+03:30", ZoneInfo("UTC"), "2020-01-01T06:30:00Z"),
+    ("2020-01-01T10:00:00.000001+03:30", ZoneInfo("UTC"), "2020-01-01T06:30:00.000001Z"),
+    ("2020-01-01 10:00:00+01:00", ZoneInfo("Europe/London"), "2020-01-01T09:00:00Z"),
+])
+def test_created_time(given, zone, written):
+    assert drf_time(timestamp(given), zone) == written
+
+
+def test_line_separators_escaped_other_text_unescaped():
+    assert encode({"t": "الف\u2028ب\u2029پ\u200c/\"\n"}) == (
+        '{"t":"الف\\u2028ب\\u2029پ\u200c/\\"\\n"}'.encode("utf-8"))

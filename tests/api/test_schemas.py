@@ -1,0 +1,123 @@
+"""The JSON Schemas: valid themselves, met by every built file, and enforced by the build."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+from referencing import Registry, Resource
+
+from generator.api import render
+from generator.build import build
+from generator.errors import GeneratorBug
+from generator.api.schemas import SchemaChecker, load_schemas
+from generator.api.urls import RESOURCES
+from conftest import SAMPLE, site_state
+from golden_files import served_files
+
+SCHEMAS = load_schemas()
+
+
+def python_validator(name: str) -> jsonschema.Draft202012Validator:
+    """The reference implementation, independent of the build's jsonschema-rs."""
+    registry = Registry().with_resources(
+        (s["$id"], Resource.from_contents(s)) for s in SCHEMAS.values())
+    return jsonschema.Draft202012Validator(
+        SCHEMAS[name], registry=registry, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
+
+
+@pytest.mark.parametrize("name", sorted(SCHEMAS))
+def test_schema_is_valid_draft_2020_12(name):
+    jsonschema.Draft202012Validator.check_schema(SCHEMAS[name])
+    assert SCHEMAS[name]["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+
+
+def test_every_built_file_meets_its_schema_by_the_reference_validator(tmp_path: Path):
+    out = tmp_path / "site"
+    build(SAMPLE, out)
+    by_name = {r.name: r for r in RESOURCES}
+    page, root = python_validator("page"), python_validator("root")
+    items = {r.name: python_validator(r.schema) for r in RESOURCES}
+    checked = 0
+    for path in served_files(out):
+        document = json.loads(path.read_bytes())
+        parts = path.relative_to(out / "api/v1").parts
+        if parts == ("index.json",):
+            root.validate(document)
+        elif parts[1] == "index.json" or parts[1] == "pages":
+            page.validate(document)
+            for item in document["results"]:
+                items[parts[0]].validate(item)
+        else:
+            assert parts[0] in by_name
+            items[parts[0]].validate(document)
+        checked += 1
+    assert checked == 138
+
+
+def good_book() -> dict:
+    author = {"url": "https://k.example/api/v1/author/0b9f6a52-3d4e-4f1a-9c2b-7e8d9f0a1b2c/", "slug": "نویسنده",
+              "user": None, "fullName": "نویسنده ", "image_author": None, "bio": ""}
+    return {
+        "url": "https://k.example/api/v1/books/0b9f6a52-3d4e-4f1a-9c2b-7e8d9f0a1b2c/",
+        "id": "0b9f6a52-3d4e-4f1a-9c2b-7e8d9f0a1b2c", "publishers": [], "authors": [author],
+        "translators": [], "categories": [], "images": [], "title": "کتاب", "isbn": "9786000000000",
+        "code": "", "code_qoq": None, "ddc": "", "price_currency": "IRR", "price": "120000", "pages": 0,
+        "weight": 0, "about": "", "comment_for_develop": "", "enable": True,
+        "created_time": "2021-06-14T09:12:44.512300+04:30"}
+
+
+BROKEN = {
+    "extra field": lambda b: b.update(rating=5),
+    "missing field": lambda b: b.pop("isbn"),
+    "price as a number": lambda b: b.update(price=120000),
+    "price with a leading zero": lambda b: b.update(price="0120"),
+    "created_time with a space": lambda b: b.update(created_time="2021-06-14 09:12:44+04:30"),
+    "url of another resource": lambda b: b.update(url=b["url"].replace("/books/", "/author/")),
+    "id in upper case": lambda b: b.update(id=b["id"].upper()),
+    "disabled book": lambda b: b.update(enable=False),
+    "embedded author with a user": lambda b: b["authors"][0].update(user={"id": 1}),
+    "negative pages": lambda b: b.update(pages=-1),
+}
+
+
+def test_a_good_book_passes():
+    checker = SchemaChecker()
+    checker.check("book", render.encode(good_book()), "books/x.json")
+    checker.raise_if_violated()
+
+
+@pytest.mark.parametrize("breakage", sorted(BROKEN))
+def test_a_broken_book_is_a_violation(breakage):
+    book = good_book()
+    BROKEN[breakage](book)
+    checker = SchemaChecker()
+    checker.check("book", render.encode(book), "api/v1/books/0b/x.json")
+    with pytest.raises(GeneratorBug) as caught:
+        checker.raise_if_violated()
+    assert "api/v1/books/0b/x.json at /" in str(caught.value)
+    with pytest.raises(jsonschema.ValidationError):  # and the reference validator agrees
+        python_validator("book").validate(book)
+
+
+def test_a_generator_bug_fails_the_build_and_publishes_nothing(tmp_path: Path, monkeypatch):
+    out = tmp_path / "site"
+    build(SAMPLE, out)
+    before = site_state(out)
+    original = render.Renderer._publisher
+
+    def buggy(self, record):
+        document = original(self, record)
+        document["company"] = ""  # the schema requires a name
+        return document
+
+    monkeypatch.setattr(render.Renderer, "_publisher", buggy)
+    with pytest.raises(GeneratorBug) as caught:
+        build(SAMPLE, out, base_url="https://other.example")  # a change, so that it builds
+    message = str(caught.value)
+    # Each publisher is reported once, as its own document; the books embedding it do not
+    # check it again.
+    assert message.startswith("7 schema violations in generated documents (a bug in the generator")
+    assert message.count("api/v1/publisher/") == 7 and "at /company:" in message
+    assert site_state(out) == before

@@ -1,0 +1,65 @@
+"""The sample catalogue builds to the golden files, byte for byte (refresh: make golden)."""
+from __future__ import annotations
+
+import gzip
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from generator.build import build
+from generator.build.publish import GZIP_MIN
+from golden_files import FILES, GOLDEN, MANIFEST, manifest, served_files
+from conftest import SAMPLE
+
+
+@pytest.fixture(scope="module")
+def sample_site(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("golden") / "site"
+    build(SAMPLE, out)
+    return out
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_golden_file(sample_site: Path, name: str):
+    assert (sample_site / name).read_bytes() == (GOLDEN / name).read_bytes()
+
+
+def test_whole_tree_matches_golden_manifest(sample_site: Path):
+    assert manifest(sample_site) == (GOLDEN / MANIFEST).read_text(encoding="utf-8")
+
+
+def test_disabled_book_is_not_published(sample_site: Path):
+    books = sample_site / "api/v1/books"
+    titles = b"".join(p.read_bytes() for p in books.glob("??/*.json"))
+    assert "شازده احتجاب".encode() not in titles  # enable: false in data/books.csv
+    assert b'"count":42,' in (books / "index.json").read_bytes()
+
+
+def test_every_file_is_exactly_drf_json(sample_site: Path):
+    """Re-encoding what was written, DRF-style, gives the same bytes: compact,
+    unescaped UTF-8, U+2028 escaped, no trailing newline; and Python's json agrees."""
+    files = served_files(sample_site)
+    assert len(files) == 138
+    for path in files:
+        data = path.read_bytes()
+        document = json.loads(data)
+        drf = json.dumps(document, ensure_ascii=False, separators=(",", ":"))
+        drf = drf.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+        assert data == drf.encode("utf-8"), path
+
+
+def test_large_files_have_a_gzip_twin(sample_site: Path):
+    plain = served_files(sample_site)
+    twins = {p.with_name(p.name[:-len(".gz")]) for p in served_files(sample_site, gz=True)}
+    assert twins == {p for p in plain if p.stat().st_size >= GZIP_MIN}
+    assert 0 < len(twins) < len(plain)
+    for path in twins:
+        assert gzip.decompress(path.with_name(path.name + ".gz").read_bytes()) == path.read_bytes()
+
+
+def test_requests_without_a_limit_find_the_default_size(sample_site: Path):
+    pages = sample_site / "api/v1/books/pages"
+    assert os.readlink(pages / "default") == "12"
+    assert (pages / "default/0/24.json").read_bytes() == (pages / "12/0/24.json").read_bytes()

@@ -1,0 +1,98 @@
+"""Publishing: atomic, survives a killed build, keeps two generations, one build at a time."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from generator.build import build
+from generator.build.publish import OutputError, Site
+from conftest import ROOT, served, site_state
+
+KILL_AFTER = """
+import os, signal, sys
+from generator.build import publish as write
+from generator.build import build
+limit, count = int(sys.argv[3]), [0]
+original = write.Generation.write
+def write_then_die(self, path, data):
+    count[0] += 1
+    if count[0] > limit:  # the whole build, all its processes, no cleanup: as if killed
+        os.killpg(0, signal.SIGKILL)
+    original(self, path, data)
+write.Generation.write = write_then_die
+build(sys.argv[1], sys.argv[2], processes=int(sys.argv[4]))
+"""
+
+
+def generations(out: Path) -> list[str]:
+    return sorted(p.name for p in (out / ".build/gens").iterdir())
+
+
+@pytest.mark.parametrize("processes", [1, 2])
+@pytest.mark.parametrize("after", [0, 1, 40, 70])
+def test_killed_build_leaves_site_intact_and_next_build_correct(data_dir: Path, tmp_path: Path, after: int,
+                                                                processes: int):
+    out = tmp_path / "site"
+    build(data_dir, out)
+    published = served(out)
+    state = site_state(out)
+    (data_dir / "site.yaml").write_text(  # every file changes: a kill can land anywhere
+        "base_url: https://new.example\npage_sizes: [5]\n", encoding="utf-8")
+    killed = subprocess.run([sys.executable, "-c", KILL_AFTER, str(data_dir), str(out), str(after),
+                             str(processes)], cwd=ROOT, capture_output=True, start_new_session=True)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr.decode()
+    assert served(out) == published and str((out / "current").readlink()) == state["current"][1]
+    assert generations(out) == ["000001", "000002"]  # the killed build's partial generation
+    build(data_dir, out, background=False)
+    assert generations(out) == ["000001", "000003"]  # collected by the next build
+    assert "api/v1/books/pages/5/0/40.json" in served(out)
+    assert b'"next":"https://new.example/api/v1/books/?limit=5&offset=5"' in served(out)[
+        "api/v1/books/index.json"]
+
+
+def test_two_generations_are_kept(data_dir: Path, tmp_path: Path):
+    out = tmp_path / "site"
+    for n in range(4):
+        build(data_dir, out, base_url=f"https://host{n}.example", background=False)
+    assert generations(out) == ["000003", "000004"]
+    assert os.readlink(out / "current") == ".build/gens/000004"
+    assert os.readlink(out / "api") == "current/api"
+
+
+def test_publishing_replaces_the_tree_as_one(data_dir: Path, tmp_path: Path):
+    out = tmp_path / "site"
+    build(data_dir, out, base_url="https://one.example")
+    held = (out / "api").resolve()  # what a reader that opened the old tree holds
+    build(data_dir, out, base_url="https://two.example")
+    assert all(b"https://two.example/" in data for data in served(out).values())  # (.gz left out)
+    assert b"https://one.example/" in (held / "v1/index.json").read_bytes()
+
+
+def test_one_build_at_a_time(data_dir: Path, tmp_path: Path):
+    out = tmp_path / "site"
+    with Site(out).locked():
+        with pytest.raises(OutputError, match="another build is writing .* right now"):
+            build(data_dir, out)
+
+
+def test_refuses_to_replace_a_real_directory(data_dir: Path, tmp_path: Path):
+    out = tmp_path / "site"
+    (out / "api").mkdir(parents=True)
+    (out / "api/keep.txt").write_text("not ours")
+    with pytest.raises(OutputError, match="is a real directory"):
+        build(data_dir, out)
+    assert (out / "api/keep.txt").read_text() == "not ours"
+
+
+def test_unchanged_data_writes_nothing(data_dir: Path, tmp_path: Path):
+    out = tmp_path / "site"
+    first = build(data_dir, out)
+    state = site_state(out)
+    again = build(data_dir, out)
+    assert again.written == 0 and (again.files, again.bytes, again.records) == (first.files, first.bytes, first.records)
+    assert site_state(out) == state  # not a file touched, not a generation made

@@ -1,0 +1,248 @@
+"""Incremental builds: after any edit, the site is byte for byte what a clean build
+makes, only changed files are written, and unchanged files keep their inode and mtime."""
+from __future__ import annotations
+
+import csv
+import os
+import random
+import uuid
+from pathlib import Path
+
+import pytest
+
+from generator.build import state
+from generator.catalogue import synth
+from generator.build import build
+from conftest import served
+from golden_files import served_files
+
+ID = "0b9f6a52-3d4e-4f1a-9c2b-7e8d9f0a1b2c"
+
+
+class Catalogue:
+    """A synthetic CSV catalogue edited in place, row by row."""
+
+    def __init__(self, directory: Path, rng: random.Random) -> None:
+        self.dir, self.rng = directory, rng
+
+    def rows(self, collection: str) -> tuple[list[str], list[list[str]]]:
+        table = list(csv.reader((self.dir / f"{collection}.csv").open(encoding="utf-8", newline="")))
+        return table[0], table[1:]
+
+    def save(self, collection: str, header: list[str], rows: list[list[str]]) -> None:
+        with (self.dir / f"{collection}.csv").open("w", encoding="utf-8", newline="") as f:
+            csv.writer(f, lineterminator="\n").writerows([header] + rows)
+
+    def change(self, collection: str, column: str, value: str) -> None:
+        header, rows = self.rows(collection)
+        self.rng.choice(rows)[header.index(column)] = value
+        self.save(collection, header, rows)
+
+    def add(self, collection: str, **values: str) -> None:
+        header, rows = self.rows(collection)
+        row = list(self.rng.choice(rows))
+        row[0] = str(uuid.UUID(int=self.rng.getrandbits(128), version=4))
+        for column, value in values.items():
+            row[header.index(column)] = value
+        rows.insert(self.rng.randrange(len(rows) + 1), row)
+        self.save(collection, header, rows)
+
+    def remove(self, collection: str, unreferenced_by: tuple[str, tuple[str, ...]] | None = None) -> None:
+        header, rows = self.rows(collection)
+        used = set()
+        if unreferenced_by:
+            other, columns = unreferenced_by
+            other_header, other_rows = self.rows(other)
+            for row in other_rows:
+                for column in columns:
+                    used.update(row[other_header.index(column)].split("|"))
+        candidates = [r for r in rows if r[0] not in used]
+        rows.remove(self.rng.choice(candidates))
+        self.save(collection, header, rows)
+
+    def move(self, collection: str) -> None:
+        header, rows = self.rows(collection)
+        rows.insert(self.rng.randrange(len(rows)), rows.pop(self.rng.randrange(len(rows))))
+        self.save(collection, header, rows)
+
+    def site(self, text: str) -> None:
+        (self.dir / "site.yaml").write_text(text, encoding="utf-8")
+
+
+EDITS = {
+    "book title": lambda c: c.change("books", "title", "عنوانی تازه"),
+    "book price": lambda c: c.change("books", "price", "1234000"),
+    "book disabled": lambda c: c.change("books", "enable", "false"),
+    "book added": lambda c: c.add("books", isbn=str(9790000000000 + c.rng.randrange(10**9))),
+    "book removed": lambda c: c.remove("books"),
+    "book moved": lambda c: c.move("books"),
+    "author renamed": lambda c: c.change("authors", "fullName", "نامی دیگر "),
+    "author added": lambda c: c.add("authors", slug=f"تازه-{c.rng.randrange(10**6)}"),
+    "author removed": lambda c: c.remove("authors", unreferenced_by=("books", ("authors", "translators"))),
+    "publisher renamed": lambda c: c.change("publishers", "company", "نشر تازه"),
+    "category renamed": lambda c: c.change("categories", "name", "دسته‌ای دیگر"),
+    "user renamed": lambda c: c.change("users", "first_name", "نام"),
+    "user added": lambda c: c.add("users", username=f"new.{c.rng.randrange(10**6)}"),
+    "shelf retitled": lambda c: c.change("bookshelves", "title", "قفسه‌ی تازه"),
+    "shelf removed": lambda c: c.remove("bookshelves"),
+    "base_url": lambda c: c.site("base_url: https://new.example/catalogue\npage_sizes: [12, 24]\n"),
+    "page sizes": lambda c: c.site("base_url: https://ketab.example.ir\npage_sizes: [24, 5]\n"),
+    "time zone": lambda c: c.site("base_url: https://ketab.example.ir\npage_sizes: [12, 24]\ntime_zone: UTC\n"),
+}
+
+
+@pytest.fixture
+def catalogue(tmp_path: Path) -> Catalogue:
+    synth.write(tmp_path / "data", 400, seed=11)
+    return Catalogue(tmp_path / "data", random.Random(5))
+
+
+def assert_same_as_clean_build(catalogue: Catalogue, site: Path, tmp_path: Path, name: str) -> None:
+    clean = tmp_path / f"clean-{name.replace(' ', '-')}"
+    build(catalogue.dir, clean, processes=2)
+    got, expected = served(site), served(clean)
+    assert got.keys() == expected.keys(), name
+    assert [p for p in got if got[p] != expected[p]] == [], name
+    gz = {str(p.relative_to(site)) for p in served_files(site, gz=True)}
+    assert gz == {str(p.relative_to(clean)) for p in served_files(clean, gz=True)}, name
+
+
+@pytest.mark.parametrize("edit", sorted(EDITS))
+def test_each_edit_rebuilds_to_a_clean_build(catalogue: Catalogue, tmp_path: Path, edit: str):
+    site = tmp_path / "site"
+    build(catalogue.dir, site, processes=2)
+    EDITS[edit](catalogue)
+    summary = build(catalogue.dir, site, processes=2)
+    assert summary.written > 0
+    assert_same_as_clean_build(catalogue, site, tmp_path, edit)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_random_sequences_of_edits(tmp_path: Path, seed: int):
+    synth.write(tmp_path / "data", 300, seed=seed)
+    catalogue = Catalogue(tmp_path / "data", random.Random(seed))
+    site = tmp_path / "site"
+    build(catalogue.dir, site, processes=2)
+    for step in range(6):
+        names = catalogue.rng.sample(sorted(EDITS), catalogue.rng.choice((1, 2, 3)))
+        for name in names:
+            EDITS[name](catalogue)
+        build(catalogue.dir, site, processes=catalogue.rng.choice((1, 2, 3)))
+        assert_same_as_clean_build(catalogue, site, tmp_path, f"{seed}-{step}-{'+'.join(names)}")
+
+
+def files_with_identity(site: Path) -> dict[str, tuple[int, int]]:
+    return {str(p.relative_to(site)): (os.stat(p).st_ino, os.stat(p).st_mtime_ns)
+            for p in served_files(site) + served_files(site, gz=True)}
+
+
+def test_one_title_writes_only_its_documents(catalogue: Catalogue, tmp_path: Path):
+    site = tmp_path / "site"
+    build(catalogue.dir, site, processes=2)
+    before = files_with_identity(site)
+    header, rows = catalogue.rows("books")
+    published = [r for r in rows if r[header.index("enable")] != "false"]
+    row = published[30]  # on page 3 of 12 and page 2 of 24: not on a first page
+    row[header.index("title")] += " (ویرایش)"
+    catalogue.save("books", header, rows)
+    summary = build(catalogue.dir, site, processes=2)
+    after = files_with_identity(site)
+    changed = sorted(p for p in after if after[p] != before.get(p))
+    book = f"api/v1/books/{row[0][:2]}/{row[0]}.json"
+    pages = ["api/v1/books/pages/12/0/24.json", "api/v1/books/pages/24/0/24.json",
+             "api/v1/books/pages/default/0/24.json"]  # (the default size's page, seen through its link)
+    expected = sorted([book] + pages + [p + ".gz" for p in pages])
+    assert changed == expected
+    assert summary.written == 5  # the book, two pages and their .gz twins
+    assert_same_as_clean_build(catalogue, site, tmp_path, "title")
+
+
+def book_data_files(site: Path) -> dict[str, int]:
+    """The files holding the book records the published build keeps, with their sizes."""
+    directory = state.state_dir((site / "current").resolve())
+    return {p.name: p.stat().st_size for p in directory.glob("records-books.*.*")}
+
+
+def test_an_edit_refers_to_the_records_it_keeps_and_compacts_them(catalogue: Catalogue, tmp_path: Path,
+                                                                 monkeypatch):
+    monkeypatch.setattr(state, "MAX_DATA_FILES", 3)
+    site = tmp_path / "site"
+    build(catalogue.dir, site, processes=2)
+    before = book_data_files(site)
+    assert len(before) == 2  # one a part
+    header, rows = catalogue.rows("books")
+    for step in range(4):
+        rows[step * 7][header.index("title")] += " (ویرایش)"
+        catalogue.save("books", header, rows)
+        build(catalogue.dir, site, processes=2)
+        files = book_data_files(site)
+        if step in (0, 1, 3):
+            # the files kept as they are, and one new file holding the changed book
+            assert len(files) == len(before) + 1 and files.items() >= before.items()
+            assert sum(files.values()) < sum(before.values()) + 4096
+        else:  # over three files: all copied, into one file a part
+            assert len(files) == 2 and not files.keys() & before.keys()
+        before = files
+        assert_same_as_clean_build(catalogue, site, tmp_path, f"edit {step}")
+
+
+def test_unchanged_collections_are_not_read_again(catalogue: Catalogue, tmp_path: Path, monkeypatch):
+    site = tmp_path / "site"
+    build(catalogue.dir, site, processes=1)
+    catalogue.change("bookshelves", "title", "تازه")
+    from generator.catalogue import load
+    read = []
+    original = load.Source.rows
+    monkeypatch.setattr(load.Source, "rows", lambda self, problems: read.append(self.collection) or original(self, problems))
+    build(catalogue.dir, site, processes=1)
+    assert read == ["bookshelves"]
+
+
+KILL_IN = """
+import os, signal, sys
+from generator.build import publish as write
+from generator.build import build
+what, limit, count = sys.argv[3], int(sys.argv[4]), [0]
+
+def dying(original):
+    def call(*args, **kwargs):
+        count[0] += 1
+        if count[0] > limit:  # the whole build, all its processes, no cleanup: as if killed
+            os.killpg(0, signal.SIGKILL)
+        return original(*args, **kwargs)
+    return call
+
+if what == "write":
+    write.Generation._write = dying(write.Generation._write)
+else:
+    write.os.link = dying(os.link)
+build(sys.argv[1], sys.argv[2], processes=2)
+"""
+
+
+@pytest.mark.parametrize("what, after", [("write", 0), ("write", 2), ("write", 30), ("link", 0), ("link", 20), ("link", 50)])
+def test_incremental_build_killed_anywhere(catalogue: Catalogue, tmp_path: Path, what: str, after: int):
+    import signal
+    import subprocess
+    import sys
+    from conftest import ROOT
+    site = tmp_path / "site"
+    build(catalogue.dir, site, processes=2)
+    published = served(site)
+    for name in ("book title", "author renamed", "book added"):
+        EDITS[name](catalogue)
+    killed = subprocess.run([sys.executable, "-c", KILL_IN, str(catalogue.dir), str(site), what, str(after)],
+                            cwd=ROOT, capture_output=True, start_new_session=True)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr.decode()
+    assert served(site) == published
+    build(catalogue.dir, site, processes=2)
+    assert_same_as_clean_build(catalogue, site, tmp_path, f"killed-{what}-{after}")
+
+
+def test_row_hash_tells_rows_apart():
+    from generator.catalogue.records import row_hash
+    assert row_hash({"x": "a\x1fb", "y": "c"}) != row_hash({"x": "a", "y": "b\x1fc"})  # separator in a cell
+    assert row_hash({"x": "1", "y": "2"}) != row_hash({"y": "1", "x": "2"})  # columns swapped
+    assert row_hash({"x": "1", "y": "2"}) == row_hash(dict([("x", "1"), ("y", "2")]))
+    assert row_hash({"pages": 12}) != row_hash({"pages": "12"})  # YAML types count
+    assert row_hash({"isbn": 10**30}) != row_hash({"isbn": 10**30 + 1})  # (beyond JSON's integers)

@@ -1,0 +1,354 @@
+"""The built site under real nginx answers as http.md says the DRF service did."""
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+
+from generator.build import build
+from generator.api.urls import RESOURCES
+from conftest import SAMPLE
+from nginx_server import Server, process_exists
+
+BASE = "https://ketab.example.ir"
+READ = "GET, HEAD, OPTIONS"
+WRITE = "GET, POST, HEAD, OPTIONS"
+NOT_BUILT = ("This page is not pre-built. Page sizes (limit): 12, 24; without a limit the page size is 12. "
+             "The offset must be a multiple of the limit, from 0 up to the last item, written in ASCII digits.")
+COUNTS = {"author": 19, "books": 42, "publisher": 7, "category": 14, "user": 8, "bookshelf": 12}
+BOOK = "76f9d815-44dc-545f-890b-4419e8e5e6da"
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    site = tmp_path_factory.mktemp("served") / "site"
+    build(SAMPLE, site)
+    running = Server(site)
+    yield running
+    running.stop()
+
+
+def local(url: str) -> str:
+    """An absolute link of the API as a request path for the local server."""
+    assert url.startswith(BASE + "/"), url
+    parts = urlsplit(url)
+    return parts.path + (f"?{parts.query}" if parts.query else "")
+
+
+def body(answer) -> dict:
+    return json.loads(answer.body)
+
+
+def page(server: Server, query: str, resource: str = "books") -> dict:
+    answer = server.get(f"/api/v1/{resource}/{query}")
+    assert answer.status == 200, (query, answer.body)
+    return body(answer)
+
+
+# ---- pages --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("limit", [None, 12, 24])
+@pytest.mark.parametrize("resource", [r.name for r in RESOURCES])
+def test_follow_next_to_the_end_and_previous_back(server, resource, limit):
+    first = page(server, f"?limit={limit}" if limit else "", resource)
+    seen, current, hops = [], first, 0
+    while True:
+        assert current["count"] == COUNTS[resource]
+        seen.extend(current["results"])
+        if current["next"] is None:
+            break
+        current = body(server.get(local(current["next"])))
+        hops += 1
+    size = limit or 12
+    assert hops == max(COUNTS[resource] - 1, 0) // size
+    assert len(seen) == COUNTS[resource] == len({item["url"] for item in seen})
+    for item in seen:  # every item is its detail document
+        assert body(server.get(local(item["url"]))) == item
+    back = 0
+    while current["previous"] is not None:
+        current = body(server.get(local(current["previous"])))
+        back += 1
+    assert back == hops and current == page(server, f"?limit={size}", resource)
+
+
+@pytest.mark.parametrize("query, offset, limit", [
+    ("?offset=24&limit=12", 24, 12),          # either order
+    ("?limit=12&offset=24", 24, 12),
+    ("?limit=012&offset=0024", 24, 12),       # leading zeros
+    ("?limit=+12&offset=+24", 24, 12),        # "+" is a space in a query string
+    ("?limit=%2B12&offset=%2B24", 24, 12),    # a "+" sign
+    ("?limit=+%2B12&offset=24", 24, 12),      # int(" +12") is 12
+    ("?limit=%2012%20&offset=24%09", 24, 12), # surrounding white space
+    ("?limit=24&limit=12&offset=24", 24, 12), # the last value counts
+    ("?offset=36&offset=24&limit=12", 24, 12),
+    ("?offset=24", 24, 12),                   # default page size
+    ("?limit=abc&offset=24", 24, 12),         # invalid limit: default
+    ("?limit=0&offset=24", 24, 12),           # zero limit: default
+    ("?limit=-24&offset=24", 24, 12),         # negative limit: default
+    ("?limit=&offset=24", 24, 12),
+    ("?limit=24&offset=abc", 0, 24),          # invalid offset: 0
+    ("?limit=24&offset=-24", 0, 24),          # negative offset: 0
+    ("?limit=24&offset=-0", 0, 24),
+    ("?limit=24&offset=", 0, 24),
+    ("?limit=24&offset=0", 0, 24),
+    ("?limit=12&offset=24&search=x&ordering=-title&LIMIT=5&xlimit=3", 24, 12),  # unknown extras ignored
+    ("?offset", 0, 12),
+    ("", 0, 12),
+])
+def test_query_string_spellings(server, query, offset, limit):
+    got = page(server, query)
+    expected = body(server.get(f"/api/v1/books/?limit={limit}" + (f"&offset={offset}" if offset else "")))
+    assert got == expected
+    assert got["results"][0] == body(server.get(local(got["results"][0]["url"])))
+    next_link = got["next"]
+    assert next_link == (f"{BASE}/api/v1/books/?limit={limit}&offset={offset + limit}"
+                         if offset + limit < 42 else None)
+
+
+def test_first_page_equals_limit_of_default_size(server):
+    assert server.get("/api/v1/books/").body == server.get("/api/v1/books/?limit=12").body
+
+
+@pytest.mark.parametrize("query", [
+    "?limit=5", "?limit=13&offset=0", "?offset=13", "?limit=24&offset=12",  # not a page size, not a multiple
+    "?offset=48", "?limit=24&offset=48", "?offset=1200000",                  # past the end
+    "?limit=1_2", "?offset=2_4", "?limit=%DB%B2%DB%B4", "?limit=%31%32",     # int() might read these
+    "?%6Cimit=24", "?limit=%2B+12", "?limit=99999999999999999999999",  # int("+ 12") fails too
+])
+def test_pages_not_built_get_the_400(server, query):
+    answer = server.get(f"/api/v1/books/{query}")
+    assert answer.status == 400
+    assert body(answer) == {"detail": NOT_BUILT}
+    assert answer.header("Content-Type") == "application/json"
+    assert answer.header("Allow") == READ
+
+
+# ---- details, errors, redirects ------------------------------------------------------
+
+def test_detail_document(server):
+    answer = server.get(f"/api/v1/books/{BOOK}/")
+    assert answer.status == 200
+    assert body(answer)["title"] == "کلیدر"
+
+
+@pytest.mark.parametrize("path, status, detail", [
+    ("/api/v1/books/76f9d815-0000-4000-8000-000000000000/", 404, "No Book matches the given query."),
+    ("/api/v1/author/76f9d815-0000-4000-8000-000000000000/", 404, "No Author matches the given query."),
+    ("/api/v1/bookshelf/76f9d815-0000-4000-8000-000000000000/", 404, "No Bookshelf matches the given query."),
+    ("/api/v1/books/not-a-uuid/", 404, "Not found."),
+    ("/api/v1/books/12345/", 404, "Not found."),
+    ("/api/v1/nothing/", 404, "Not found."),
+    ("/", 404, "Not found."),
+    ("/api/v2/books/", 404, "Not found."),
+    (f"/api/v1/books/{BOOK}/extra/", 404, "Not found."),
+])
+def test_not_found(server, path, status, detail):
+    answer = server.get(path)
+    assert (answer.status, body(answer)) == (status, {"detail": detail})
+    assert answer.header("Content-Type") == "application/json"
+
+
+@pytest.mark.parametrize("path, location", [
+    ("/api/v1", "/api/v1/"),
+    ("/api/v1/books", "/api/v1/books/"),
+    ("/api/v1/books?offset=24&limit=12", "/api/v1/books/?offset=24&limit=12"),
+    (f"/api/v1/books/{BOOK}", f"/api/v1/books/{BOOK}/"),
+    ("/api/v1/user?limit=24", "/api/v1/user/?limit=24"),
+])
+def test_missing_trailing_slash_is_redirected(server, path, location):
+    answer = server.get(path)
+    assert answer.status == 301
+    assert answer.header("Location") == location
+
+
+# ---- headers ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("path, allow", [
+    ("/api/v1/", READ),
+    *[(f"/api/v1/{r.name}/", WRITE if r.name in ("user", "bookshelf") else READ) for r in RESOURCES],
+    *[(f"/api/v1/{r.name}/?limit=24", WRITE if r.name in ("user", "bookshelf") else READ) for r in RESOURCES],
+    (f"/api/v1/books/{BOOK}/", READ),
+])
+def test_headers_of_json_answers(server, path, allow):
+    answer = server.get(path)
+    assert answer.status == 200
+    assert answer.header("Content-Type") == "application/json"
+    assert answer.header("Allow") == allow
+    assert "Accept" in answer.vary()
+    assert answer.header("Access-Control-Allow-Origin") == "*"
+    assert answer.header("X-Content-Type-Options") == "nosniff"
+    assert answer.header("Cache-Control") == "no-cache"
+    assert answer.header("ETag") and answer.header("Last-Modified")
+    assert answer.header("Server") == "nginx"  # server_tokens off: no version
+    assert int(answer.header("Content-Length")) == len(answer.body)
+
+
+@pytest.mark.parametrize("method, path, status", [
+    ("GET", "/api/v1/books/?limit=5", 400),
+    ("GET", "/api/v1/books/not-a-uuid/", 404),
+    ("PUT", "/api/v1/books/", 405),
+    ("POST", "/api/v1/user/", 503),
+])
+def test_error_answers_carry_the_same_headers(server, method, path, status):
+    answer = server.request(method, path)
+    assert answer.status == status
+    assert answer.header("Content-Type") == "application/json"
+    assert "Accept" in answer.vary()
+    assert answer.header("Access-Control-Allow-Origin") == "*"
+    assert answer.header("X-Content-Type-Options") == "nosniff"
+    assert set(body(answer)) == {"detail"}
+
+
+def test_conditional_requests(server):
+    first = server.get("/api/v1/books/?limit=24")
+    etag, modified = first.header("ETag"), first.header("Last-Modified")
+    again = server.get("/api/v1/books/?limit=24", If_None_Match=etag)
+    assert (again.status, again.body) == (304, b"")
+    assert again.header("ETag") == etag and again.header("Access-Control-Allow-Origin") == "*"
+    assert server.get("/api/v1/books/?limit=24", If_Modified_Since=modified).status == 304
+    assert server.get("/api/v1/books/?limit=24", If_None_Match='"other"').status == 200
+    assert server.get("/api/v1/books/?limit=12", If_None_Match=etag).status == 200  # another page
+
+
+def test_gzip_when_accepted(server):
+    plain = server.get("/api/v1/books/")
+    zipped = server.get("/api/v1/books/", Accept_Encoding="gzip")
+    assert zipped.header("Content-Encoding") == "gzip" and plain.header("Content-Encoding") is None
+    assert zipped.body == plain.body  # (decompressed by the client)
+    assert {"Accept", "Accept-Encoding"} <= zipped.vary()
+    small = server.get("/api/v1/", Accept_Encoding="gzip")  # below the threshold: as it is
+    assert small.header("Content-Encoding") is None
+
+
+# ---- methods ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("path", ["/api/v1/", "/api/v1/books/?limit=24", f"/api/v1/books/{BOOK}/"])
+def test_head_is_get_without_body(server, path):
+    get, head = server.get(path), server.request("HEAD", path)
+    assert head.status == 200 and head.body == b""
+    for name in ("Content-Type", "Content-Length", "ETag", "Last-Modified", "Allow", "Cache-Control"):
+        assert head.header(name) == get.header(name), name
+
+
+@pytest.mark.parametrize("resource", RESOURCES, ids=lambda r: r.name)
+def test_options(server, resource):
+    common = {"description": "", "renders": ["application/json", "text/html"],
+              "parses": ["application/json", "application/x-www-form-urlencoded", "multipart/form-data"]}
+    listed = server.request("OPTIONS", f"/api/v1/{resource.name}/")
+    assert listed.status == 200 and listed.header("Content-Type") == "application/json"
+    document = body(listed)
+    actions = document.pop("actions", None)
+    assert document == {"name": f"{resource.label} List", **common}
+    if resource.name in ("user", "bookshelf"):
+        assert listed.header("Allow") == WRITE
+        fields = actions["POST"]
+        assert all({"type", "required", "read_only", "label"} <= set(f) for f in fields.values())
+        required = {name for name, f in fields.items() if f["required"]}
+        assert required == ({"username"} if resource.name == "user" else {"user", "title"})
+    else:
+        assert actions is None and listed.header("Allow") == READ
+    detail = server.request("OPTIONS", f"/api/v1/{resource.name}/76f9d815-0000-4000-8000-000000000000/")
+    assert (detail.status, body(detail)) == (200, {"name": f"{resource.label} Instance", **common})
+    assert detail.header("Allow") == READ
+
+
+def test_options_of_the_root(server):
+    answer = server.request("OPTIONS", "/api/v1/")
+    assert body(answer)["name"] == "Api Root"
+
+
+@pytest.mark.parametrize("method, path, allow", [
+    ("PUT", "/api/v1/books/", READ), ("DELETE", "/api/v1/books/", READ), ("PATCH", "/api/v1/author/", READ),
+    ("POST", "/api/v1/books/", READ), ("POST", "/api/v1/category/", READ),
+    ("PUT", "/api/v1/user/", WRITE), ("DELETE", "/api/v1/bookshelf/?limit=12", WRITE),
+    ("PUT", f"/api/v1/books/{BOOK}/", READ), ("DELETE", f"/api/v1/books/{BOOK}/", READ),
+    ("POST", f"/api/v1/books/{BOOK}/", READ), ("POST", "/api/v1/", READ), ("TRACE", "/api/v1/books/", READ),
+])
+def test_methods_not_allowed(server, method, path, allow):
+    answer = server.request(method, path)
+    assert answer.status == 405
+    assert body(answer) == {"detail": f'Method "{method}" not allowed.'}
+    assert answer.header("Allow") == allow
+
+
+@pytest.mark.parametrize("resource", ["user", "bookshelf"])
+def test_post_without_write_service(server, resource):
+    answer = server.request("POST", f"/api/v1/{resource}/", {"Content-Type": "application/json"}, b'{"username":"x"}')
+    assert answer.status == 503
+    assert body(answer) == {"detail": "Writing is not available right now: the write service is not running."}
+
+
+# ---- safety -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("path", [
+    "/api/v1/books/pages/12/0/0.json", "/api/v1/books/pages/", "/api/v1/books/index.json",
+    "/api/v1/books/76/", f"/api/v1/books/76/{BOOK}.json", "/api/v1/index.json", "/_meta/site.json",
+    "/_meta/page-not-built.json", "/.build/lock", "/current/api/v1/index.json", "/nginx/catalogue.conf",
+    "/.run/access.log", "/api/v1/books/../../.build/lock", "/api/v1/books/%2e%2e/%2e%2e/.build/lock",
+    "/api/v1/books/%2F..%2F..%2F.build%2Flock/", "/api/v1/books/.hidden/",
+])
+def test_only_the_api_is_reachable(server, path):
+    answer = server.get(path)
+    assert answer.status in (404, 200) and answer.header("Content-Type") == "application/json"
+    if answer.status == 200:  # only when nginx normalised the path onto an API URL
+        assert json.loads(answer.body)
+    else:
+        assert body(answer) == {"detail": "Not found."}
+
+
+# ---- the server as a whole ------------------------------------------------------------------
+
+def test_rebuild_is_served_without_restart(tmp_path: Path, data_dir: Path):
+    site = tmp_path / "site"
+    build(data_dir, site)
+    running = Server(site)
+    try:
+        before = running.get("/api/v1/books/")
+        assert body(before)["count"] == 42
+        (data_dir / "site.yaml").write_text(
+            "base_url: https://ketab.example.ir\npage_sizes: [10]\ncache_control: 'public, max-age=60'\n",
+            encoding="utf-8")
+        build(data_dir, site)
+        after = running.get("/api/v1/books/")
+        assert body(after)["next"] == f"{BASE}/api/v1/books/?limit=10&offset=10"  # new default size
+        assert running.get("/api/v1/books/?limit=12").status == 400
+        assert b"Page sizes (limit): 10;" in running.get("/api/v1/books/?limit=12").body
+    finally:
+        assert running.stop() == 0
+
+
+def test_base_url_path_prefix_and_empty_collection(tmp_path: Path, data_dir: Path):
+    (data_dir / "site.yaml").write_text(
+        "base_url: http://127.0.0.1/catalogue\npage_sizes: [5, 12]\ncache_control: 'public, max-age=60'\n",
+        encoding="utf-8")
+    (data_dir / "bookshelves.csv").write_text("id,user,title\n", encoding="utf-8")
+    site = tmp_path / "site"
+    build(data_dir, site)
+    running = Server(site)
+    try:
+        assert body(running.get("/catalogue/api/v1/bookshelf/")) == {
+            "count": 0, "next": None, "previous": None, "results": []}
+        assert running.get("/catalogue/api/v1/bookshelf/?offset=5").status == 400
+        first = running.get("/catalogue/api/v1/books/")
+        assert body(first)["next"] == "http://127.0.0.1/catalogue/api/v1/books/?limit=5&offset=5"
+        assert first.header("Cache-Control") == "public, max-age=60"
+        assert running.get("/api/v1/books/").status == 404
+        assert running.get("/catalogue/api/v1/books").header("Location") == "/catalogue/api/v1/books/"
+    finally:
+        running.stop()
+
+
+def test_sigterm_leaves_nothing_running(tmp_path: Path):
+    site = tmp_path / "site"
+    build(SAMPLE, site)
+    running = Server(site)
+    pid = running.nginx_pid()
+    assert pid and process_exists(pid)
+    assert running.stop() == 0
+    deadline = time.monotonic() + 5
+    while process_exists(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not process_exists(pid)
