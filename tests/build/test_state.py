@@ -5,14 +5,15 @@ from __future__ import annotations
 import csv
 import os
 import random
+import re
 import uuid
 from pathlib import Path
 
 import pytest
 
-from generator.build import state
+from generator.build import build, state
+from generator.build.spool import spool_files
 from generator.catalogue import synth
-from generator.build import build
 from conftest import served
 from golden_files import served_files
 
@@ -184,6 +185,26 @@ def test_an_edit_refers_to_the_records_it_keeps_and_compacts_them(catalogue: Cat
             assert len(files) == 2 and not files.keys() & before.keys()
         before = files
         assert_same_as_clean_build(catalogue, site, tmp_path, f"edit {step}")
+
+
+STATE_FILE = re.compile(r"fingerprint\.json|records\.json|(keys|records)-[a-z]+\.[0-9]+|records-[a-z]+\.[0-9]+\.data-[0-9]{6}")
+
+
+def test_a_published_generation_keeps_only_what_the_next_build_takes_over(catalogue: Catalogue, tmp_path: Path):
+    site = tmp_path / "site"
+    build(catalogue.dir, site, processes=2)
+    for edit in ("book title", "user added", "book removed"):
+        EDITS[edit](catalogue)
+        build(catalogue.dir, site, processes=2)
+        directory = state.state_dir((site / "current").resolve())
+        names = {p.name for p in directory.iterdir()}
+        assert {n for n in names if not STATE_FILE.fullmatch(n)} == set()
+        # every record data file is one an index refers to, and every one referred to is there
+        referred = {name for index in directory.glob("records-*.*") if STATE_FILE.fullmatch(index.name)
+                    and index.suffix[1:].isdigit() for name in spool_files(index)}
+        assert referred == {n for n in names if ".data-" in n}
+        left = [p for p in site.rglob("*scratch*") if ".build/trash" not in str(p)]
+        assert left == []
 
 
 def test_unchanged_collections_are_not_read_again(catalogue: Catalogue, tmp_path: Path, monkeypatch):

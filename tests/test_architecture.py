@@ -1,0 +1,122 @@
+"""The layout of generator/ is its architecture: each subsystem imports only the ones
+below it, every module says what it is for, and the README describes every package."""
+from __future__ import annotations
+
+import ast
+import shutil
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+
+PACKAGE = ROOT / "generator"
+LEAVES = {"errors", "system"}  # shared by every subsystem; they import nothing of the project
+# What each part of generator/ may import (besides itself): catalogue → api → build, hosts,
+# writes, which never import each other; a composer and the CLI on top.
+ALLOWED = {
+    "errors": set(),
+    "system": set(),
+    "catalogue": LEAVES,
+    "api": LEAVES | {"catalogue"},
+    "build": LEAVES | {"catalogue", "api"},
+    "hosts": LEAVES | {"catalogue", "api"},
+    "writes": LEAVES | {"catalogue", "api"},
+    "compose": LEAVES | {"catalogue", "api", "build", "hosts"},
+    "cli": LEAVES | {"catalogue", "api", "build", "hosts", "writes", "compose"},
+    "__main__": {"cli"},
+}
+SUBPACKAGES = ("catalogue", "api", "build", "hosts", "writes")
+
+
+def modules(package: Path) -> list[Path]:
+    return sorted(p for p in package.rglob("*.py") if "__pycache__" not in p.parts)
+
+
+def dotted(path: Path, package: Path) -> str:
+    parts = ["generator", *path.relative_to(package).with_suffix("").parts]
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imported(path: Path, package: Path) -> set[str]:
+    """The modules of the project that a module imports, as dotted names."""
+    name = dotted(path, package)
+    # A package's relative imports start from itself, a module's from its package.
+    here = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names if alias.name.split(".")[0] == "generator")
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = here.split(".")[: len(here.split(".")) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            if target.split(".")[0] != "generator":
+                continue
+            found.add(target)
+            found.update(f"{target}.{alias.name}" for alias in node.names)  # (`from . import x`)
+    return found
+
+
+def unit(name: str) -> str | None:
+    """The part of generator/ a dotted name belongs to (None for the package itself)."""
+    parts = name.split(".")
+    return parts[1] if len(parts) > 1 else None
+
+
+def violations(package: Path) -> list[str]:
+    found = []
+    for path in modules(package):
+        name = dotted(path, package)
+        mine = unit(name)
+        for target in sorted(imported(path, package)):
+            theirs = unit(target)
+            if theirs is None or theirs == mine or theirs not in ALLOWED:
+                continue  # (a name imported from the package itself; every part has a rule, tested above)
+            if theirs not in ALLOWED.get(mine, set()):
+                found.append(f"{name} imports {target}: {mine} may import only {sorted(ALLOWED.get(mine, ()))}")
+    return found
+
+
+def test_every_part_of_the_package_has_its_rule():
+    parts = {p.stem for p in PACKAGE.glob("*.py")} | {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").exists()}
+    assert parts == set(ALLOWED)
+
+
+def test_subsystems_import_only_downward():
+    assert violations(PACKAGE) == []
+
+
+def test_a_forbidden_import_is_caught(tmp_path: Path):
+    copy = tmp_path / "generator"
+    shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    (copy / "build" / "sneaky.py").write_text('"""x"""\nfrom ..hosts.nginx import write_configs\n')
+    (copy / "catalogue" / "sneaky.py").write_text('"""x"""\nfrom generator.api import urls\n')
+    (copy / "api" / "sneaky.py").write_text('"""x"""\nfrom .. import compose\n')
+    assert violations(copy) == [
+        "generator.api.sneaky imports generator.compose: api may import only ['catalogue', 'errors', 'system']",
+        "generator.build.sneaky imports generator.hosts.nginx: build may import only "
+        "['api', 'catalogue', 'errors', 'system']",
+        "generator.build.sneaky imports generator.hosts.nginx.write_configs: build may import only "
+        "['api', 'catalogue', 'errors', 'system']",
+        "generator.catalogue.sneaky imports generator.api: catalogue may import only ['errors', 'system']",
+        "generator.catalogue.sneaky imports generator.api.urls: catalogue may import only ['errors', 'system']",
+    ]
+
+
+@pytest.mark.parametrize("path", modules(PACKAGE), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_every_module_opens_with_its_job(path: Path):
+    docstring = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8")))
+    assert docstring and len(docstring) > 20, f"{path.relative_to(ROOT)} has no docstring saying what it is for"
+
+
+def test_the_readme_architecture_names_every_subsystem():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Architecture", 1)[1].split("\n## ", 1)[0]
+    for name in SUBPACKAGES:
+        assert f"`{name}`" in section, name
+        for module in sorted((PACKAGE / name).glob("*.py")):
+            if module.stem != "__init__":
+                assert f"`{module.stem}`" in section, f"{name}/{module.name}"
