@@ -20,9 +20,10 @@ build: $(STAMP)
 check: $(STAMP)
 	$(BIN)/catalogue check --data data
 
-# Build, then serve site/ with nginx on 127.0.0.1:$(PORT) and take writes into data/ with the
+# Serve a local build of data/ (links to http://127.0.0.1:$(PORT)/; site/ stays as deployed) with
+# nginx, or the built-in server where nginx is not installed, and take writes into data/ with the
 # write service on 127.0.0.1:$(WRITE_PORT), until Ctrl-C. The first run makes a token.
-serve: build
+serve: $(STAMP)
 	@if [ ! -f $(TOKENS) ]; then \
 	  echo "A write token (shown once; only its hash is kept in $(TOKENS)):"; \
 	  $(BIN)/catalogue token add librarian --tokens $(TOKENS); \
@@ -32,11 +33,13 @@ serve: build
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
 
+# Quiet unless something fails (-qq: errors only; the build backend's advice silenced).
 $(STAMP): pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test]'
-	touch $@
+	@echo "setting up $(VENV) (once)"
+	@$(PYTHON) -m venv $(VENV)
+	@PYTHONWARNINGS=ignore $(BIN)/python -m pip install -qq --upgrade pip
+	@PYTHONWARNINGS=ignore $(BIN)/python -m pip install -qq -e '.[test]'
+	@touch $@
 
 clean:
 	rm -rf $(VENV) site bench-work

@@ -25,7 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "benchmarks")]
 
-from nginx_server import WriteService, WriteStack  # noqa: E402
+from servers import WriteService, WriteStack  # noqa: E402
 
 
 def measure(data: Path, work: Path) -> dict:

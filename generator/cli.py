@@ -10,12 +10,12 @@ import click
 
 from . import compose
 from .api.serving import DEFAULT_LISTEN, DEFAULT_WRITE_SERVICE, LOCAL, PORT, WRITE_PORT
-from .api.urls import API
+from .api.urls import API, PREVIEW
 from .build import Summary
 from .build import check as check_data
 from .catalogue import synth as synthetic
 from .errors import CatalogueError
-from .hosts import nginx
+from .hosts import builtin, nginx
 from .writes import service, tokens
 
 BASE_URL_HELP = "Override site.yaml's base_url (also read from CATALOGUE_BASE_URL)."
@@ -90,29 +90,50 @@ def check(data_dir: Path, base_url: str | None) -> None:
 @click.option("--port", default=PORT, show_default=True, type=click.IntRange(1, 65535),
               help="Loopback port to listen on.")
 @click.option("--data", "data_dir", type=click.Path(file_okay=False, path_type=Path),
-              help="Also run the write service for this data directory (needs --tokens).")
+              help="Serve a local build of this data directory instead, its links pointing here, and take "
+                   "writes into it with the write service (needs --tokens).")
 @click.option("--tokens", "token_file", envvar="CATALOGUE_TOKENS", type=click.Path(dir_okay=False, path_type=Path),
               help="The write service's token file (also CATALOGUE_TOKENS).")
 @click.option("--write-port", default=WRITE_PORT, show_default=True, type=click.IntRange(1, 65535),
               help="Loopback port of the write service.")
-@click.option("--base-url", envvar="CATALOGUE_BASE_URL", help=BASE_URL_HELP)
+@click.option("--base-url", envvar="CATALOGUE_BASE_URL",
+              help="With --data: the local build's base_url (default: where it is served, http://127.0.0.1:PORT).")
+@click.option("--server", "server_name", type=click.Choice(["nginx", "builtin"]),
+              help="The server to run (default: nginx when it is installed, else the built-in server).")
 def serve(site_dir: Path, port: int, data_dir: Path | None, token_file: Path | None, write_port: int,
-          base_url: str | None) -> None:
-    """Serve a built site with nginx in the foreground until Ctrl-C; with --data, writes too."""
+          base_url: str | None, server_name: str | None) -> None:
+    """Serve a built site in the foreground until Ctrl-C; with --data, a local build of the data and writes."""
+    if data_dir is not None and token_file is None:
+        raise click.UsageError("--data needs --tokens: the file of the tokens that may write")
+    if server_name is None:
+        server_name = "nginx" if nginx.installed() else "builtin"
+        click.echo(f"server: {server_name}{'' if server_name == 'nginx' else ' (nginx is not installed)'}", err=True)
+    write_service = f"{LOCAL}:{write_port}"
     writes = None
     if data_dir is not None:
-        if token_file is None:
-            raise click.UsageError("--data needs --tokens: the file of the tokens that may write")
         _run(lambda: tokens.read(token_file))  # (a missing or broken file is told now, not in the child)
-        writes = service.spawn(service.Config(data_dir, site_dir, token_file, port=write_port,
-                                              base_url=base_url, listen=f"{LOCAL}:{port}"))
+        site_dir, config = _preview(data_dir, site_dir, token_file, port, write_port, base_url)
+        writes = service.supervised(config).start()
+    run_server = nginx.serve if server_name == "nginx" else builtin.serve
     try:
-        status = _run(lambda: nginx.serve(site_dir, port, write_service=f"{LOCAL}:{write_port}"))
+        status = _run(lambda: run_server(site_dir, port, write_service=write_service))
     finally:
         if writes is not None:
-            writes.terminate()
-            writes.wait()
+            writes.stop()
     sys.exit(status)
+
+
+def _preview(data_dir: Path, site_dir: Path, token_file: Path, port: int, write_port: int,
+             base_url: str | None) -> tuple[Path, service.Config]:
+    """A local build of the data beside the site (the site itself stays as deployed), with
+    links where it is served; and the write service that publishes writes into it."""
+    local = base_url or f"http://{LOCAL}:{port}"
+    preview = site_dir / PREVIEW
+    hosting = compose.Hosting(f"{LOCAL}:{port}", f"{LOCAL}:{write_port}")
+    summary = _run(lambda: compose.build(data_dir, preview, local, _Progress(), hosting))
+    click.echo(f"built {data_dir} into {preview} for {local}: {_summary_lines(summary)[1]}", err=True)
+    return preview, service.Config(data_dir, preview, token_file, port=write_port, base_url=local,
+                                   listen=hosting.listen)
 
 
 @main.command("write-service")

@@ -1,11 +1,16 @@
 """Small operating-system helpers that more than one subsystem needs: flushing
-directories and file systems to disk, and child processes that end with their parent."""
+directories and file systems to disk, child processes that end with their parent, and
+a child kept running (restarted with backoff when it dies)."""
 from __future__ import annotations
 
 import ctypes
 import os
 import signal
+import subprocess
+import threading
+import time
 from pathlib import Path
+from typing import Callable
 
 
 def fsync_dir(path: Path) -> None:
@@ -36,3 +41,59 @@ def stop_with_parent() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):
         pass
+
+
+class Supervised:
+    """A child process kept running: when it exits, it is started again after a pause that
+    doubles with each quick failure (up to MAX_PAUSE), until stop()."""
+
+    FIRST_PAUSE = 0.5  # seconds
+    MAX_PAUSE = 30.0
+    STEADY = 30.0  # a child that ran this long failed afresh: the pause starts again at FIRST_PAUSE
+
+    def __init__(self, command: list[str], name: str, log: Callable[[str], None]) -> None:
+        self.command = command
+        self.name = name
+        self._log = log
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self.process: subprocess.Popen | None = None
+        self.restarts = 0
+        # (the thread starts the child: it ends, and with it the child, only after stop())
+        self._thread = threading.Thread(target=self._run, name=f"supervise {name}", daemon=True)
+
+    def start(self) -> "Supervised":
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        pause = self.FIRST_PAUSE
+        while True:
+            with self._lock:
+                if self._stopping.is_set():
+                    return
+                self.process = subprocess.Popen(self.command, preexec_fn=stop_with_parent)
+            started = time.monotonic()
+            status = self.process.wait()
+            if self._stopping.is_set():
+                return
+            if time.monotonic() - started >= self.STEADY:
+                pause = self.FIRST_PAUSE
+            self._log(f"{self.name} exited with status {status}; starting it again in {pause:g} s")
+            if self._stopping.wait(pause):
+                return
+            pause = min(pause * 2, self.MAX_PAUSE)
+            self.restarts += 1
+
+    def stop(self, timeout: float = 15) -> None:
+        with self._lock:
+            self._stopping.set()
+            process = self.process
+        if process is not None and process.poll() is None:
+            process.terminate()
+            try:
+                process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        self._thread.join(timeout)

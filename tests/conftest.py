@@ -1,4 +1,5 @@
-"""Fixtures: the sample catalogue copied into a temporary folder, and tree helpers."""
+"""Fixtures: the sample catalogue copied into a temporary folder, and tree helpers; one
+line at the end for the tests skipped because a program is not installed."""
 from __future__ import annotations
 
 import shutil
@@ -40,3 +41,16 @@ def site_state(out: Path) -> dict[str, object]:
         else:
             state[key] = ("dir",)
     return state
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    """One line per program whose tests were skipped because it is not installed."""
+    missing: dict[str, int] = {}
+    for report in terminalreporter.stats.get("skipped", []):
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else ""
+        if reason.endswith(" is not installed"):
+            program = reason.removeprefix("Skipped: ").removesuffix(" is not installed")
+            missing[program] = missing.get(program, 0) + 1
+    for program, count in sorted(missing.items()):
+        terminalreporter.write_line(f"skipped {count} tests against {program}: it is not installed here "
+                                    f"(.ci/run installs it and sets CATALOGUE_REQUIRE={program})")

@@ -4,10 +4,12 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from generator.cli import main
 from conftest import ROOT
+from servers import runnable
 
 SUMMARY = "records: author 19, books 42, publisher 7, category 14, user 8, bookshelf 12"
 
@@ -86,7 +88,7 @@ def test_serve_without_nginx_says_how_to_install(tmp_path: Path, monkeypatch):
 
     monkeypatch.setenv("PATH", str(tmp_path))
     monkeypatch.setattr(nginx, "NGINX_ELSEWHERE", ())
-    result = run("serve", "--site", str(tmp_path))
+    result = run("serve", "--server", "nginx", "--site", str(tmp_path))
     assert result.exit_code == 1
     assert result.output == (
         "nginx is not installed (or not on PATH): install it with the system's package manager, for "
@@ -94,8 +96,11 @@ def test_serve_without_nginx_says_how_to_install(tmp_path: Path, monkeypatch):
         "`brew install nginx` on macOS\n")
 
 
-def test_serve_without_a_built_site(tmp_path: Path):
-    result = run("serve", "--site", str(tmp_path / "site"))
+@pytest.mark.parametrize("server", ["nginx", "builtin"])
+def test_serve_without_a_built_site(tmp_path: Path, server: str):
+    if not runnable(server):
+        pytest.skip(f"{server} is not installed")
+    result = run("serve", "--server", server, "--site", str(tmp_path / "site"))
     assert result.exit_code == 1
     assert result.output == (f"there is no built site in {tmp_path / 'site'}: "
                              "run `catalogue build` (make build) first\n")

@@ -39,7 +39,10 @@ class SiteInfo:
     @classmethod
     def of_site(cls, site: Path) -> "SiteInfo":
         """What the published build of a site directory recorded."""
-        info = site / CURRENT / SITE_INFO
-        if not info.is_file():
+        if not (site / CURRENT / SITE_INFO).is_file():
             raise CatalogueError(f"there is no built site in {site}: run `catalogue build` (make build) first")
-        return cls(**orjson.loads(info.read_bytes()))
+        return cls.of_generation(site / CURRENT)
+
+    @classmethod
+    def of_generation(cls, root: Path) -> "SiteInfo":
+        return cls(**orjson.loads((root / SITE_INFO).read_bytes()))

@@ -25,6 +25,7 @@ A site directory (the build's --out) holds the generations and what hosts need:
     <out>/current -> .build/gens/<N>    the published generation, swapped by one rename
     <out>/api -> current/api            the stable path servers name
     <out>/.build/                       generations, shard store, trash, lock (the build's)
+    <out>/.preview/                     a local build of the data, links pointing where it is served
 """
 from __future__ import annotations
 
@@ -68,7 +69,6 @@ RESOURCES = (
     Resource("bookshelf", "bookshelves", "Bookshelf", writable=True),
 )
 BY_COLLECTION = {r.collection: r for r in RESOURCES}
-BY_NAME = {r.name: r for r in RESOURCES}
 WRITABLE = {r.name: r.collection for r in RESOURCES if r.writable}
 
 
@@ -136,8 +136,6 @@ def detail_path(resource: Resource, id: str) -> str:
 # the generation beside api/ (not under it), so they change atomically with the pages.
 META = "_meta"
 PAGE_NOT_BUILT = f"{META}/page-not-built.json"
-
-
 SITE_INFO = f"{META}/site.json"  # how the site is served, recorded by each build
 
 
@@ -181,3 +179,4 @@ def key_of(name: str) -> str:
 CURRENT = "current"  # <out>/current: link to the published generation
 SERVED = (API.split("/")[0],)  # top-level names of a generation, each linked from <out>/
 BUILD_DIR = ".build"  # <out>/.build/: the build's generations, store, trash and lock
+PREVIEW = ".preview"  # <out>/.preview/: a site of its own, `catalogue serve --data`'s local build

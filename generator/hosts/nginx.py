@@ -19,18 +19,15 @@ from urllib.parse import urlsplit
 
 import jinja2
 
-from ..api import meta
-from ..api.serving import ALLOW_READ, DEFAULT_WRITE_SERVICE, LOCAL, MAX_BODY, SiteInfo, allow
-from ..api.urls import (API, BUCKET_DIGITS, CURRENT, DEFAULT_LIMIT, ID_SHARD, META, PAGE_BUCKET, PAGE_NOT_BUILT,
-                        RESOURCES, detail_file, page_file)
+from ..api import meta, routes
+from ..api.serving import DEFAULT_WRITE_SERVICE, LOCAL, MAX_BODY, SiteInfo
+from ..api.urls import (API, BUCKET_DIGITS, CURRENT, META, PAGE_BUCKET, PAGE_NOT_BUILT, RESOURCES, detail_file,
+                        page_file, root_path)
 from ..errors import CatalogueError
 from ..system import stop_with_parent
 
 CONFIG_DIR = "nginx"  # <site>/nginx/: what the build writes for deployment
 RUN_DIR = ".run"  # <site>/.run/: what `catalogue serve` writes: config, pid, logs, temp files
-# Whitespace that int() strips, as it appears in a query string ("+" is a space there).
-WS = "(?:[+]|%20|%09|%0[AaBbCcDd])"
-UUID_REST = "[0-9a-f]{%d}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}" % (8 - ID_SHARD)
 SAFE_PATH = re.compile(r"[A-Za-z0-9._~/-]*")
 INSTALL_HINT = ("nginx is not installed (or not on PATH): install it with the system's package manager, "
                 "for example `apt-get install nginx-light` on Debian or Ubuntu, `dnf install nginx` on "
@@ -52,6 +49,7 @@ def quoted(body: bytes, variables: tuple[str, ...] = ()) -> str:
 
 
 def server_config(site: Path, serving: SiteInfo, listen: str, write_service: str = DEFAULT_WRITE_SERVICE) -> str:
+    """The server block: the route table (api/routes.py) as nginx maps and locations."""
     parts = urlsplit(serving.base_url)
     prefix = parts.path
     root = str((site / CURRENT).absolute())
@@ -60,24 +58,32 @@ def server_config(site: Path, serving: SiteInfo, listen: str, write_service: str
     if re.search(r'["$\\\x00-\x1f]', root):
         raise CatalogueError(f"the site directory {root!r} has characters the nginx configuration cannot hold")
     method = quoted(meta.detail('Method "@request_method@" not allowed.'), ("request_method",))
+    table = {(route.kind, route.resource.name if route.resource else None): route for route in routes.ROUTES}
     resources = [{
         "name": r.name,
         "writable": r.writable,
-        "allow_list": allow(r),
+        "list_path": table["list", r.name].pattern,
+        "detail_pattern": table["detail", r.name].pattern,
+        "other_pattern": table["other", r.name].pattern,
         "options_list": quoted(meta.options_list(r)),
         "options_detail": quoted(meta.options_detail(r)),
         "no_match": quoted(meta.no_match(r)),
         "page_file": page_file(r.name, "$catalogue_limit", "$catalogue_bucket", "$catalogue_offset"),
         "detail_file": detail_file(r.name, "$catalogue_shard", "$catalogue_shard$catalogue_rest"),
     } for r in RESOURCES]
+    query = {
+        "last_limit": routes.last("limit"), "last_offset": routes.last("offset"),
+        "escaped_name": routes.ESCAPED_NAME, "limit": routes.LIMIT, "offset": routes.OFFSET,
+        "plain": routes.PLAIN, "bucket": routes.BUCKET, "invalid": routes.INVALID,
+        "default_limit": routes.LIMIT_SPELLING.otherwise, "default_offset": routes.OFFSET_SPELLING.otherwise,
+    }
     return _templates.get_template("server.conf.j2").render(
         base_url=serving.base_url, listen=listen, server_name=parts.hostname, root=root,
-        prefix=prefix, prefix_re=re.escape(prefix), resources=resources,
-        names_re="|".join(r.name for r in RESOURCES), allow_read=ALLOW_READ,
-        ws=WS, default_limit=DEFAULT_LIMIT, bucket_size=PAGE_BUCKET, bucket_digits=BUCKET_DIGITS,
-        shard=ID_SHARD, rest_re=UUID_REST, meta=META, page_not_built=f"/{PAGE_NOT_BUILT}",
-        cache_control=serving.cache_control, write_service=check_address(write_service),
-        max_body=MAX_BODY,
+        prefix=prefix, prefix_re=re.escape(prefix), resources=resources, q=query,
+        api_root=table["root", None], root_file=root_path(), redirect=routes.REDIRECT,
+        allow_routes=[route for route in routes.ROUTES if route.kind in ("root", "list", "other")],
+        bucket_size=PAGE_BUCKET, bucket_digits=BUCKET_DIGITS, meta=META, page_not_built=f"/{PAGE_NOT_BUILT}",
+        cache_control=serving.cache_control, write_service=check_address(write_service), max_body=MAX_BODY,
         options_root=quoted(meta.options_root()), method_not_allowed=method,
         not_found=quoted(meta.NOT_FOUND), write_unavailable=quoted(meta.WRITE_UNAVAILABLE),
         too_large=quoted(meta.TOO_LARGE),
@@ -132,6 +138,10 @@ def _worker_user(site: Path) -> str | None:
 NGINX_ELSEWHERE = ("/usr/sbin/nginx", "/usr/local/sbin/nginx", "/opt/homebrew/bin/nginx")
 
 
+def installed() -> bool:
+    return shutil.which("nginx") is not None or any(os.access(p, os.X_OK) for p in NGINX_ELSEWHERE)
+
+
 def find_nginx() -> str:
     found = shutil.which("nginx") or next((p for p in NGINX_ELSEWHERE if os.access(p, os.X_OK)), None)
     if found is None:
@@ -155,6 +165,6 @@ def serve(site: Path, port: int, host: str = LOCAL, write_service: str = DEFAULT
 
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, forward)
-    print(f"serving {site} at http://{host}:{port}{urlsplit(serving.base_url).path}/{API}/ "
+    print(f"serving {site} with nginx at http://{host}:{port}{urlsplit(serving.base_url).path}/{API}/ "
           "(Ctrl-C stops)", file=sys.stderr, flush=True)
     return process.wait()

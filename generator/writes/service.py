@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import logging
-import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,7 +31,7 @@ from ..api.render import encode
 from ..api.serving import DEFAULT_LISTEN, LOCAL, MAX_BODY, WRITE_PORT
 from ..api.urls import WRITABLE
 from ..errors import CatalogueError
-from ..system import stop_with_parent
+from ..system import Supervised
 from . import append
 from .create import Catalogue, Invalid
 from .rebuild import Rebuilder, command
@@ -157,12 +156,13 @@ def application(config: Config, catalogue: Catalogue, tokens: Tokens, published:
     return Starlette(routes=routes, exception_handlers={404: not_found, 500: server_error})
 
 
-def spawn(config: Config) -> subprocess.Popen:
-    """The service in a process of its own that ends with ours (for `catalogue serve --data`)."""
-    return subprocess.Popen(command("write-service", "--data", str(config.data), "--out", str(config.out),
-                                    "--tokens", str(config.tokens), "--host", config.host,
-                                    "--port", str(config.port), "--listen", config.listen,
-                                    base_url=config.base_url), preexec_fn=stop_with_parent)
+def supervised(config: Config) -> Supervised:
+    """The service in a process of its own, started again whenever it dies, that ends with
+    ours (for `catalogue serve --data`)."""
+    return Supervised(command("write-service", "--data", str(config.data), "--out", str(config.out),
+                              "--tokens", str(config.tokens), "--host", config.host, "--port", str(config.port),
+                              "--listen", config.listen, base_url=config.base_url),
+                      "the write service", lambda message: print(message, file=sys.stderr, flush=True))
 
 
 def run(config: Config) -> None:

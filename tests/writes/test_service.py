@@ -19,19 +19,24 @@ import pytest
 from generator.writes import tokens
 from generator.build import build, check
 from conftest import SAMPLE
-from nginx_server import Server, WriteService, WriteStack, wait_for_port
+from servers import Server, WriteService, WriteStack, children, server_params, wait_for_port
 
 BASE = "https://ketab.example.ir"
 OWNER = "21474dbb-f5dd-4163-9d23-2efaac50c7d3"  # a user of the sample catalogue
 USERS = 8
 
 
+@pytest.fixture(scope="module", params=server_params())
+def kind(request) -> str:
+    return request.param
+
+
 @pytest.fixture(scope="module")
-def stack(tmp_path_factory):
-    """Sample data, a built site, a token, the write service and nginx in front of it."""
+def stack(tmp_path_factory, kind):
+    """Sample data, a built site, a token, the write service and a server in front of it."""
     root = tmp_path_factory.mktemp("writes")
     shutil.copytree(SAMPLE, root / "data")
-    running = WriteStack.start(root / "data", root)
+    running = WriteStack.start(root / "data", root, kind)
     yield running
     running.stop()
 
@@ -260,8 +265,8 @@ def test_200_concurrent_posts(stack):
     assert listed["count"] == before + 200
 
 
-def test_killed_mid_burst_keeps_every_answered_record(tmp_path: Path, data_dir: Path):
-    stack = WriteStack.start(data_dir, tmp_path)
+def test_killed_mid_burst_keeps_every_answered_record(tmp_path: Path, data_dir: Path, kind: str):
+    stack = WriteStack.start(data_dir, tmp_path, kind)
     answered: list[str] = []
     stop = threading.Event()
 
@@ -303,19 +308,44 @@ def test_killed_mid_burst_keeps_every_answered_record(tmp_path: Path, data_dir: 
         service.stop()
 
 
-def test_make_serve_runs_nginx_and_the_write_service(tmp_path: Path, data_dir: Path):
+def test_serve_with_data_serves_a_local_build_and_takes_writes(tmp_path: Path, data_dir: Path, kind: str):
+    """`make serve`: a local build of the data, links where it is served; writes published."""
     site = tmp_path / "site"
     build(data_dir, site)
+    deployed = {p: p.read_bytes() for p in (site / "current").resolve().rglob("*") if p.is_file()}
     token_file = tmp_path / "tokens"
     token = tokens.add(token_file, "librarian")
-    server = Server(site, None, "--data", str(data_dir), "--tokens", str(token_file))
+    server = Server(site, None, "--data", str(data_dir), "--tokens", str(token_file), kind=kind)
+    local = f"http://127.0.0.1:{server.port}"
     try:
         wait_for_port(server.write_port, server.process, "the write service")
+        assert json.loads(server.get("/api/v1/books/").body)["next"] == f"{local}/api/v1/books/?limit=12&offset=12"
         answer = post(SimpleNamespace(server=server, token=token), "user", {"username": "served.user"})
         assert answer.status == 201
         url = json.loads(answer.body)["url"]
-        assert wait_until(lambda: server.get(url.removeprefix(BASE)).status == 200)
+        assert url.startswith(f"{local}/api/v1/user/")
+        assert wait_until(lambda: server.get(url.removeprefix(local)).status == 200)
     finally:
         assert server.stop() == 0
-    with pytest.raises(OSError):  # the write service stopped with nginx
+    with pytest.raises(OSError):  # the write service stopped with the server
         socket.create_connection(("127.0.0.1", server.write_port), timeout=0.5).close()
+    # The deployed build is untouched: its links still point to base_url.
+    assert {p: p.read_bytes() for p in (site / "current").resolve().rglob("*") if p.is_file()} == deployed
+
+
+def test_serve_starts_the_write_service_again_when_it_dies(tmp_path: Path, data_dir: Path, kind: str):
+    token_file = tmp_path / "tokens"
+    token = tokens.add(token_file, "librarian")
+    server = Server(tmp_path / "site", None, "--data", str(data_dir), "--tokens", str(token_file), kind=kind)
+    stack = SimpleNamespace(server=server, token=token)
+    try:
+        wait_for_port(server.write_port, server.process, "the write service")
+        for round in range(2):
+            service = [pid for pid in server.children() if b"write-service" in Path(f"/proc/{pid}/cmdline").read_bytes()]
+            assert len(service) == 1
+            os.kill(service[0], signal.SIGKILL)
+            assert wait_until(lambda: post(stack, "user", {"username": f"again.{round}"}).status == 201, 20)
+        assert server.log.read_text().count("the write service exited with status -9; starting it again") == 2
+    finally:
+        assert server.stop() == 0
+    assert not [pid for pid in children(os.getpid()) if pid == server.process.pid]

@@ -1,4 +1,6 @@
-"""The built site under real nginx answers as http.md says the DRF service did."""
+"""One conformance suite, every server: the built site answers as http.md says the DRF
+service did, under the built-in server always and under real nginx where it is installed
+(under CI, always: .ci/run installs it and requires these tests)."""
 from __future__ import annotations
 
 import json
@@ -11,7 +13,7 @@ import pytest
 from generator.build import build
 from generator.api.urls import RESOURCES
 from conftest import SAMPLE
-from nginx_server import Server, process_exists
+from servers import Server, process_exists, server_params
 
 BASE = "https://ketab.example.ir"
 READ = "GET, HEAD, OPTIONS"
@@ -22,11 +24,16 @@ COUNTS = {"author": 19, "books": 42, "publisher": 7, "category": 14, "user": 8, 
 BOOK = "76f9d815-44dc-545f-890b-4419e8e5e6da"
 
 
+@pytest.fixture(scope="module", params=server_params())
+def kind(request) -> str:
+    return request.param
+
+
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
+def server(tmp_path_factory, kind):
     site = tmp_path_factory.mktemp("served") / "site"
     build(SAMPLE, site)
-    running = Server(site)
+    running = Server(site, kind=kind)
     yield running
     running.stop()
 
@@ -182,7 +189,7 @@ def test_headers_of_json_answers(server, path, allow):
     assert answer.header("X-Content-Type-Options") == "nosniff"
     assert answer.header("Cache-Control") == "no-cache"
     assert answer.header("ETag") and answer.header("Last-Modified")
-    assert answer.header("Server") == "nginx"  # server_tokens off: no version
+    assert answer.header("Server") == {"nginx": "nginx", "builtin": "catalogue"}[server.kind]  # no version
     assert int(answer.header("Content-Length")) == len(answer.body)
 
 
@@ -301,10 +308,10 @@ def test_only_the_api_is_reachable(server, path):
 
 # ---- the server as a whole ------------------------------------------------------------------
 
-def test_rebuild_is_served_without_restart(tmp_path: Path, data_dir: Path):
+def test_rebuild_is_served_without_restart(tmp_path: Path, data_dir: Path, kind: str):
     site = tmp_path / "site"
     build(data_dir, site)
-    running = Server(site)
+    running = Server(site, kind=kind)
     try:
         before = running.get("/api/v1/books/")
         assert body(before)["count"] == 42
@@ -320,14 +327,14 @@ def test_rebuild_is_served_without_restart(tmp_path: Path, data_dir: Path):
         assert running.stop() == 0
 
 
-def test_base_url_path_prefix_and_empty_collection(tmp_path: Path, data_dir: Path):
+def test_base_url_path_prefix_and_empty_collection(tmp_path: Path, data_dir: Path, kind: str):
     (data_dir / "site.yaml").write_text(
         "base_url: http://127.0.0.1/catalogue\npage_sizes: [5, 12]\ncache_control: 'public, max-age=60'\n",
         encoding="utf-8")
     (data_dir / "bookshelves.csv").write_text("id,user,title\n", encoding="utf-8")
     site = tmp_path / "site"
     build(data_dir, site)
-    running = Server(site)
+    running = Server(site, kind=kind)
     try:
         assert body(running.get("/catalogue/api/v1/bookshelf/")) == {
             "count": 0, "next": None, "previous": None, "results": []}
@@ -341,14 +348,14 @@ def test_base_url_path_prefix_and_empty_collection(tmp_path: Path, data_dir: Pat
         running.stop()
 
 
-def test_sigterm_leaves_nothing_running(tmp_path: Path):
+def test_sigterm_leaves_nothing_running(tmp_path: Path, kind: str):
     site = tmp_path / "site"
     build(SAMPLE, site)
-    running = Server(site)
-    pid = running.nginx_pid()
-    assert pid and process_exists(pid)
+    running = Server(site, kind=kind)
+    children = running.children()
+    assert bool(children) == (kind == "nginx")  # nginx's master; the built-in server is the process itself
     assert running.stop() == 0
     deadline = time.monotonic() + 5
-    while process_exists(pid) and time.monotonic() < deadline:
+    while any(process_exists(pid) for pid in children) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not process_exists(pid)
+    assert not any(process_exists(pid) for pid in children)

@@ -1,5 +1,7 @@
 """Real servers for tests and benchmarks, on free loopback ports, stopped with SIGTERM:
-nginx (`catalogue serve`) and the write service (`catalogue write-service`)."""
+`catalogue serve` with either server (nginx or the built-in one) and the write service
+(`catalogue write-service`). Each is started so that it dies with the process that
+started it: an interrupted test run leaves nothing behind."""
 from __future__ import annotations
 
 import gzip
@@ -13,7 +15,27 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from generator.hosts.nginx import RUN_DIR, find_nginx
+import pytest
+
+from generator.hosts.nginx import find_nginx, installed
+from generator.system import stop_with_parent
+
+SERVERS = ("builtin", "nginx")
+# Programs the tests need beyond Python; CI (.ci/run) installs them and names them in
+# CATALOGUE_REQUIRE, and then a test that needs one never skips.
+REQUIRED = set(filter(None, os.environ.get("CATALOGUE_REQUIRE", "").split(",")))
+INSTALLED = {"builtin": lambda: True, "nginx": installed}
+
+
+def runnable(kind: str) -> bool:
+    """Whether tests against this server run here (if required, they run and fail loudly)."""
+    return kind in REQUIRED or INSTALLED[kind]()
+
+
+def server_params() -> list:
+    """Every server, as parameters of a fixture: those not installed here are skipped."""
+    return [pytest.param(kind, id=kind, marks=() if runnable(kind) else
+                         pytest.mark.skip(reason=f"{kind} is not installed")) for kind in SERVERS]
 
 
 def free_port() -> int:
@@ -48,19 +70,22 @@ def wait_for_port(port: int, process: subprocess.Popen, what: str) -> None:
 
 
 class Server:
-    """nginx serving a built site; POSTs go to the write service on write_port (by default
-    a free port where nothing listens)."""
+    """`catalogue serve` serving a built site with the server `kind`; POSTs go to the write
+    service on write_port (by default a free port where nothing listens)."""
 
-    def __init__(self, site: Path, write_port: int | None = None, *extra: str) -> None:
-        find_nginx()  # fails with the install hint: these tests never skip
+    def __init__(self, site: Path, write_port: int | None = None, *extra: str, kind: str = "builtin") -> None:
+        if kind == "nginx":
+            find_nginx()  # fails with the install hint
+        self.kind = kind
         self.site = site
         self.port = free_port()
         self.write_port = write_port or free_port()
+        self.log = site.parent / f"serve-{self.port}.log"  # (a pipe nobody reads would fill and block it)
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "generator", "serve", "--site", str(site), "--port", str(self.port),
-             "--write-port", str(self.write_port), *extra],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        wait_for_port(self.port, self.process, "nginx")
+            [sys.executable, "-m", "generator", "serve", "--server", kind, "--site", str(site),
+             "--port", str(self.port), "--write-port", str(self.write_port), *extra],
+            stdout=self.log.open("ab"), stderr=subprocess.STDOUT, preexec_fn=stop_with_parent)
+        wait_for_port(self.port, self.process, kind)
 
     def request(self, method: str, path: str, headers: dict | None = None, body: bytes | None = None) -> Answer:
         connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
@@ -77,13 +102,20 @@ class Server:
     def get(self, path: str, **headers: str) -> Answer:
         return self.request("GET", path, {k.replace("_", "-"): v for k, v in headers.items()})
 
-    def nginx_pid(self) -> int | None:
-        pid_file = self.site / RUN_DIR / "nginx.pid"
-        return int(pid_file.read_text()) if pid_file.exists() else None
+    def children(self) -> list[int]:
+        """The processes `catalogue serve` started (nginx, the write service)."""
+        return children(self.process.pid)
 
     def stop(self) -> int:
         self.process.send_signal(signal.SIGTERM)
         return self.process.wait(timeout=15)
+
+
+def children(pid: int) -> list[int]:
+    found = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        found += [int(c) for c in (task / "children").read_text().split()]
+    return found
 
 
 def process_exists(pid: int) -> bool:
@@ -103,7 +135,7 @@ class WriteService:
         self.process = subprocess.Popen(
             [sys.executable, "-m", "generator", "write-service", "--data", str(data), "--out", str(site),
              "--tokens", str(token_file), "--port", str(self.port)],
-            stdout=self.log.open("ab"), stderr=subprocess.STDOUT)
+            stdout=self.log.open("ab"), stderr=subprocess.STDOUT, preexec_fn=stop_with_parent)
         wait_for_port(self.port, self.process, "the write service")
 
     def stop(self) -> None:
@@ -123,7 +155,7 @@ class WriteStack:
     server: Server
 
     @classmethod
-    def start(cls, data: Path, work: Path) -> "WriteStack":
+    def start(cls, data: Path, work: Path, kind: str = "builtin") -> "WriteStack":
         from generator.writes import tokens
         from generator.build import build
 
@@ -132,7 +164,7 @@ class WriteStack:
         token_file = work / "tokens"
         token = tokens.add(token_file, "librarian")
         service = WriteService(data, site, token_file)
-        return cls(data, site, token_file, token, service, Server(site, service.port))
+        return cls(data, site, token_file, token, service, Server(site, service.port, kind=kind))
 
     def stop(self) -> None:
         self.server.stop()

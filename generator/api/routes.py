@@ -1,0 +1,182 @@
+"""The route table: how a request (method, path, query string) maps onto a file of the
+published generation, or onto a status and a JSON body (http.md).
+
+Every host derives its routing from here, never from a copy of these rules: the nginx
+configuration is rendered from these patterns (its `map`s and `location`s), and the
+built-in server calls `resolve()`, which applies the very same patterns. The patterns
+are written in the common subset of Python's and PCRE's regular expressions.
+
+Paths are matched after the base_url's path prefix, query strings as they arrive
+(still percent-encoded): the last `limit` and `offset` count, as Django reads them;
+the spellings Python's int() reads in ASCII are numbers; other plain values mean
+DRF's defaults; anything else that int() might read names no pre-built page (400).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from . import meta
+from .serving import ALLOW_READ, allow
+from .urls import (API, BUCKET_DIGITS, DEFAULT_LIMIT, ID_SHARD, PAGE_NOT_BUILT, RESOURCES, Resource,
+                   detail_file, page_file, root_path)
+
+# ---- query strings ---------------------------------------------------------------------
+
+WS = "(?:[+]|%20|%09|%0[AaBbCcDd])"  # white space int() strips, as a query string writes it
+LIMIT = rf"{WS}*(?:%2[Bb])?0*(?P<n>[1-9][0-9]*){WS}*"  # a positive whole number: that page size
+OFFSET = rf"{WS}*(?:%2[Bb])?0*(?P<n>[0-9]+){WS}*"  # a whole number: that offset
+PLAIN = r"[-+.~A-Za-z0-9]*"  # any other value without escapes: the default (limit) or 0 (offset)
+ESCAPED_NAME = r"(?:^|&)[^=&]*%"  # a percent-escaped parameter name might be limit or offset
+BUCKET = rf"(?P<b>[0-9]+)[0-9]{{{BUCKET_DIGITS}}}"  # an offset's block: all but its last digits
+INVALID = "invalid"  # a value that names no page file
+
+
+def last(name: str) -> str:
+    """The last value of a parameter in a query string (greedy: the last one wins)."""
+    return rf"^(?:.*&)?{name}=(?P<value>[^&]*)"
+
+
+@dataclass(frozen=True)
+class Spelling:
+    """How a parameter's value becomes part of a page file's name."""
+    name: str
+    number: str  # a value that is a number, its digits in group n
+    otherwise: str  # what a plain value that is not a number means
+
+    def read(self, query: str) -> str:
+        """The part of the page file's name the query string gives (INVALID: no page)."""
+        found = re.match(last(self.name), query)
+        value = found["value"] if found else ""
+        if re.search(ESCAPED_NAME, query):
+            return INVALID
+        if number := re.fullmatch(self.number, value):
+            return number["n"]
+        return self.otherwise if re.fullmatch(PLAIN, value) else INVALID
+
+
+LIMIT_SPELLING = Spelling("limit", LIMIT, DEFAULT_LIMIT)
+OFFSET_SPELLING = Spelling("offset", OFFSET, "0")
+
+
+def bucket(offset: str) -> str:
+    found = re.fullmatch(BUCKET, offset)
+    return found["b"] if found else "0"
+
+
+def page_of(resource: Resource, query: str) -> str:
+    """The page file a collection's query string names (it may not exist: a 400)."""
+    limit, offset = LIMIT_SPELLING.read(query), OFFSET_SPELLING.read(query)
+    return page_file(resource.name, limit, bucket(offset), offset)
+
+
+# ---- paths -----------------------------------------------------------------------------
+
+UUID_REST = "[0-9a-f]{%d}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}" % (8 - ID_SHARD)
+SHARD = f"(?P<catalogue_shard>[0-9a-f]{{{ID_SHARD}}})"
+REST = f"(?P<catalogue_rest>{UUID_REST})"
+OTHER_ID = "[^/.]+"  # DRF's lookup: one path segment without a dot
+NAMES = "|".join(r.name for r in RESOURCES)
+REDIRECT = rf"/{API}(?:/(?:{NAMES})(?:/{OTHER_ID})?)?"  # Django's APPEND_SLASH: add the slash
+
+
+@dataclass(frozen=True)
+class Route:
+    """A kind of path: the API root, a collection, a detail of UUID form, another id."""
+    kind: str  # "root", "list", "detail" or "other"
+    pattern: str  # the whole path after the prefix (a literal for root and list)
+    resource: Resource | None = None
+
+    @property
+    def allow(self) -> str:
+        return allow(self.resource) if self.kind == "list" else ALLOW_READ
+
+
+def routes() -> list[Route]:
+    """In the order they are tried: the literal paths, then the patterns."""
+    table = [Route("root", f"/{API}/")]
+    table += [Route("list", f"/{API}/{r.name}/", r) for r in RESOURCES]
+    for r in RESOURCES:
+        table.append(Route("detail", f"/{API}/{r.name}/{SHARD}{REST}/", r))
+        table.append(Route("other", f"/{API}/{r.name}/{OTHER_ID}/", r))
+    return table
+
+
+ROUTES = routes()
+_LITERAL = {route.pattern: route for route in ROUTES if route.kind in ("root", "list")}
+_PATTERNS = [(re.compile(route.pattern), route) for route in ROUTES if route.kind not in _LITERAL]
+
+
+# ---- answers ----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Answer:
+    """What a host answers. Either a file of the generation (`file`), served with 200 when
+    it exists and otherwise with `missing_status` and the body of `missing_file` or
+    `body`; or `status` with `body`; or a redirect to `location`; or, for a write, the
+    write service's own answer (`forward`). `allow` is the Allow header ("": none)."""
+    status: int = 200
+    body: bytes | None = None
+    file: str | None = None
+    missing_status: int = 404
+    missing_file: str | None = None
+    location: str | None = None
+    forward: bool = False
+    allow: str = ""
+
+
+class Bodies:
+    """The JSON bodies the routes answer with (api/meta.py), encoded once."""
+
+    def __init__(self) -> None:
+        self.not_found = meta.NOT_FOUND
+        self._options = {"root": meta.options_root()}
+        for r in RESOURCES:
+            self._options[("list", r.name)] = meta.options_list(r)
+            self._options[("detail", r.name)] = meta.options_detail(r)
+        self._no_match = {r.name: meta.no_match(r) for r in RESOURCES}
+
+    def options(self, route: Route) -> bytes:
+        if route.kind == "root":
+            return self._options["root"]
+        return self._options[("list" if route.kind == "list" else "detail", route.resource.name)]
+
+    def no_match(self, resource: Resource) -> bytes:
+        return self._no_match[resource.name]
+
+    def method_not_allowed(self, method: str) -> bytes:
+        return meta.detail(f'Method "{method}" not allowed.')
+
+
+def resolve(method: str, path: str, query: str, prefix: str, bodies: Bodies) -> Answer:
+    """The answer to a request; `path` is normalised and percent-decoded, `query` is raw."""
+    if not path.startswith(prefix + "/"):
+        return Answer(404, bodies.not_found)
+    path = path[len(prefix):]
+    route = _LITERAL.get(path)
+    found = None
+    if route is None:
+        for pattern, candidate in _PATTERNS:
+            if found := pattern.fullmatch(path):
+                route = candidate
+                break
+    if route is None:
+        if re.fullmatch(REDIRECT, path):
+            return Answer(301, location=prefix + path + "/" + (f"?{query}" if query else ""))
+        return Answer(404, bodies.not_found)
+    if method == "OPTIONS":
+        return Answer(200, bodies.options(route), allow=route.allow)
+    if method == "POST" and route.kind == "list" and route.resource.writable:
+        return Answer(forward=True, allow=route.allow)
+    if method not in ("GET", "HEAD"):
+        return Answer(405, bodies.method_not_allowed(method), allow=route.allow)
+    if route.kind == "root":
+        return Answer(file=root_path(), allow=route.allow)
+    if route.kind == "list":
+        return Answer(file=page_of(route.resource, query), missing_status=400, missing_file=PAGE_NOT_BUILT,
+                      allow=route.allow)
+    if route.kind == "detail":
+        shard, rest = found["catalogue_shard"], found["catalogue_rest"]
+        return Answer(file=detail_file(route.resource.name, shard, shard + rest),
+                      body=bodies.no_match(route.resource), allow=route.allow)
+    return Answer(404, bodies.not_found, allow=route.allow)

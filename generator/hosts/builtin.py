@@ -1,0 +1,233 @@
+"""The built-in server: the published site over HTTP, as nginx serves it, with Python alone.
+
+An ASGI application run by uvicorn. Each request is routed by api/routes.py, the same
+route table the nginx configuration is rendered from; this module only carries out
+the answer: a file of the published generation (streamed, its `.gz` twin to clients
+that accept gzip, ETag and Last-Modified with 304), a fixed JSON body, a redirect, or
+a POST forwarded to the write service. The published generation is looked up on
+every request, so a rebuild is served as soon as it is published.
+"""
+from __future__ import annotations
+
+import contextlib
+import http.client
+import os
+import re
+import signal
+import sys
+from email.utils import formatdate, parsedate_to_datetime
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import anyio
+import uvicorn
+from starlette.responses import FileResponse, Response
+
+from ..api import meta
+from ..api.routes import Answer, Bodies, resolve
+from ..api.serving import DEFAULT_WRITE_SERVICE, LOCAL, MAX_BODY, SiteInfo
+from ..api.urls import API, CURRENT
+
+JSON = "application/json"
+SERVER = "catalogue"  # the Server header: no version, as nginx with server_tokens off
+FORWARDED = ("authorization", "content-type", "content-length", "accept", "user-agent")
+_GZIP = re.compile(r"(?:^|,)\s*gzip\s*(?:;\s*q\s*=\s*(?P<q>[0-9.]+))?\s*(?:,|$)", re.I)
+
+
+class Generation:
+    """The published generation as one request sees it: its root and how it is served."""
+
+    def __init__(self, root: Path, info: SiteInfo) -> None:
+        self.root = root
+        self.info = info
+        self.prefix = urlsplit(info.base_url).path
+        self.headers = {
+            "Vary": "Accept", "Access-Control-Allow-Origin": "*", "X-Content-Type-Options": "nosniff",
+            "X-Frame-Options": "DENY", "Referrer-Policy": "same-origin", "Cache-Control": info.cache_control,
+            "Server": SERVER,
+        }
+
+
+class Server:
+    """The ASGI application serving the site directory `site`."""
+
+    def __init__(self, site: Path, write_service: str = DEFAULT_WRITE_SERVICE) -> None:
+        self.site = site.absolute()
+        self.write_service = write_service
+        self.bodies = Bodies()
+        self._published: tuple[str, Generation] | None = None
+
+    def generation(self) -> Generation:
+        target = os.readlink(self.site / CURRENT)  # (a rebuild swaps this link)
+        if self._published is None or self._published[0] != target:
+            root = self.site / target
+            self._published = (target, Generation(root, SiteInfo.of_generation(root)))
+        return self._published[1]
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] == "lifespan":
+            await _lifespan(receive, send)
+            return
+        generation = self.generation()
+        method = scope["method"]
+        path = normalise(scope["path"])
+        query = scope["query_string"].decode("latin-1")
+        answer = resolve(method, path, query, generation.prefix, self.bodies)
+        headers = dict(generation.headers)
+        if answer.allow:
+            headers["Allow"] = answer.allow
+        if answer.forward:
+            response = await self._forward(scope, receive, headers)
+        elif answer.location is not None:
+            headers["Location"] = answer.location
+            response = Response(b"", answer.status, headers, media_type=JSON)
+        elif answer.file is not None:
+            response = self._file(generation, answer, headers, _request_headers(scope))
+        else:
+            response = Response(answer.body, answer.status, headers, media_type=JSON)
+        await response(scope, receive, send)  # (HEAD: uvicorn sends the headers only)
+
+    def _file(self, generation: Generation, answer: Answer, headers: dict, request: dict) -> Response:
+        path = generation.root / answer.file
+        try:
+            stat = path.stat()
+        except OSError:  # not built: the answer for a missing file
+            body = (generation.root / answer.missing_file).read_bytes() if answer.missing_file else answer.body
+            return Response(body, answer.missing_status, headers, media_type=JSON)
+        zipped = Path(f"{path}.gz")
+        if zipped.exists():
+            headers["Vary"] = "Accept, Accept-Encoding"
+            if _accepts_gzip(request.get("accept-encoding", "")):
+                path, stat = zipped, zipped.stat()
+                headers["Content-Encoding"] = "gzip"
+        etag = f'"{int(stat.st_mtime):x}-{stat.st_size:x}"'
+        headers["ETag"] = etag
+        headers["Last-Modified"] = formatdate(stat.st_mtime, usegmt=True)
+        if _not_modified(request, etag, stat.st_mtime):
+            headers.pop("Content-Encoding", None)
+            return Response(b"", 304, headers)
+        return FileResponse(path, headers=headers, media_type=JSON, stat_result=stat)
+
+    async def _forward(self, scope, receive, headers: dict) -> Response:
+        """A write, to the write service; 413 over the size limit, 503 while none runs."""
+        request = _request_headers(scope)
+        declared = request.get("content-length", "")
+        if declared.isdigit() and int(declared) > MAX_BODY:
+            return Response(meta.TOO_LARGE, 413, headers, media_type=JSON)
+        body, more = b"", True
+        while more:
+            message = await receive()
+            body += message.get("body", b"")
+            more = message.get("more_body", False)
+            if len(body) > MAX_BODY:
+                return Response(meta.TOO_LARGE, 413, headers, media_type=JSON)
+        target = scope["raw_path"].decode("latin-1") + (f"?{scope['query_string'].decode('latin-1')}"
+                                                         if scope["query_string"] else "")
+        forwarded = {name: value for name, value in request.items() if name in FORWARDED}
+        forwarded["content-length"] = str(len(body))
+        try:
+            status, reply, answered = await anyio.to_thread.run_sync(
+                _post, self.write_service, target, body, forwarded)
+        except OSError:
+            return Response(meta.WRITE_UNAVAILABLE, 503, headers, media_type=JSON)
+        for name in ("Location", "WWW-Authenticate"):  # (named as Django names them)
+            if answered.get(name.lower()):
+                headers[name] = answered[name.lower()]
+        return Response(reply, status, headers, media_type=answered.get("content-type", JSON))
+
+
+def _post(address: str, target: str, body: bytes, headers: dict) -> tuple[int, bytes, dict]:
+    host, _, port = address.rpartition(":")
+    connection = http.client.HTTPConnection(host.strip("[]"), int(port), timeout=60)
+    try:
+        connection.request("POST", target, body, headers)
+        response = connection.getresponse()
+        return response.status, response.read(), {k.lower(): v for k, v in response.getheaders()}
+    finally:
+        connection.close()
+
+
+def normalise(path: str) -> str:
+    """A decoded path as nginx matches it: slashes merged, `.` and `..` resolved."""
+    if "//" not in path and "/." not in path:
+        return path
+    segments: list[str] = []
+    parts = path.split("/")
+    for segment in parts[1:]:
+        if segment == "..":
+            if segments:
+                segments.pop()
+        elif segment not in ("", "."):
+            segments.append(segment)
+    trailing = parts[-1] in ("", ".", "..") and segments
+    return "/" + "/".join(segments) + ("/" if trailing else "")
+
+
+def _request_headers(scope) -> dict[str, str]:
+    return {name.decode("latin-1"): value.decode("latin-1") for name, value in scope["headers"]}
+
+
+def _accepts_gzip(accept_encoding: str) -> bool:
+    found = _GZIP.search(accept_encoding)
+    if found is None:
+        return False
+    try:
+        return found["q"] is None or float(found["q"]) > 0
+    except ValueError:
+        return False
+
+
+def _not_modified(request: dict, etag: str, mtime: float) -> bool:
+    """RFC 9110: If-None-Match first (weak comparison); else If-Modified-Since."""
+    match = request.get("if-none-match")
+    if match is not None:
+        tags = {tag.strip().removeprefix("W/") for tag in match.split(",")}
+        return "*" in tags or etag in tags
+    since = request.get("if-modified-since")
+    if since is None:
+        return False
+    try:
+        return int(mtime) <= parsedate_to_datetime(since).timestamp()
+    except (TypeError, ValueError):
+        return False
+
+
+async def _lifespan(receive, send) -> None:
+    while True:
+        message = await receive()
+        if message["type"] == "lifespan.startup":
+            await send({"type": "lifespan.startup.complete"})
+        elif message["type"] == "lifespan.shutdown":
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+
+
+class _Uvicorn(uvicorn.Server):
+    """uvicorn, stopping on SIGINT, SIGTERM or SIGHUP with status 0 as nginx does (uvicorn
+    itself raises the signal again once it has stopped)."""
+
+    @contextlib.contextmanager
+    def capture_signals(self):
+        def stop(signum, frame) -> None:
+            self.force_exit = self.should_exit  # (a second signal: at once)
+            self.should_exit = True
+
+        previous = {signum: signal.signal(signum, stop) for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+        try:
+            yield
+        finally:
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
+
+
+def serve(site: Path, port: int, host: str = LOCAL, write_service: str = DEFAULT_WRITE_SERVICE) -> int:
+    """Serve the built site in the foreground until Ctrl-C or SIGTERM; the exit status."""
+    site = site.absolute()
+    serving = SiteInfo.of_site(site)  # (fails when nothing is built)
+    app = Server(site, write_service)
+    server = _Uvicorn(uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on",
+                                     server_header=False, access_log=False))
+    print(f"serving {site} with the built-in server at "
+          f"http://{host}:{port}{urlsplit(serving.base_url).path}/{API}/ (Ctrl-C stops)", file=sys.stderr, flush=True)
+    server.run()
+    return 0 if server.started else 1
