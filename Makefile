@@ -15,10 +15,10 @@ BENCH_SIZES := 10000,100000$(if $(BENCH_FULL),$(comma)1000000)
 .PHONY: build check test serve bench golden clean
 
 build: $(STAMP)
-	$(BIN)/catalogue build --data data --out site
+	@$(BIN)/catalogue build --data data --out site
 
 check: $(STAMP)
-	$(BIN)/catalogue check --data data
+	@$(BIN)/catalogue check --data data
 
 # Serve a local build of data/ (links to http://127.0.0.1:$(PORT)/; site/ stays as deployed) with
 # nginx, or the built-in server where nginx is not installed, and take writes into data/ with the
