@@ -15,6 +15,7 @@ import os
 import re
 import signal
 import sys
+import time
 from email.utils import formatdate, parsedate_to_datetime
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -30,6 +31,7 @@ from ..api.urls import API, CURRENT
 
 JSON = "application/json"
 SERVER = "catalogue"  # the Server header: no version, as nginx with server_tokens off
+STREAM_FROM = 256 * 1024  # bytes: larger files are streamed in chunks
 FORWARDED = ("authorization", "content-type", "content-length", "accept", "user-agent")
 _GZIP = re.compile(r"(?:^|,)\s*gzip\s*(?:;\s*q\s*=\s*(?P<q>[0-9.]+))?\s*(?:,|$)", re.I)
 
@@ -73,7 +75,7 @@ class Server:
         path = normalise(scope["path"])
         query = scope["query_string"].decode("latin-1")
         answer = resolve(method, path, query, generation.prefix, self.bodies)
-        headers = dict(generation.headers)
+        headers = {"Date": _now(), **generation.headers}
         if answer.allow:
             headers["Allow"] = answer.allow
         if answer.forward:
@@ -85,7 +87,7 @@ class Server:
             response = self._file(generation, answer, headers, _request_headers(scope))
         else:
             response = Response(answer.body, answer.status, headers, media_type=JSON)
-        await response(scope, receive, send)  # (HEAD: uvicorn sends the headers only)
+        await response(scope, receive, _cased(send))  # (HEAD: uvicorn sends the headers only)
 
     def _file(self, generation: Generation, answer: Answer, headers: dict, request: dict) -> Response:
         path = generation.root / answer.file
@@ -106,7 +108,10 @@ class Server:
         if _not_modified(request, etag, stat.st_mtime):
             headers.pop("Content-Encoding", None)
             return Response(b"", 304, headers)
-        return FileResponse(path, headers=headers, media_type=JSON, stat_result=stat)
+        if stat.st_size > STREAM_FROM:
+            return FileResponse(path, headers=headers, media_type=JSON, stat_result=stat)
+        # A page or a document: read at once (it is in the page cache), cheaper than a stream.
+        return Response(path.read_bytes(), 200, headers, media_type=JSON)
 
     async def _forward(self, scope, receive, headers: dict) -> Response:
         """A write, to the write service; 413 over the size limit, 503 while none runs."""
@@ -136,6 +141,20 @@ class Server:
         return Response(reply, status, headers, media_type=answered.get("content-type", JSON))
 
 
+CASES = {b"etag": b"ETag", b"www-authenticate": b"WWW-Authenticate", b"x-content-type-options": b"X-Content-Type-Options",
+         b"x-frame-options": b"X-Frame-Options"}
+
+
+def _cased(send):
+    """Header names as nginx and Django write them (Starlette lower-cases them; HTTP/1.1
+    clients should not care, but the old service's clients may)."""
+    async def cased(message) -> None:
+        if message["type"] == "http.response.start":
+            message["headers"] = [(CASES.get(name) or name.title(), value) for name, value in message["headers"]]
+        await send(message)
+    return cased
+
+
 def _post(address: str, target: str, body: bytes, headers: dict) -> tuple[int, bytes, dict]:
     host, _, port = address.rpartition(":")
     connection = http.client.HTTPConnection(host.strip("[]"), int(port), timeout=60)
@@ -161,6 +180,17 @@ def normalise(path: str) -> str:
             segments.append(segment)
     trailing = parts[-1] in ("", ".", "..") and segments
     return "/" + "/".join(segments) + ("/" if trailing else "")
+
+
+_clock: list = [0, ""]
+
+
+def _now() -> str:
+    """The Date header, formatted once a second."""
+    second = int(time.time())
+    if _clock[0] != second:
+        _clock[:] = [second, formatdate(second, usegmt=True)]
+    return _clock[1]
 
 
 def _request_headers(scope) -> dict[str, str]:
@@ -226,7 +256,8 @@ def serve(site: Path, port: int, host: str = LOCAL, write_service: str = DEFAULT
     serving = SiteInfo.of_site(site)  # (fails when nothing is built)
     app = Server(site, write_service)
     server = _Uvicorn(uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on",
-                                     server_header=False, access_log=False))
+                                     server_header=False, date_header=False, access_log=False,
+                                     http="h11"))  # (h11 keeps the case of header names; httptools does not)
     print(f"serving {site} with the built-in server at "
           f"http://{host}:{port}{urlsplit(serving.base_url).path}/{API}/ (Ctrl-C stops)", file=sys.stderr, flush=True)
     server.run()

@@ -1,0 +1,101 @@
+"""make bench (serving): requests per second of each server on the same files.
+
+    python benchmarks/serve_rate.py [--books 20000] [--seconds 8] [--workdir bench-work]
+
+Builds a synthetic catalogue of N books (cached by size), then for each server installed
+(the built-in one; nginx where installed) starts `catalogue serve` on a free loopback
+port and loads it with wrk (2 threads, 32 connections) on: a page of 12 books, the same
+page gzipped, a book's detail document and a 400 (a page that is not built). Without wrk
+it says so and uses a small Python client instead, which gives a lower bound. Prints one
+table.
+"""
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import re
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+
+from generator.build import build  # noqa: E402
+from servers import SERVERS, Server, runnable  # noqa: E402
+
+SEED = 7
+
+
+def wrk(port: int, path: str, seconds: int, headers: dict[str, str]) -> float:
+    command = ["wrk", "-t2", "-c32", f"-d{seconds}s", *(a for k, v in headers.items() for a in ("-H", f"{k}: {v}")),
+               f"http://127.0.0.1:{port}{path}"]
+    out = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+    return float(re.search(r"Requests/sec:\s+([0-9.]+)", out)[1])
+
+
+def python_client(port: int, path: str, seconds: int, headers: dict[str, str]) -> float:
+    """Keep-alive GETs from 8 threads: a lower bound (the client shares the machine's cores)."""
+    done, stop = [0] * 8, time.monotonic() + seconds
+
+    def worker(k: int) -> None:
+        connection = http.client.HTTPConnection("127.0.0.1", port)
+        while time.monotonic() < stop:
+            connection.request("GET", path, headers=headers)
+            connection.getresponse().read()
+            done[k] += 1
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return sum(done) / seconds
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--books", type=int, default=20000)
+    parser.add_argument("--seconds", type=int, default=8)
+    parser.add_argument("--workdir", default="bench-work", type=Path)
+    args = parser.parse_args()
+    work = args.workdir.absolute()
+    data = work / f"data-{args.books}"
+    if not (data / "site.yaml").exists():
+        subprocess.run([sys.executable, "-m", "generator", "synth", str(data), "--books", str(args.books),
+                        "--seed", str(SEED)], cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
+    site = work / f"serve-site-{args.books}"
+    build(data, site)
+    load = wrk if shutil.which("wrk") else python_client
+    if load is python_client:
+        print("wrk is not installed: measuring with a Python client (a lower bound)", file=sys.stderr)
+    page = "/api/v1/books/?limit=12&offset=120"
+    cases = [("page", page, {}), ("page, gzip", page, {"Accept-Encoding": "gzip"}), ("detail", None, {}),
+             ("400", "/api/v1/books/?limit=7", {})]
+    rows = []
+    for kind in SERVERS:
+        if not runnable(kind):
+            print(f"{kind} is not installed: not measured", file=sys.stderr)
+            continue
+        server = Server(site, kind=kind)
+        try:
+            detail = json.loads(server.get(page).body)["results"][0]["url"].split("://", 1)[1].split("/", 1)[1]
+            rates = [load(server.port, path or f"/{detail}", args.seconds, headers) for _, path, headers in cases]
+        finally:
+            server.stop()
+        rows.append((kind, rates))
+    head = ["server", *(f"{name} req/s" for name, _, _ in cases)]
+    lines = [head] + [[kind, *(f"{rate:,.0f}" for rate in rates)] for kind, rates in rows]
+    if len(rows) == 2:
+        lines.append(["builtin/nginx", *(f"{b / n:.2f}" for b, n in zip(rows[0][1], rows[1][1]))])
+    widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
+    print(f"{args.books:,} books, {'wrk -t2 -c32' if load is wrk else 'Python client'}, {args.seconds} s each")
+    print("\n".join("  ".join(cell.rjust(w) for cell, w in zip(line, widths)) for line in lines))
+
+
+if __name__ == "__main__":
+    main()
