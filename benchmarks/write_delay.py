@@ -1,9 +1,10 @@
-"""make bench (writes): how long a POSTed record takes to be served by nginx.
+"""make bench (writes): how long a POSTed record takes to be served (by nginx where it is
+installed, else by the built-in server).
 
     python benchmarks/write_delay.py [--sizes 0,100000] [--workdir bench-work]
 
 For each catalogue (0: the sample in data/; N: the synthetic one of N books that
-bench.py makes), in a copy: build, start the write service and nginx on free loopback
+bench.py makes), in a copy: build, start the write service and the server on free loopback
 ports, then
   - one at a time, 20 POSTs of a user, each followed by GETs of its url until it is
     served: the delay from the 201 to the first 200 (median and worst);
@@ -25,11 +26,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "benchmarks")]
 
-from servers import WriteService, WriteStack  # noqa: E402
+from servers import WriteService, WriteStack, runnable  # noqa: E402
+
+KIND = "nginx" if runnable("nginx") else "builtin"
 
 
 def measure(data: Path, work: Path) -> dict:
-    stack = WriteStack.start(data, work)
+    stack = WriteStack.start(data, work, KIND)
     server, service = stack.server, stack.service
     headers = {"Authorization": f"Bearer {stack.token}", "Content-Type": "application/json"}
     base = json.loads(server.get("/api/v1/").body)["books"].split("/api/v1/")[0]
@@ -86,6 +89,7 @@ def main() -> None:
             rows.append((size, measure(work / "data", work)))
         finally:
             shutil.rmtree(work, ignore_errors=True)
+    print(f"served by {KIND}")
     print(f"{'books':>9}  {'POST→served median s':>20}  {'worst s':>7}  {'200 POSTs answered s':>20}  "
           f"{'all 200 served s':>16}  {'rebuilds':>8}")
     for size, r in rows:
