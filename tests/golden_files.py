@@ -7,6 +7,7 @@ Refresh only on purpose, after checking the difference by hand against the spec.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import sys
@@ -36,6 +37,50 @@ FILES = [
     "api/v1/bookshelf/index.json",
 ]
 MANIFEST = "tree.sha256"
+ROUTES = "routes.json"  # the golden request table: every router's decisions (api/routes.py)
+
+BOOK = "76f9d815-44dc-545f-890b-4419e8e5e6da"
+UNKNOWN = "76f9d815-0000-4000-8000-000000000000"
+# (method, path, query, base_url's path prefix): what every server and router must route alike.
+REQUESTS = [
+    *[("GET", "/api/v1/books/", q, "") for q in [
+        "", "offset=24&limit=12", "limit=012&offset=0024", "limit=+12&offset=+24", "limit=%2B12&offset=%2B24",
+        "limit=+%2B12&offset=24", "limit=%2012%20&offset=24%09", "limit=24&limit=12&offset=24",
+        "offset=36&offset=24&limit=12", "offset=24", "limit=abc&offset=24", "limit=0&offset=24",
+        "limit=-24&offset=24", "limit=&offset=24", "limit=24&offset=abc", "limit=24&offset=-24",
+        "limit=24&offset=-0", "limit=12&offset=24&search=x&ordering=-title&LIMIT=5&xlimit=3", "offset",
+        "limit=5", "offset=13", "offset=48", "offset=1200000", "limit=1_2", "offset=2_4", "limit=%DB%B2%DB%B4",
+        "limit=%31%32", "%6Cimit=24", "limit=%2B+12", "limit=99999999999999999999999", "offset=10008",
+        "limit=12&offset=999996", "limit=12&offset=1000008"]],
+    ("GET", "/api/v1/", "", ""), ("HEAD", "/api/v1/user/", "limit=24", ""),
+    ("GET", f"/api/v1/books/{BOOK}/", "", ""), ("GET", f"/api/v1/author/{UNKNOWN}/", "", ""),
+    ("GET", "/api/v1/books/not-a-uuid/", "", ""), ("GET", "/api/v1/books/12345/", "", ""),
+    ("GET", "/api/v1/nothing/", "", ""), ("GET", "/", "", ""), ("GET", "/api/v2/books/", "", ""),
+    ("GET", f"/api/v1/books/{BOOK}/extra/", "", ""), ("GET", "/_meta/site.json", "", ""),
+    ("GET", "/api/v1/books/a.b/", "", ""), ("GET", "/api/v1", "", ""), ("GET", "/api/v1/books", "offset=24&limit=12", ""),
+    ("GET", f"/api/v1/books/{BOOK}", "", ""), ("POST", "/api/v1/user", "limit=24", ""),
+    ("OPTIONS", "/api/v1/", "", ""), ("OPTIONS", "/api/v1/user/", "", ""), ("OPTIONS", "/api/v1/books/", "", ""),
+    ("OPTIONS", f"/api/v1/bookshelf/{UNKNOWN}/", "", ""), ("OPTIONS", "/api/v1/category/x/", "", ""),
+    ("PUT", "/api/v1/books/", "", ""), ("DELETE", "/api/v1/bookshelf/", "limit=12", ""),
+    ("PATCH", f"/api/v1/books/{BOOK}/", "", ""), ("POST", "/api/v1/books/", "", ""), ("POST", "/api/v1/", "", ""),
+    ("TRACE", "/api/v1/books/", "", ""), ("POST", "/api/v1/user/", "", ""), ("POST", "/api/v1/bookshelf/", "", ""),
+    ("GET", "/catalogue/api/v1/books/", "offset=12", "/catalogue"), ("GET", "/api/v1/books/", "", "/catalogue"),
+    ("GET", "/catalogue/api/v1/books", "", "/catalogue"),
+]
+
+
+def route_table() -> list[dict]:
+    """Each request of REQUESTS with the answer of the route table, as JSON-ready data."""
+    from dataclasses import asdict
+
+    from generator.api.routes import Bodies, resolve
+
+    bodies, table = Bodies(), []
+    for method, path, query, prefix in REQUESTS:
+        answer = {k: v.decode() if isinstance(v, bytes) else v
+                  for k, v in asdict(resolve(method, path, query, prefix, bodies)).items()}
+        table.append({"request": [method, path, query, prefix], "answer": answer})
+    return table
 
 
 def served_files(site_root: Path, gz: bool = False) -> list[Path]:
@@ -65,7 +110,8 @@ def refresh() -> None:
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes((out / name).read_bytes())
         (GOLDEN / MANIFEST).write_text(manifest(out), encoding="utf-8")
-    print(f"refreshed {len(FILES)} golden files and {MANIFEST} in {GOLDEN.relative_to(ROOT)}", file=sys.stderr)
+    (GOLDEN / ROUTES).write_text(json.dumps(route_table(), ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    print(f"refreshed {len(FILES)} golden files, {MANIFEST} and {ROUTES} in {GOLDEN.relative_to(ROOT)}", file=sys.stderr)
 
 
 if __name__ == "__main__":

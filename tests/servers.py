@@ -7,6 +7,7 @@ from __future__ import annotations
 import gzip
 import http.client
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -24,7 +25,7 @@ SERVERS = ("builtin", "nginx")
 # Programs the tests need beyond Python; CI (.ci/run) installs them and names them in
 # CATALOGUE_REQUIRE, and then a test that needs one never skips.
 REQUIRED = set(filter(None, os.environ.get("CATALOGUE_REQUIRE", "").split(",")))
-INSTALLED = {"builtin": lambda: True, "nginx": installed}
+INSTALLED = {"builtin": lambda: True, "nginx": installed, "node": lambda: shutil.which("node") is not None}
 
 
 def runnable(kind: str) -> bool:

@@ -9,8 +9,10 @@ parts exchange them through files, and the parent receives small results.
 from __future__ import annotations
 
 import multiprocessing
+import os
 import pickle
 import queue
+import tempfile
 import threading
 import traceback
 from pathlib import Path
@@ -24,7 +26,24 @@ Progress = Callable[[str, int, bool], None]
 
 
 class PartFailed(CatalogueError):
-    """A part of the build died or raised; the message carries its traceback."""
+    """A part of the build died or raised: a bug, or the machine (memory, a kill). The
+    message names the part and the file that keeps the traceback."""
+
+    @classmethod
+    def raised(cls, part: int, count: int, trace: str) -> "PartFailed":
+        fd, path = tempfile.mkstemp(prefix="catalogue-failure-", suffix=".txt")
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(trace)
+        last = trace.strip().splitlines()[-1] if trace.strip() else "no message"
+        return cls(f"part {part + 1} of {count} of the build failed: {last}\n"
+                   f"This is a bug in the generator, not in the data; nothing was published. "
+                   f"The traceback is in {path}: please report it with that file.")
+
+    @classmethod
+    def died(cls, part: int, count: int, status: int) -> "PartFailed":
+        cause = f"killed by signal {-status}" if status < 0 else f"exit status {status}"
+        return cls(f"part {part + 1} of {count} of the build died ({cause}): stopped from outside or out "
+                   "of memory; nothing was published")
 
 
 def part_file(directory: Path, name: str, part: int) -> Path:
@@ -106,41 +125,44 @@ class Team:
     def run(self, work: Callable[[int, "Team"], Any]) -> list[Any]:
         """work(part, team) in every part; their results in part order."""
         if self.count == 1:
-            return [work(0, self)]
+            try:
+                return [work(0, self)]
+            except CatalogueError:
+                raise
+            except Exception as exc:
+                raise PartFailed.raised(0, 1, traceback.format_exc()) from exc
         context = multiprocessing.get_context("fork")
         processes = [context.Process(target=self._main, args=(part, work), daemon=True)
                      for part in range(self.count)]
         for process in processes:
             process.start()
         results: dict[int, Any] = {}
-        errors: list[str] = []
+        failure: PartFailed | None = None
         try:
-            while len(results) + len(errors) < self.count:
+            while len(results) < self.count and failure is None:
                 try:
                     message = self._get(timeout=0.2)
                 except queue.Empty:
-                    dead = [p for p in processes if p.exitcode not in (None, 0)]
+                    dead = [k for k, p in enumerate(processes) if p.exitcode not in (None, 0)]
                     if dead:  # killed or crashed without a word: stop the others too
-                        errors.append(f"a part of the build died (exit status {dead[0].exitcode})")
-                        break
+                        failure = PartFailed.died(dead[0], self.count, processes[dead[0]].exitcode)
                     continue
                 kind, part, *rest = message
                 if kind == "progress":
                     self._show(part, *rest)
                 elif kind == "result":
                     results[part] = rest[0]
-                elif kind == "error":
-                    errors.append(rest[0])
-                    break
+                elif kind == "error" and rest[0]:  # (an empty one: another part failed first)
+                    failure = PartFailed.raised(part, self.count, rest[0])
         finally:
-            if errors:
+            if failure is not None:
                 self._barrier.abort()
                 for process in processes:
                     process.terminate()
             for process in processes:
                 process.join()
-        if errors:
-            raise PartFailed("\n".join(e for e in errors if e) or "a part of the build failed")
+        if failure is not None:
+            raise failure
         return [results[part] for part in range(self.count)]
 
     def _get(self, timeout: float):

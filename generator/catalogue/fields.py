@@ -56,12 +56,22 @@ def shown(value: Any) -> str:
 
 # ---- coercers: raw value (str from CSV, typed from YAML) -> typed value -----------
 
+# What DRF's CharField refuses in any text: NUL (ProhibitNullCharactersValidator) and lone
+# surrogates, which are not Unicode text (ProhibitSurrogateCharactersValidator).
+REFUSED_CHARACTERS = re.compile("[\x00\ud800-\udfff]")
+
+
 def text(value: Any) -> str:
-    if isinstance(value, str):
-        return value
     if isinstance(value, int) and not isinstance(value, bool):
         return str(value)  # `title: 1984` in YAML is the book, not a number
-    raise FieldError(f"must be text, not {_describe(value)}")
+    if not isinstance(value, str):
+        raise FieldError(f"must be text, not {_describe(value)}")
+    refused = REFUSED_CHARACTERS.search(value)
+    if refused:
+        what = "a NUL character" if refused[0] == "\x00" else "a lone surrogate"
+        raise FieldError(f"holds {what} (U+{ord(refused[0]):04X}) at character {refused.start() + 1}, "
+                         "which text may not contain: remove it")
+    return value
 
 
 def nonempty_text(value: Any) -> str:

@@ -23,6 +23,8 @@ from .fields import COLLECTIONS
 from .settings import Settings, settings
 
 SITE_FILE = "site.yaml"
+# Python's csv module stops at 128 KiB a cell; the data contract sets no limit on text.
+csv.field_size_limit(2**31 - 1)
 
 
 class Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
@@ -30,8 +32,24 @@ class Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
 
     PyYAML follows YAML 1.1, where `no` is false and `2020-01-01 10:00` a naive
     datetime; a librarian writing a title "No" or a timestamp would be surprised,
-    and CSV never does that, so both formats read alike.
+    and CSV never does that, so both formats read alike. A mapping may not give a key twice.
     """
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
+        refuse_duplicate_keys(node)
+        return super().construct_mapping(node, deep)
+
+
+def refuse_duplicate_keys(node: yaml.MappingNode) -> None:
+    """A mapping that gives a key twice would silently lose the first value: refused."""
+    seen: dict[str, yaml.Node] = {}
+    for key_node, _ in node.value:
+        if isinstance(key_node, yaml.ScalarNode):
+            first = seen.setdefault(key_node.value, key_node)
+            if first is not key_node:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"the key {key_node.value!r} is given twice (first on line "
+                    f"{first.start_mark.line + 1}): keep one", key_node.start_mark)
 
 
 Loader.yaml_implicit_resolvers = {
@@ -107,7 +125,8 @@ def read_catalogue(data_dir: Path, base_url: str | None = None) -> Input:
         raise CatalogueError(f"data directory {data_dir} does not exist")
     problems = Problems()
     site_name, raw = read_site(data_dir, problems)
-    return Input(settings(site_name, raw, problems, base_url), find_sources(data_dir, problems), problems)
+    # (a missing or broken site.yaml is one problem, not one more for each setting)
+    return Input(settings(site_name, raw, problems, base_url) if raw is not None else None, find_sources(data_dir, problems), problems)
 
 
 def find_sources(data_dir: Path, problems: Problems) -> dict[str, Source]:
@@ -140,8 +159,8 @@ def settled_size(path: Path) -> int:
         return os.fstat(f.fileno()).st_size
 
 
-def read_site(data_dir: Path, problems: Problems) -> tuple[str, dict[str, Any]]:
-    """site.yaml as a mapping (empty when missing or broken, with the problem noted)."""
+def read_site(data_dir: Path, problems: Problems) -> tuple[str, dict[str, Any] | None]:
+    """site.yaml as a mapping (None when missing or broken, with the problem noted)."""
     path = data_dir / SITE_FILE
     name = f"{data_dir.name}/{SITE_FILE}"
     try:
@@ -149,15 +168,15 @@ def read_site(data_dir: Path, problems: Problems) -> tuple[str, dict[str, Any]]:
             value = yaml.load(f, Loader=Loader)
     except FileNotFoundError:
         problems.add(name, 0, "", "is missing: it must at least set base_url")
-        return name, {}
+        return name, None
     except yaml.YAMLError as exc:
         problems.add(name, _mark_line(exc), "", f"is not valid YAML: {_yaml_reason(exc)}")
-        return name, {}
+        return name, None
     if value is None:
         value = {}
     if not isinstance(value, dict):
         problems.add(name, 1, "", "must be a mapping of settings (key: value)")
-        return name, {}
+        return name, None
     return name, value
 
 
@@ -294,7 +313,14 @@ def yaml_rows_of(f, source: Source, problems: Problems) -> Iterator[tuple[int, d
         problems.add(source.name, root.start_mark.line + 1, "", "must be a list of records (- key: value)")
         return
     for node in root.value:
-        row = _construct_with_lines(loader, node, source, problems)
+        try:
+            row = _construct_with_lines(loader, node, source, problems)
+        except yaml.YAMLError as exc:  # (a tag the safe loader refuses, a key given twice, ...)
+            problems.add(source.name, _mark_line(exc), "", f"is not valid YAML: {_yaml_reason(exc)}")
+            continue
+        except RecursionError:
+            problems.add(source.name, node.start_mark.line + 1, "", "is nested too deeply to read")
+            continue
         if row is not None:
             yield row
 
@@ -306,6 +332,7 @@ def _construct_with_lines(loader, node, source: Source, problems: Problems):
         problems.add(source.name, line, "", "must be a mapping of fields (key: value)")
         return None
     record: dict[str, Any] = {}
+    refuse_duplicate_keys(node)
     for key_node, value_node in node.value:
         key = loader.construct_object(key_node, deep=True)
         if key == "children" and isinstance(value_node, yaml.SequenceNode):

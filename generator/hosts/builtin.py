@@ -41,7 +41,6 @@ class Generation:
 
     def __init__(self, root: Path, info: SiteInfo) -> None:
         self.root = root
-        self.info = info
         self.prefix = urlsplit(info.base_url).path
         self.headers = {
             "Vary": "Accept", "Access-Control-Allow-Origin": "*", "X-Content-Type-Options": "nosniff",

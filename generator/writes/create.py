@@ -23,7 +23,7 @@ from ..api.meta import read_only_fields, writable_fields
 from ..api.render import Renderer
 from ..api.urls import BY_COLLECTION, WRITABLE, Urls
 from ..catalogue import load, records
-from ..catalogue.fields import ID_KEYS, NAME_MAX, USERNAME_MAX, USERNAME_RE, derived_id
+from ..catalogue.fields import ID_KEYS, NAME_MAX, REFUSED_CHARACTERS, USERNAME_MAX, USERNAME_RE, derived_id
 from ..errors import CatalogueError, Problems
 from .append import DataFile
 
@@ -35,6 +35,8 @@ REQUIRED = "This field is required."
 NULL = "This field may not be null."
 BLANK = "This field may not be blank."
 NOT_TEXT = "Not a valid string."
+NUL = "Null characters are not allowed."
+SURROGATE = "Surrogate characters are not allowed: U+{:X}."
 TOO_LONG = "Ensure this field has no more than {} characters."
 BAD_USERNAME = ("Enter a valid username. This value may contain only letters, numbers, "
                 "and @/./+/-/_ characters.")
@@ -243,6 +245,9 @@ def _text(body: dict, name: str, required: bool = False, blank: bool = True) -> 
     value = str(value).strip()
     if not value and not blank:
         return [BLANK], None
+    refused = REFUSED_CHARACTERS.search(value)
+    if refused:
+        return [NUL if refused[0] == "\x00" else SURROGATE.format(ord(refused[0]))], None
     return [], value
 
 

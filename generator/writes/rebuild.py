@@ -28,6 +28,9 @@ class Rebuilder:
         self.command = command
         self._log = log
         self._wanted = threading.Event()
+        self._idle = threading.Event()  # nothing wanted, nothing running
+        self._idle.set()
+        self._lock = threading.Lock()
         self._stopping = False
         self._thread = threading.Thread(target=self._run, name="rebuild", daemon=True)
 
@@ -41,7 +44,13 @@ class Rebuilder:
         self._thread.start()
 
     def request(self) -> None:
-        self._wanted.set()
+        with self._lock:
+            self._idle.clear()
+            self._wanted.set()
+
+    def wait_idle(self, timeout: float) -> bool:
+        """Until every build asked for has run (for tests and benchmarks); False on timeout."""
+        return self._idle.wait(timeout)
 
     def stop(self) -> None:
         self._stopping = True
@@ -50,6 +59,9 @@ class Rebuilder:
 
     def _run(self) -> None:
         while True:
+            with self._lock:
+                if not self._wanted.is_set():
+                    self._idle.set()
             self._wanted.wait()
             if self._stopping:
                 return

@@ -1,11 +1,15 @@
 """Values as DRF writes them: timestamps in the site's zone, escapes."""
 from __future__ import annotations
 
+import csv
+import io
+import json
 from zoneinfo import ZoneInfo
 
 import pytest
 
 from generator.api.render import drf_time, encode
+from generator.build import build
 from generator.catalogue.fields import timestamp
 
 TEHRAN = ZoneInfo("Asia/Tehran")
@@ -28,3 +32,19 @@ def test_created_time(given, zone, written):
 def test_line_separators_escaped_other_text_unescaped():
     assert encode({"t": "الف\u2028ب\u2029پ\u200c/\"\n"}) == (
         '{"t":"الف\\u2028ب\\u2029پ\u200c/\\"\\n"}'.encode("utf-8"))
+
+
+def test_a_root_relative_image_resolves_against_the_host_of_a_base_url_with_a_path(data_dir, tmp_path):
+    """As a browser resolves `/media/...` on any page of the site: scheme and host only."""
+    books = data_dir / "books.csv"
+    header, first = list(csv.reader(io.StringIO(books.read_text(encoding="utf-8"))))[:2]
+    row = dict(zip(header, first))
+    row.update(id="0b9f6a52-3d4e-4f1a-9c2b-7e8d9f0a1b2c", isbn="9780000000002", images="/media/books/cover.jpg",
+               enable="true")
+    out = io.StringIO()
+    csv.writer(out, lineterminator="\n").writerow(row.values())
+    books.write_text(books.read_text(encoding="utf-8") + out.getvalue(), encoding="utf-8")
+    build(data_dir, tmp_path / "site", base_url="https://ketab.example.ir/catalogue")
+    book = json.loads((tmp_path / "site/api/v1/books/0b/0b9f6a52-3d4e-4f1a-9c2b-7e8d9f0a1b2c.json").read_bytes())
+    assert [image["image"] for image in book["images"]] == ["https://ketab.example.ir/media/books/cover.jpg"]
+    assert book["url"] == "https://ketab.example.ir/catalogue/api/v1/books/0b9f6a52-3d4e-4f1a-9c2b-7e8d9f0a1b2c/"

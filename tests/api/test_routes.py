@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 import random
 from urllib.parse import parse_qsl
 
@@ -10,6 +11,7 @@ import pytest
 from generator.api import routes
 from generator.api.routes import INVALID, LIMIT_SPELLING, OFFSET_SPELLING, Bodies, resolve
 from generator.api.urls import PAGE_NOT_BUILT
+from golden_files import GOLDEN, ROUTES, route_table
 
 BODIES = Bodies()
 PIECES = ["", "0", "1", "12", "024", "+", "%2B", "%2b", "-", "%20", "%09", "%0A", "_", "a", ".", "%31",
@@ -103,3 +105,9 @@ def test_every_pattern_is_python_and_pcre_alike():
                 routes.last("limit"), *(route.pattern for route in routes.ROUTES)]
     for pattern in patterns:
         assert "(?<" not in pattern.replace("(?P<", "") and "\\d" not in pattern and "\\w" not in pattern
+
+
+def test_the_route_table_answers_as_the_golden_request_table():
+    """Every router (Python here, JavaScript and every server elsewhere) is checked against
+    this one table; it changes only on purpose (make golden)."""
+    assert route_table() == json.loads((GOLDEN / ROUTES).read_text(encoding="utf-8"))

@@ -1,16 +1,20 @@
 """Publishing: atomic, survives a killed build, keeps two generations, one build at a time."""
 from __future__ import annotations
 
+import gzip
+import json
 import os
+import re
 import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
 
 from generator.build import build
-from generator.build.publish import OutputError, Site
+from generator.build.publish import Generation, OutputError, Site
 from conftest import ROOT, served, site_state
 
 KILL_AFTER = """
@@ -96,3 +100,54 @@ def test_unchanged_data_writes_nothing(data_dir: Path, tmp_path: Path):
     again = build(data_dir, out)
     assert again.written == 0 and (again.files, again.bytes, again.records) == (first.files, first.bytes, first.records)
     assert site_state(out) == state  # not a file touched, not a generation made
+
+
+REBUILD_LOOP = """
+import sys
+from generator.build import build
+for n in range(int(sys.argv[3])):
+    build(sys.argv[1], sys.argv[2], base_url=f"https://host{n % 2}.example", processes=1, background=False)
+"""
+
+
+def test_a_reader_never_finds_the_site_missing_or_mixed_while_builds_publish(data_dir: Path, tmp_path: Path):
+    """Builds publish again and again in another process; a reader going through `api`
+    always finds a whole generation: the file there, its bytes of one build."""
+    out = tmp_path / "site"
+    build(data_dir, out, base_url="https://host1.example", background=False)
+    stop, seen, reads = threading.Event(), [], [0]
+
+    def reader() -> None:
+        root, page = out / "api/v1/index.json", out / "api/v1/books/pages/default/0/12.json"
+        while not stop.is_set():
+            try:
+                first, second = root.read_bytes(), page.read_bytes()
+            except OSError as exc:
+                seen.append(repr(exc))
+                continue
+            for data in (first, second):  # each whole (it parses), of one build (one host)
+                json.loads(data)
+                hosts = set(re.findall(rb"https://([^/]+)/", data))
+                if len(hosts) != 1 or not hosts <= {b"host0.example", b"host1.example"}:
+                    seen.append(hosts)
+            reads[0] += 1
+
+    thread = threading.Thread(target=reader)
+    thread.start()
+    try:
+        subprocess.run([sys.executable, "-c", REBUILD_LOOP, str(data_dir), str(out), "12"], cwd=ROOT, check=True)
+    finally:
+        stop.set()
+        thread.join()
+    assert seen == [] and reads[0] > 100
+
+
+def test_a_gzip_twin_from_4_kib_exactly(tmp_path: Path):
+    """README: files of 4 KiB or more have a .gz twin; smaller ones are served as they are."""
+    (tmp_path / "gen").mkdir()
+    (tmp_path / "store").mkdir()
+    generation = Generation(tmp_path / "gen", tmp_path / "store", 1)
+    generation.write("api/v1/small.json", b"x" * 4095)
+    generation.write("api/v1/large.json", b"y" * 4096)
+    assert not (tmp_path / "gen/api/v1/small.json.gz").exists()
+    assert gzip.decompress((tmp_path / "gen/api/v1/large.json.gz").read_bytes()) == b"y" * 4096

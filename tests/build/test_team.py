@@ -2,12 +2,17 @@
 from __future__ import annotations
 
 import csv
+import os
+import re
+import signal
 from pathlib import Path
 
 import pytest
 
 from generator.catalogue import synth
 from generator.build import build, check
+from generator.build.part import Part
+from generator.build.team import PartFailed
 from generator.errors import DataError
 from conftest import SAMPLE, served
 
@@ -61,3 +66,40 @@ def test_duplicates_across_parts_are_found(tmp_path: Path, synthetic: Path):
         f"data/users.csv:{last}: field 'username': {users[2][1]!r} is already taken by the user on line 3",
         f"data/users.csv:{last + 1}: field 'username': {users[1][1]!r} is already taken by the user on line 2",
     ]
+
+
+def broken_make(number: int, how: str):
+    """Part.make, failing in part `number` on books: raising, or killed."""
+    original = Part.make
+
+    def make(self, collection):
+        if self.number == number and collection == "books":
+            if how == "raise":
+                raise RuntimeError("deliberately broken")
+            os.kill(os.getpid(), signal.SIGKILL)
+        return original(self, collection)
+    return make
+
+
+@pytest.mark.parametrize("processes, number", [(1, 0), (2, 1)])
+def test_a_part_that_raises_is_a_bug_report_with_its_traceback_in_a_file(data_dir, tmp_path, monkeypatch,
+                                                                         processes, number):
+    monkeypatch.setattr(Part, "make", broken_make(number, "raise"))
+    with pytest.raises(PartFailed) as caught:
+        build(data_dir, tmp_path / "site", processes=processes)
+    message = str(caught.value)
+    assert message.startswith(f"part {number + 1} of {processes} of the build failed: "
+                              "RuntimeError: deliberately broken\nThis is a bug in the generator")
+    trace = Path(re.search(r"The traceback is in (\S+): please report it", message)[1])
+    try:
+        assert "in make" in trace.read_text() and "deliberately broken" in trace.read_text()
+    finally:
+        trace.unlink()
+    assert not (tmp_path / "site" / "api").exists()
+
+
+def test_a_part_killed_is_named(data_dir, tmp_path, monkeypatch):
+    monkeypatch.setattr(Part, "make", broken_make(1, "kill"))
+    with pytest.raises(PartFailed, match=r"^part 2 of 2 of the build died \(killed by signal 9\): "):
+        build(data_dir, tmp_path / "site", processes=2)
+    assert not (tmp_path / "site" / "api").exists()

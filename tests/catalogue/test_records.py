@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import uuid
 from pathlib import Path
 
 import pytest
 
 from generator.build import build, check
+from generator.catalogue.fields import FieldError, text
 from generator.errors import DataError
 from conftest import site_state
 
@@ -43,9 +45,15 @@ def first_id(path: Path) -> str:
 
 
 def problems_of(data_dir: Path) -> list:
-    with pytest.raises(DataError) as caught:
-        check(data_dir)
-    return caught.value.problems.items
+    """The report of a check in one process and in two (CSV files cut in two ranges): the
+    same, whichever process met the problem."""
+    reports = []
+    for processes in (1, 2):
+        with pytest.raises(DataError) as caught:
+            check(data_dir, processes=processes)
+        reports.append(caught.value.problems.items)
+    assert reports[0] == reports[1], "the report depends on the number of processes"
+    return reports[0]
 
 
 def assert_reported(data_dir: Path, file: str, line: int, field: str, *fragments: str) -> None:
@@ -303,3 +311,96 @@ def test_cache_control_that_cannot_be_a_header(data_dir):
     site = data_dir / "site.yaml"
     site.write_text(site.read_text(encoding="utf-8") + "cache_control: \"no-cache\\\"; evil\"\n", encoding="utf-8")
     assert_reported(data_dir, "site.yaml", 0, "cache_control", "is not a Cache-Control value")
+
+
+# ---- every required field, in turn (README: "Required fields") ------------------------------
+
+REQUIRED = [("authors.yaml", "slug"), ("authors.yaml", "fullName"), ("publishers.csv", "slug"),
+            ("publishers.csv", "company"), ("categories.yaml", "slug"), ("categories.yaml", "name"),
+            ("books.csv", "title"), ("books.csv", "isbn"), ("books.csv", "price"), ("books.csv", "created_time"),
+            ("users.yaml", "username"), ("bookshelves.csv", "user"), ("bookshelves.csv", "title")]
+COMPLETE_YAML = {"authors.yaml": {"slug": "تازه", "fullName": "نویسنده‌ی تازه"},
+                 "categories.yaml": {"slug": "تازه", "name": "دسته‌ی تازه"},
+                 "users.yaml": {"username": "complete.user"}}
+
+
+@pytest.mark.parametrize("file, field", REQUIRED)
+def test_each_required_field_missing(data_dir, file, field):
+    if file.endswith(".csv"):
+        line = append_csv(data_dir / file, **{field: ""})
+    else:
+        record = {k: v for k, v in COMPLETE_YAML[file].items() if k != field}
+        line = append_yaml(data_dir / file, "- " + "\n  ".join(f"{k}: {v}" for k, v in record.items()) + "\n"
+                           if record else "- {}\n")
+    assert_reported(data_dir, file, line, field, "is missing: it is required")
+
+
+# ---- hostile input ------------------------------------------------------------------------
+
+def test_text_of_any_length_builds(data_dir, tmp_path):
+    about = "کتابی بلند. " * 30000  # 330 KB, over the 128 KiB a cell Python's csv module allows by default
+    append_csv(data_dir / "books.csv", isbn="9780000000001", about=about, title="بلند")
+    build(data_dir, tmp_path / "site")
+    books = [json.loads(p.read_bytes()) for p in (tmp_path / "site/api/v1/books").glob("*/*.json")]
+    assert [b["about"] for b in books if b["title"] == "بلند"] == [about]
+
+
+@pytest.mark.parametrize("character, name", [("\x00", "a NUL character (U+0000)")])
+def test_a_nul_in_csv_text_is_refused(data_dir, character, name):
+    line = append_csv(data_dir / "books.csv", about=f"پیش{character}پس")
+    assert_reported(data_dir, "books.csv", line, "about", f"holds {name} at character 4")
+
+
+def test_a_lone_surrogate_in_yaml_text_is_refused(data_dir):
+    line = append_yaml(data_dir / "users.yaml", '- username: surrogate\n  bio: "a\\ud800b"\n')
+    assert_reported(data_dir, "users.yaml", line + 1, "", "is not valid YAML: found invalid Unicode character escape")
+
+
+def test_a_lone_surrogate_in_text_is_refused():
+    """(What the YAML reader lets through elsewhere, and JSON bodies of writes, meet this.)"""
+    with pytest.raises(FieldError, match=r"^holds a lone surrogate \(U\+DC00\) at character 2, "):
+        text("a\udc00b")
+
+
+def test_a_key_given_twice_is_refused(data_dir):
+    line = append_yaml(data_dir / "users.yaml", "- username: first\n  bio: a\n  username: second\n")
+    assert_reported(data_dir, "users.yaml", line + 2, "", "is not valid YAML",
+                    f"the key 'username' is given twice (first on line {line}): keep one")
+
+
+def test_a_key_given_twice_in_a_nested_mapping(data_dir):
+    path = data_dir / "books.yaml"
+    (data_dir / "books.csv").unlink()
+    path.write_text("- title: t\n  isbn: '1'\n  price: 1\n  created_time: 2020-01-01T00:00:00Z\n"
+                    "  images:\n    - image: /a.jpg\n      image: /b.jpg\n", encoding="utf-8")
+    assert_reported(data_dir, "books.yaml", 7, "", "the key 'image' is given twice (first on line 6)")
+
+
+def test_a_key_given_twice_in_site_yaml(data_dir):
+    site = data_dir / "site.yaml"
+    site.write_text(site.read_text(encoding="utf-8") + "page_sizes: [5]\n", encoding="utf-8")
+    found = problems_of(data_dir)
+    assert [(p.file, p.field) for p in found] == [("data/site.yaml", "")]
+    assert "the key 'page_sizes' is given twice" in found[0].message and found[0].line > 1
+
+
+@pytest.mark.parametrize("tag", ["!!python/object/apply:os.system ['echo pwned']", "!!python/name:os.system",
+                                 "!custom 1"])
+def test_a_tag_the_safe_loader_refuses_is_a_problem(data_dir, tag):
+    line = append_yaml(data_dir / "users.yaml", f"- username: tagged\n  bio: {tag}\n")
+    found = [p for p in problems_of(data_dir) if p.file == "data/users.yaml"]
+    assert found and found[0].line == line + 1, found
+    assert "is not valid YAML: could not determine a constructor for the tag" in found[0].message
+
+
+def test_site_yaml_missing(data_dir):
+    (data_dir / "site.yaml").unlink()
+    assert_reported(data_dir, "site.yaml", 0, "", "is missing: it must at least set base_url")
+
+
+def test_site_yaml_unknown_key_and_repeated_page_size(data_dir):
+    (data_dir / "site.yaml").write_text("base_url: https://a.example\npage_sizes: [12, 24, 12]\ntheme: dark\n",
+                                        encoding="utf-8")
+    found = {(p.field, p.message) for p in problems_of(data_dir)}
+    assert found == {("theme", "is not a setting; known settings: base_url, cache_control, page_sizes, time_zone"),
+                     ("page_sizes", "[12, 24, 12] lists a page size twice")}

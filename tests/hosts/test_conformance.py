@@ -3,8 +3,15 @@ service did, under the built-in server always and under real nginx where it is i
 (under CI, always: .ci/run installs it and requires these tests)."""
 from __future__ import annotations
 
+import http.client
 import json
+import re
+import shutil
+import subprocess
+import sys
+import threading
 import time
+import uuid
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -12,7 +19,8 @@ import pytest
 
 from generator.build import build
 from generator.api.urls import RESOURCES
-from conftest import SAMPLE
+from conftest import ROOT, SAMPLE
+from golden_files import GOLDEN, ROUTES
 from servers import Server, process_exists, server_params
 
 BASE = "https://ketab.example.ir"
@@ -131,6 +139,33 @@ def test_pages_not_built_get_the_400(server, query):
     assert body(answer) == {"detail": NOT_BUILT}
     assert answer.header("Content-Type") == "application/json"
     assert answer.header("Allow") == READ
+
+
+GOLDEN_TABLE = [entry for entry in json.loads((GOLDEN / ROUTES).read_text(encoding="utf-8"))
+                if entry["request"][3] == ""]  # (the sample site has no path prefix)
+
+
+@pytest.mark.parametrize("entry", GOLDEN_TABLE, ids=lambda e: " ".join(e["request"][:3]).strip())
+def test_the_golden_request_table(server, entry):
+    """Every request of the table every router is checked against, answered as it says:
+    the file it names (or the answer for a missing one), the status and body, the Allow."""
+    method, path, query, _ = entry["request"]
+    answer, site = entry["answer"], server.site / "current"
+    got = server.request(method, path + (f"?{query}" if query else ""))
+    assert (got.header("Allow") or "") == answer["allow"]
+    if answer["location"] is not None:
+        assert (got.status, got.header("Location")) == (301, answer["location"])
+        return
+    if answer["forward"]:
+        expected = (503, b'{"detail":"Writing is not available right now: the write service is not running."}')
+    elif answer["file"] is not None and (site / answer["file"]).is_file():
+        expected = (200, (site / answer["file"]).read_bytes())
+    elif answer["file"] is not None:
+        missing = answer["missing_file"]
+        expected = (answer["missing_status"], (site / missing).read_bytes() if missing else answer["body"].encode())
+    else:
+        expected = (answer["status"], answer["body"].encode())
+    assert (got.status, got.body) == (expected[0], b"" if method == "HEAD" else expected[1])
 
 
 # ---- details, errors, redirects ------------------------------------------------------
@@ -292,18 +327,72 @@ def test_post_without_write_service(server, resource):
 
 @pytest.mark.parametrize("path", [
     "/api/v1/books/pages/12/0/0.json", "/api/v1/books/pages/", "/api/v1/books/index.json",
-    "/api/v1/books/76/", f"/api/v1/books/76/{BOOK}.json", "/api/v1/index.json", "/_meta/site.json",
-    "/_meta/page-not-built.json", "/.build/lock", "/current/api/v1/index.json", "/nginx/catalogue.conf",
-    "/.run/access.log", "/api/v1/books/../../.build/lock", "/api/v1/books/%2e%2e/%2e%2e/.build/lock",
-    "/api/v1/books/%2F..%2F..%2F.build%2Flock/", "/api/v1/books/.hidden/",
+    "/api/v1/books/76/", f"/api/v1/books/76/{BOOK}.json", "/api/v1/index.json", "/_meta/site.json", "/_meta/",
+    "/_meta/page-not-built.json", "/.build/lock", "/.build/", "/current/api/v1/index.json", "/nginx/catalogue.conf",
+    "/.run/access.log", "/.run/nginx.conf", "/.preview/", "/api/v1/books/../../.build/lock",
+    "/api/v1/books/%2e%2e/%2e%2e/.build/lock", "/api/v1/books/%2E%2E/%2E%2E/_meta/site.json",
+    "/api/v1/books/%2F..%2F..%2F.build%2Flock/", "/api/v1/books/..%2f..%2f_meta%2fsite.json",
+    "/api/v1/books/.hidden/", "/.hidden", "/api/v1/../_meta/site.json", "//_meta/site.json",
 ])
 def test_only_the_api_is_reachable(server, path):
     answer = server.get(path)
-    assert answer.status in (404, 200) and answer.header("Content-Type") == "application/json"
-    if answer.status == 200:  # only when nginx normalised the path onto an API URL
-        assert json.loads(answer.body)
-    else:
-        assert body(answer) == {"detail": "Not found."}
+    assert (answer.status, body(answer)) == (404, {"detail": "Not found."}), path
+    assert answer.header("Content-Type") == "application/json"
+
+
+@pytest.mark.parametrize("size", [64 * 1024 + 1, 200_000])
+def test_a_streamed_body_over_the_limit_is_refused(server, size):
+    """A chunked body (no Content-Length) over 64 KiB: 413 in DRF's shape, before any write."""
+    connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+    try:
+        chunks = (b"x" * 8192 for _ in range(-(-size // 8192)))
+        connection.request("POST", "/api/v1/user/", body=chunks, encode_chunked=True,
+                           headers={"Content-Type": "application/json", "Transfer-Encoding": "chunked"})
+        response = connection.getresponse()
+        assert (response.status, json.loads(response.read())) == (413, {"detail": "Request body is too large."})
+    finally:
+        connection.close()
+
+
+# ---- pages far into a collection -------------------------------------------------------------
+
+USERS = 10050  # past the first block of 10,000 offsets
+
+
+@pytest.fixture(scope="module")
+def big_server(tmp_path_factory, kind):
+    """The sample catalogue with 10,050 users, served."""
+    root = tmp_path_factory.mktemp("big")
+    data = root / "data"
+    shutil.copytree(SAMPLE, data)
+    (data / "users.yaml").unlink()
+    lines = ["id,username"] + [f"{uuid.UUID(int=n + 1, version=4)},user.{n}" for n in range(USERS)]
+    (data / "users.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (data / "bookshelves.csv").write_text("id,user,title\n", encoding="utf-8")
+    (data / "site.yaml").write_text(f"base_url: {BASE}\npage_sizes: [12, 5000]\n", encoding="utf-8")
+    build(data, root / "site")
+    running = Server(root / "site", kind=kind)
+    yield running
+    running.stop()
+
+
+@pytest.mark.parametrize("limit, offset, first, count", [
+    (12, 9996, 9996, 12), (12, 10008, 10008, 12), (12, 10044, 10044, 6), (5000, 10000, 10000, 50),
+    (5000, 5000, 5000, 5000),
+])
+def test_pages_past_the_first_block_of_offsets(big_server, limit, offset, first, count):
+    answer = big_server.get(f"/api/v1/user/?offset={offset}&limit={limit}")
+    assert answer.status == 200, answer.body[:200]
+    page = body(answer)
+    assert page["count"] == USERS and len(page["results"]) == count
+    assert [r["username"] for r in page["results"]] == [f"user.{n}" for n in range(first, first + count)]
+    assert page["previous"] == f"{BASE}/api/v1/user/?limit={limit}&offset={offset - limit}"
+    assert page["next"] == (None if offset + limit >= USERS else f"{BASE}/api/v1/user/?limit={limit}&offset={offset + limit}")
+
+
+@pytest.mark.parametrize("query", ["?offset=10056", "?limit=12&offset=1000008", "?limit=5000&offset=15000"])
+def test_pages_past_the_end_far_out(big_server, query):
+    assert big_server.get(f"/api/v1/user/{query}").status == 400
 
 
 # ---- the server as a whole ------------------------------------------------------------------
@@ -325,6 +414,50 @@ def test_rebuild_is_served_without_restart(tmp_path: Path, data_dir: Path, kind:
         assert b"Page sizes (limit): 10;" in running.get("/api/v1/books/?limit=12").body
     finally:
         assert running.stop() == 0
+
+
+REBUILD_LOOP = """
+import sys
+from generator.build import build
+for n in range(int(sys.argv[3])):
+    build(sys.argv[1], sys.argv[2], base_url=f"https://host{n % 2}.example", processes=1)
+"""
+
+
+def test_readers_see_whole_answers_while_builds_publish(tmp_path: Path, data_dir: Path, kind: str):
+    """Pages and details requested again and again while builds publish, one after the
+    other, in another process: every answer a 200 with a whole body of one build."""
+    site = tmp_path / "site"
+    build(data_dir, site, base_url="https://host1.example")
+    running = Server(site, kind=kind)
+    stop, wrong, answers = threading.Event(), [], [0]
+    paths = ["/api/v1/books/", "/api/v1/books/?limit=24&offset=24", f"/api/v1/books/{BOOK}/", "/api/v1/"]
+
+    def reader(k: int) -> None:
+        while not stop.is_set():
+            path = paths[answers[0] % len(paths)]
+            answer = running.get(path, Accept_Encoding="gzip" if k else "identity")
+            answers[0] += 1
+            try:
+                hosts = {url.split("/")[2] for url in re.findall(r"https://[^\"]+", answer.body.decode())}
+                json.loads(answer.body)
+            except ValueError as exc:
+                wrong.append((path, answer.status, repr(exc)))
+                continue
+            if answer.status != 200 or len(hosts) != 1:
+                wrong.append((path, answer.status, hosts))
+
+    threads = [threading.Thread(target=reader, args=(k,)) for k in range(2)]
+    for thread in threads:
+        thread.start()
+    try:
+        subprocess.run([sys.executable, "-c", REBUILD_LOOP, str(data_dir), str(site), "10"], cwd=ROOT, check=True)
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join()
+        running.stop()
+    assert wrong == [] and answers[0] > 50
 
 
 def test_base_url_path_prefix_and_empty_collection(tmp_path: Path, data_dir: Path, kind: str):

@@ -1,0 +1,63 @@
+"""The route table as one small JavaScript router, for hosts that run JavaScript in front
+of the files (a Worker, a CloudFront Function, an Edge Function).
+
+Rendered from api/routes.py: the same regular expressions (named groups turned into
+numbered ones, so that it stays ES5), the same bodies, the same file names (api/urls.py's
+functions with placeholders). `route(method, path, query)` answers what
+`api.routes.resolve` answers, as a plain object:
+
+    {status, body, file, missingStatus, missingFile, location, forward, allow}
+"""
+from __future__ import annotations
+
+import json
+import re
+
+import jinja2
+
+from ..api import routes
+from ..api.urls import PAGE_NOT_BUILT, RESOURCES, detail_file, page_file, root_path
+
+_templates = jinja2.Environment(loader=jinja2.PackageLoader("generator.hosts", "templates"), autoescape=False,
+                                undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
+
+
+def js_regex(pattern: str, whole: bool = True) -> tuple[str, dict[str, int]]:
+    """A pattern as the source of a JavaScript RegExp (a JSON string) and its groups' numbers."""
+    numbers = re.compile(pattern).groupindex
+    source = re.sub(r"\(\?P<[A-Za-z_]+>", "(", pattern)
+    return json.dumps(f"^{source}$" if whole else source), dict(numbers)
+
+
+def javascript(prefix: str) -> str:
+    """The router for a site whose base_url has this path prefix ("" for none)."""
+    bodies = routes.Bodies()
+    literal, patterns = {}, []
+    for route in routes.ROUTES:
+        entry = {"kind": route.kind, "allow": route.allow, "options": bodies.options(route).decode()}
+        if route.resource is not None:
+            entry.update(name=route.resource.name, writable=route.resource.writable,
+                         no_match=bodies.no_match(route.resource).decode())
+        if route.kind in ("root", "list"):
+            literal[route.pattern] = entry
+        else:
+            source, groups = js_regex(route.pattern)
+            patterns.append({**entry, "source": source, "shard": groups.get("catalogue_shard", 0),
+                             "rest": groups.get("catalogue_rest", 0)})
+    limit, limit_groups = js_regex(routes.LIMIT)
+    offset, offset_groups = js_regex(routes.OFFSET)
+    last_limit, last_groups = js_regex(routes.last("limit"), whole=False)
+    bucket, bucket_groups = js_regex(routes.BUCKET)
+    return _templates.get_template("router.js.j2").render(
+        prefix=json.dumps(prefix), literal=json.dumps(literal, ensure_ascii=False), patterns=patterns,
+        json=json.dumps, limit=limit, n=limit_groups["n"], offset=offset, offset_n=offset_groups["n"],
+        last_limit=last_limit, last_offset=js_regex(routes.last("offset"), whole=False)[0],
+        value=last_groups["value"], plain=js_regex(routes.PLAIN)[0],
+        escaped_name=js_regex(routes.ESCAPED_NAME, whole=False)[0], bucket=bucket, b=bucket_groups["b"],
+        invalid=json.dumps(routes.INVALID), default_limit=json.dumps(routes.LIMIT_SPELLING.otherwise),
+        default_offset=json.dumps(routes.OFFSET_SPELLING.otherwise), redirect=js_regex(routes.REDIRECT)[0],
+        not_found=json.dumps(routes.Bodies().not_found.decode()),
+        root_file=json.dumps(root_path()), page_not_built=json.dumps(PAGE_NOT_BUILT),
+        page_file=json.dumps(page_file("{name}", "{limit}", "{bucket}", "{offset}")),
+        detail_file=json.dumps(detail_file("{name}", "{shard}", "{id}")),
+        names=[r.name for r in RESOURCES])
