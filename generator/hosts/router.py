@@ -56,7 +56,7 @@ def javascript(prefix: str) -> str:
         escaped_name=js_regex(routes.ESCAPED_NAME, whole=False)[0], bucket=bucket, b=bucket_groups["b"],
         invalid=json.dumps(routes.INVALID), default_limit=json.dumps(routes.LIMIT_SPELLING.otherwise),
         default_offset=json.dumps(routes.OFFSET_SPELLING.otherwise), redirect=js_regex(routes.REDIRECT)[0],
-        not_found=json.dumps(routes.Bodies().not_found.decode()),
+        not_found=json.dumps(bodies.not_found.decode()),
         root_file=json.dumps(root_path()), page_not_built=json.dumps(PAGE_NOT_BUILT),
         page_file=json.dumps(page_file("{name}", "{limit}", "{bucket}", "{offset}")),
         detail_file=json.dumps(detail_file("{name}", "{shard}", "{id}")),
