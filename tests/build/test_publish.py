@@ -127,7 +127,7 @@ def test_a_reader_never_finds_the_site_missing_or_mixed_while_builds_publish(dat
                 continue
             for data in (first, second):  # each whole (it parses), of one build (one host)
                 json.loads(data)
-                hosts = set(re.findall(rb"https://([^/]+)/", data))
+                hosts = set(re.findall(rb"https://([^/]+)/api/v1/", data))
                 if len(hosts) != 1 or not hosts <= {b"host0.example", b"host1.example"}:
                     seen.append(hosts)
             reads[0] += 1

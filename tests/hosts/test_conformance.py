@@ -386,7 +386,8 @@ def test_pages_past_the_first_block_of_offsets(big_server, limit, offset, first,
     page = body(answer)
     assert page["count"] == USERS and len(page["results"]) == count
     assert [r["username"] for r in page["results"]] == [f"user.{n}" for n in range(first, first + count)]
-    assert page["previous"] == f"{BASE}/api/v1/user/?limit={limit}&offset={offset - limit}"
+    previous = f"&offset={offset - limit}" if offset > limit else ""  # (DRF leaves out offset=0)
+    assert page["previous"] == f"{BASE}/api/v1/user/?limit={limit}{previous}"
     assert page["next"] == (None if offset + limit >= USERS else f"{BASE}/api/v1/user/?limit={limit}&offset={offset + limit}")
 
 
@@ -439,7 +440,7 @@ def test_readers_see_whole_answers_while_builds_publish(tmp_path: Path, data_dir
             answer = running.get(path, Accept_Encoding="gzip" if k else "identity")
             answers[0] += 1
             try:
-                hosts = {url.split("/")[2] for url in re.findall(r"https://[^\"]+", answer.body.decode())}
+                hosts = set(re.findall(r"https://([^/]+)/api/v1/", answer.body.decode()))
                 json.loads(answer.body)
             except ValueError as exc:
                 wrong.append((path, answer.status, repr(exc)))
