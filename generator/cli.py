@@ -16,6 +16,7 @@ from .build import check as check_data
 from .catalogue import synth as synthetic
 from .errors import CatalogueError
 from .hosts import builtin, nginx
+from .hosts.deploy import deploy as deploy_site
 from .writes import service, tokens
 
 BASE_URL_HELP = "Override site.yaml's base_url (also read from CATALOGUE_BASE_URL)."
@@ -154,6 +155,21 @@ def write_service(data_dir: Path, out_dir: Path, token_file: Path, host: str, po
                   base_url: str | None, listen: str) -> None:
     """Accept POSTs of users and bookshelves: append them to DATA and publish them."""
     _run(lambda: service.run(service.Config(data_dir, out_dir, token_file, host, port, base_url, listen)))
+
+
+@main.command()
+@click.argument("target")
+@click.option("--site", "site_dir", default="site", show_default=True,
+              type=click.Path(file_okay=False, path_type=Path), help="A built site.")
+@click.option("--endpoint-url", help="An S3-compatible endpoint (R2, MinIO, a local server); default: AWS S3.")
+def deploy(target: str, site_dir: Path, endpoint_url: str | None) -> None:
+    """Upload the published site to TARGET (s3://BUCKET[/PREFIX]): new and changed files, then deletions."""
+    report = _run(lambda: deploy_site(site_dir, target, endpoint_url))
+    click.echo(f"uploaded {report.uploaded:,} files, deleted {report.deleted:,}, {report.unchanged:,} unchanged")
+    if report.invalidate:
+        click.echo("paths to invalidate in a CDN in front of it:")
+        for path in report.invalidate:
+            click.echo(f"  {path}")
 
 
 @main.group()

@@ -69,6 +69,7 @@ RESOURCES = (
     Resource("bookshelf", "bookshelves", "Bookshelf", writable=True),
 )
 BY_COLLECTION = {r.collection: r for r in RESOURCES}
+BY_NAME = {r.name: r for r in RESOURCES}
 WRITABLE = {r.name: r.collection for r in RESOURCES if r.writable}
 
 
