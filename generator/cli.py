@@ -14,6 +14,7 @@ from .api.urls import API, PREVIEW
 from .build import Summary
 from .build import check as check_data
 from .catalogue import synth as synthetic
+from .catalogue.settings import LINKS
 from .errors import CatalogueError
 from .hosts import builtin, nginx
 from .hosts.deploy import deploy as deploy_site
@@ -65,10 +66,13 @@ def main() -> None:
               help="Address of the server block written to OUT/nginx/.")
 @click.option("--write-service", default=DEFAULT_WRITE_SERVICE, show_default=True,
               help="host:port of the write service, where nginx forwards POSTs.")
-def build(data_dir: Path, out_dir: Path, base_url: str | None, listen: str, write_service: str) -> None:
+@click.option("--links", type=click.Choice(LINKS), default="api", show_default=True,
+              help="api: links are the API's URLs, as DRF wrote them; paths: each link is the URL of its "
+                   "file, for a host that serves files and nothing else.")
+def build(data_dir: Path, out_dir: Path, base_url: str | None, listen: str, write_service: str, links: str) -> None:
     """Build and publish the whole API under OUT/api/v1/ (atomically), and OUT/nginx/."""
     hosting = compose.Hosting(listen, write_service)
-    summary = _run(lambda: compose.build(data_dir, out_dir, base_url, _Progress(), hosting))
+    summary = _run(lambda: compose.build(data_dir, out_dir, base_url, _Progress(), hosting, links))
     for line in _summary_lines(summary):
         click.echo(line)
     click.echo(f"published: {out_dir}/{API}/")

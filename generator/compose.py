@@ -24,9 +24,9 @@ class Hosting:
 
 
 def build(data_dir: Path, out_dir: Path, base_url: str | None = None, progress: Progress | None = None,
-          hosting: Hosting = Hosting()) -> Summary:
+          hosting: Hosting = Hosting(), links: str = "api") -> Summary:
     """Build and publish the site, then write its nginx configuration into OUT/nginx/."""
     nginx.check_address(hosting.write_service)  # (before anything is published)
-    summary = build_site(data_dir, out_dir, base_url, progress)
+    summary = build_site(data_dir, out_dir, base_url, progress, links=links)
     nginx.write_configs(Path(out_dir), hosting.listen, hosting.write_service)
     return summary

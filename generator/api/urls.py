@@ -74,22 +74,31 @@ WRITABLE = {r.name: r.collection for r in RESOURCES if r.writable}
 
 
 class Urls:
-    """Absolute URLs, all starting with the site's base_url."""
+    """Absolute URLs, all starting with the site's base_url: the API's own (as DRF wrote
+    them), or with links="paths" the URLs of the files themselves, for a host that serves
+    files and nothing else (no query strings, no directory index)."""
 
-    def __init__(self, base_url: str) -> None:
+    def __init__(self, base_url: str, links: str = "api") -> None:
         self.base = base_url
+        self.paths = links == "paths"
 
     def root(self) -> str:
-        return f"{self.base}/{API}/"
+        return f"{self.base}/{root_path()}" if self.paths else f"{self.base}/{API}/"
 
     def collection(self, resource: Resource) -> str:
+        if self.paths:
+            return f"{self.base}/{first_page_path(resource)}"
         return f"{self.base}/{API}/{resource.name}/"
 
     def detail(self, resource: Resource, id: str) -> str:
+        if self.paths:
+            return f"{self.base}/{detail_path(resource, id)}"
         return f"{self.base}/{API}/{resource.name}/{id}/"
 
     def page(self, resource: Resource, limit: int, offset: int = 0) -> str:
         """A page link as DRF writes it: parameters sorted, offset left out at 0."""
+        if self.paths:
+            return f"{self.base}/{page_path(resource, limit, offset)}"
         query = f"?limit={limit}" if offset == 0 else f"?limit={limit}&offset={offset}"
         return self.collection(resource) + query
 

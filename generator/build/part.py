@@ -88,7 +88,7 @@ class Part:
         self.plan = plan
         self.out = plan.make_output()
         self.problems = Problems()
-        self.urls = Urls(plan.settings.base_url) if plan.settings else None
+        self.urls = Urls(plan.settings.base_url, plan.settings.links) if plan.settings else None
         self.renderer = Renderer(plan.settings, self.urls) if plan.settings else None
         self.checker = SchemaChecker()
         self.known = Known()

@@ -49,9 +49,9 @@ class Job:
     progress: Progress | None
 
     @classmethod
-    def read(cls, data_dir: Path, base_url: str | None, processes: int | None,
-             progress: Progress | None) -> "Job":
-        return cls(read_catalogue(Path(data_dir), base_url), processes or default_processes(), progress)
+    def read(cls, data_dir: Path, base_url: str | None, processes: int | None, progress: Progress | None,
+             links: str = "api") -> "Job":
+        return cls(read_catalogue(Path(data_dir), base_url, links), processes or default_processes(), progress)
 
     @property
     def settings(self) -> Settings | None:
@@ -85,11 +85,11 @@ def default_processes() -> int:
 
 
 def build(data_dir: Path, out_dir: Path, base_url: str | None = None, progress: Progress | None = None,
-          processes: int | None = None, background: bool = True) -> Summary:
+          processes: int | None = None, background: bool = True, links: str = "api") -> Summary:
     """Build and publish, taking over what the previous build made of unchanged input;
     with `background`, what is thrown away is deleted by a process of its own."""
     started = time.monotonic()
-    job = Job.read(data_dir, base_url, processes, progress)
+    job = Job.read(data_dir, base_url, processes, progress, links)
     site = Site(Path(out_dir))
     with site.locked():
         previous = site.published()
@@ -154,7 +154,7 @@ def write_skeleton(target: Target, settings: Settings) -> None:
     wrote because they did not change."""
     site, generation, previous = target.site, target.generation, target.previous
     checker = SchemaChecker()
-    root = Renderer(settings, Urls(settings.base_url)).root()
+    root = Renderer(settings, Urls(settings.base_url, settings.links)).root()
     checker.check("root", root, root_path())
     checker.raise_if_violated()
     info = SiteInfo(settings.base_url, settings.cache_control)

@@ -112,7 +112,7 @@ def counts(generation_root: Path) -> dict[str, int]:
 class Incremental:
     """What the previous build leaves this one to take over."""
     previous: Path | None = None  # its generation (and state)
-    reuse: bool = False  # same generator, base_url and time zone: its rows may be taken over
+    reuse: bool = False  # same generator, base_url, time zone and links: its rows may be taken over
     unchanged: frozenset[str] = frozenset()  # collections taken over whole
     old_sizes: tuple[int, ...] = ()  # its page sizes, whose pages may be taken over
     old_default: int | None = None
@@ -120,8 +120,10 @@ class Incremental:
     @classmethod
     def between(cls, previous: Path | None, before: Fingerprint | None,
                 now: Fingerprint | None) -> "Incremental":
-        if now is None or before is None or before.version != now.version or any(
-                before.settings[k] != now.settings[k] for k in ("base_url", "time_zone")):
+        if now is None or before is None or before.version != now.version:
+            return cls()
+        old = {"links": "api", **before.settings}  # (builds before --links made API links)
+        if any(old[k] != now.settings[k] for k in ("base_url", "time_zone", "links")):
             return cls()
         same_pages = before.settings["page_sizes"] == now.settings["page_sizes"]
         unchanged: set[str] = set()

@@ -119,14 +119,15 @@ class Input(NamedTuple):
     problems: Problems
 
 
-def read_catalogue(data_dir: Path, base_url: str | None = None) -> Input:
-    """The data directory's settings and sources; base_url, when given, overrides site.yaml's."""
+def read_catalogue(data_dir: Path, base_url: str | None = None, links: str = "api") -> Input:
+    """The data directory's settings and sources; base_url, when given, overrides site.yaml's;
+    links is the build's choice of links (catalogue build --links)."""
     if not data_dir.is_dir():
         raise CatalogueError(f"data directory {data_dir} does not exist")
     problems = Problems()
     site_name, raw = read_site(data_dir, problems)
     # (a missing or broken site.yaml is one problem, not one more for each setting)
-    return Input(settings(site_name, raw, problems, base_url) if raw is not None else None, find_sources(data_dir, problems), problems)
+    return Input(settings(site_name, raw, problems, base_url, links) if raw is not None else None, find_sources(data_dir, problems), problems)
 
 
 def find_sources(data_dir: Path, problems: Problems) -> dict[str, Source]:

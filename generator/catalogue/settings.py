@@ -15,6 +15,9 @@ class Settings:
     page_sizes: tuple[int, ...]
     time_zone: str
     cache_control: str = "no-cache"
+    # "api": links are the API's URLs, as DRF wrote them; "paths": each link is the URL of
+    # the file itself (for hosts that serve files and nothing else). A build option.
+    links: str = "api"
 
     @property
     def default_page_size(self) -> int:
@@ -28,7 +31,11 @@ class Settings:
 SITE_KEYS = {"base_url", "page_sizes", "time_zone", "cache_control"}
 
 
-def settings(name: str, raw: dict, problems: Problems, base_url: str | None = None) -> Settings | None:
+LINKS = ("api", "paths")
+
+
+def settings(name: str, raw: dict, problems: Problems, base_url: str | None = None,
+             links: str = "api") -> Settings | None:
     before = len(problems)
     for key in set(raw) - SITE_KEYS:
         problems.add(name, 0, key, f"is not a setting; known settings: {', '.join(sorted(SITE_KEYS))}")
@@ -55,4 +62,4 @@ def settings(name: str, raw: dict, problems: Problems, base_url: str | None = No
         problems.add(name, 0, "cache_control", f"{shown(cache)} is not a Cache-Control value like 'public, max-age=60'")
     if len(problems) > before:
         return None
-    return Settings(url, tuple(sizes), str(zone), cache)
+    return Settings(url, tuple(sizes), str(zone), cache, links)

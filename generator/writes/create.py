@@ -106,7 +106,7 @@ class Catalogue:
         settings, sources, problems = load.read_catalogue(self.data_dir, self.base_url)
         if settings is None or problems:
             raise Unavailable(_first(problems))
-        self.urls = Urls(settings.base_url)
+        self.urls = Urls(settings.base_url, settings.links)
         self.renderer = Renderer(settings, self.urls)
         self.files = {c: DataFile(sources[c]) for c in WRITABLE.values()}
         known = records.Known()
