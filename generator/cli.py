@@ -1,5 +1,5 @@
 """The `catalogue` command: a thin layer over the library (compose.build, build.check,
-hosts.nginx.serve, the write service, tokens and synthetic catalogues)."""
+the hosts' servers and deploy, the write service, tokens and synthetic catalogues)."""
 from __future__ import annotations
 
 import sys
