@@ -16,7 +16,7 @@ import re
 import jinja2
 
 from ..api import routes
-from ..api.urls import PAGE_NOT_BUILT, RESOURCES, detail_file, page_file, root_path
+from ..api.urls import PAGE_NOT_BUILT, detail_file, page_file, root_path
 
 _templates = jinja2.Environment(loader=jinja2.PackageLoader("generator.hosts", "templates"), autoescape=False,
                                 undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
@@ -30,14 +30,21 @@ def js_regex(pattern: str, whole: bool = True) -> tuple[str, dict[str, int]]:
 
 
 def javascript(prefix: str) -> str:
-    """The router for a site whose base_url has this path prefix ("" for none)."""
+    """The router for a site whose base_url has this path prefix ("" for none). Small enough
+    for a CloudFront Function (10 KB): each body once, their common part once."""
     bodies = routes.Bodies()
+    common = _common(bodies)
+    texts = {"root": bodies.options(routes.ROUTES[0]).decode().replace(common, "\u0001")}
     literal, patterns = {}, []
     for route in routes.ROUTES:
-        entry = {"kind": route.kind, "allow": route.allow, "options": bodies.options(route).decode()}
+        entry = {"kind": route.kind, "allow": route.allow}
         if route.resource is not None:
-            entry.update(name=route.resource.name, writable=route.resource.writable,
-                         no_match=bodies.no_match(route.resource).decode())
+            name = route.resource.name
+            texts.setdefault(name, {"list": None, "detail": None,
+                                    "noMatch": bodies.no_match(route.resource).decode()})
+            texts[name]["list" if route.kind == "list" else "detail"] = (
+                bodies.options(route).decode().replace(common, "\u0001"))
+            entry.update(name=name, writable=route.resource.writable)
         if route.kind in ("root", "list"):
             literal[route.pattern] = entry
         else:
@@ -49,15 +56,22 @@ def javascript(prefix: str) -> str:
     last_limit, last_groups = js_regex(routes.last("limit"), whole=False)
     bucket, bucket_groups = js_regex(routes.BUCKET)
     return _templates.get_template("router.js.j2").render(
-        prefix=json.dumps(prefix), literal=json.dumps(literal, ensure_ascii=False), patterns=patterns,
-        json=json.dumps, limit=limit, n=limit_groups["n"], offset=offset, offset_n=offset_groups["n"],
-        last_limit=last_limit, last_offset=js_regex(routes.last("offset"), whole=False)[0],
-        value=last_groups["value"], plain=js_regex(routes.PLAIN)[0],
-        escaped_name=js_regex(routes.ESCAPED_NAME, whole=False)[0], bucket=bucket, b=bucket_groups["b"],
-        invalid=json.dumps(routes.INVALID), default_limit=json.dumps(routes.LIMIT_SPELLING.otherwise),
+        prefix=json.dumps(prefix), literal=json.dumps(literal, ensure_ascii=False, separators=(",", ":")),
+        bodies=json.dumps(texts, ensure_ascii=False, separators=(",", ":")), common=json.dumps(common),
+        patterns=patterns, json=json.dumps, limit=limit, n=limit_groups["n"], offset=offset,
+        offset_n=offset_groups["n"], last_limit=last_limit,
+        last_offset=js_regex(routes.last("offset"), whole=False)[0], value=last_groups["value"],
+        plain=js_regex(routes.PLAIN)[0], escaped_name=js_regex(routes.ESCAPED_NAME, whole=False)[0],
+        bucket=bucket, b=bucket_groups["b"], invalid=json.dumps(routes.INVALID),
+        default_limit=json.dumps(routes.LIMIT_SPELLING.otherwise),
         default_offset=json.dumps(routes.OFFSET_SPELLING.otherwise), redirect=js_regex(routes.REDIRECT)[0],
-        not_found=json.dumps(bodies.not_found.decode()),
-        root_file=json.dumps(root_path()), page_not_built=json.dumps(PAGE_NOT_BUILT),
+        not_found=json.dumps(bodies.not_found.decode()), root_file=json.dumps(root_path()),
+        page_not_built=json.dumps(PAGE_NOT_BUILT),
         page_file=json.dumps(page_file("{name}", "{limit}", "{bucket}", "{offset}")),
-        detail_file=json.dumps(detail_file("{name}", "{shard}", "{id}")),
-        names=[r.name for r in RESOURCES])
+        detail_file=json.dumps(detail_file("{name}", "{shard}", "{id}")))
+
+
+def _common(bodies: routes.Bodies) -> str:
+    """What every OPTIONS body has after its name: stored once."""
+    root = bodies.options(routes.ROUTES[0]).decode()
+    return root[root.index(',"renders"'):root.index("]", root.index('"parses"')) + 1]

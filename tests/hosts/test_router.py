@@ -48,3 +48,8 @@ def test_the_router_is_es5():
     """No arrow functions, let/const, template literals, classes or named groups."""
     code = re.sub(r"(?m)^//.*$", "", javascript(""))  # (comment lines aside)
     assert not re.search(r"=>|\blet\b|\bconst\b|`|\bclass\b|\(\?<", code)
+
+
+def test_the_router_fits_a_cloudfront_function():
+    """CloudFront Functions take at most 10 KB of code."""
+    assert len(javascript("/a/longer/path/prefix").encode("utf-8")) <= 10 * 1024
