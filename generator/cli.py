@@ -63,14 +63,14 @@ def main() -> None:
               type=click.Path(file_okay=False, path_type=Path), help="Where the site is published.")
 @click.option("--base-url", envvar="CATALOGUE_BASE_URL", help=BASE_URL_HELP)
 @click.option("--listen", default=DEFAULT_LISTEN, show_default=True,
-              help="Address of the server block written to OUT/nginx/.")
+              help="Address of the server block written to OUT/hosts/nginx/.")
 @click.option("--write-service", default=DEFAULT_WRITE_SERVICE, show_default=True,
               help="host:port of the write service, where nginx forwards POSTs.")
 @click.option("--links", type=click.Choice(LINKS), default="api", show_default=True,
               help="api: links are the API's URLs, as DRF wrote them; paths: each link is the URL of its "
                    "file, for a host that serves files and nothing else.")
 def build(data_dir: Path, out_dir: Path, base_url: str | None, listen: str, write_service: str, links: str) -> None:
-    """Build and publish the whole API under OUT/api/v1/ (atomically), and OUT/nginx/."""
+    """Build and publish the whole API under OUT/api/v1/ (atomically), and OUT/hosts/."""
     hosting = compose.Hosting(listen, write_service)
     summary = _run(lambda: compose.build(data_dir, out_dir, base_url, _Progress(), hosting, links))
     for line in _summary_lines(summary):
@@ -154,7 +154,7 @@ def _preview(data_dir: Path, site_dir: Path, token_file: Path, port: int, write_
               help="Port to listen on.")
 @click.option("--base-url", envvar="CATALOGUE_BASE_URL", help=BASE_URL_HELP)
 @click.option("--listen", default=DEFAULT_LISTEN, show_default=True,
-              help="Address of the server block its rebuilds write to OUT/nginx/.")
+              help="Address of the server block its rebuilds write to OUT/hosts/nginx/.")
 def write_service(data_dir: Path, out_dir: Path, token_file: Path, host: str, port: int,
                   base_url: str | None, listen: str) -> None:
     """Accept POSTs of users and bookshelves: append them to DATA and publish them."""

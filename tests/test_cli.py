@@ -109,11 +109,12 @@ def test_serve_without_a_built_site(tmp_path: Path, server: str):
 def test_build_writes_the_nginx_configuration(data_dir: Path, tmp_path: Path):
     out = tmp_path / "site"
     run("build", "--data", str(data_dir), "--out", str(out), "--listen", "127.0.0.1:9123")
-    server = (out / "nginx/catalogue.conf").read_text(encoding="utf-8")
+    server = (out / "hosts/nginx/catalogue.conf").read_text(encoding="utf-8")
     assert "listen 127.0.0.1:9123;" in server and f'root "{out.absolute()}/current";' in server
     assert "server_name ketab.example.ir;" in server
-    standalone = (out / "nginx/nginx.conf").read_text(encoding="utf-8")
-    assert f'include "{out.absolute()}/nginx/catalogue.conf";' in standalone
+    standalone = (out / "hosts/nginx/nginx.conf").read_text(encoding="utf-8")
+    assert f'include "{out.absolute()}/hosts/nginx/catalogue.conf";' in standalone
+    assert "function route(method, path, query)" in (out / "hosts/router/router.js").read_text(encoding="utf-8")
 
 
 def test_token_add_prints_the_token_and_keeps_its_hash(tmp_path: Path):

@@ -26,6 +26,7 @@ A site directory (the build's --out) holds the generations and what hosts need:
     <out>/api -> current/api            the stable path servers name
     <out>/.build/                       generations, shard store, trash, lock (the build's)
     <out>/.preview/                     a local build of the data, links pointing where it is served
+    <out>/hosts/<host>/                 what each host needs: nginx's configuration, the router
 """
 from __future__ import annotations
 
@@ -190,3 +191,4 @@ CURRENT = "current"  # <out>/current: link to the published generation
 SERVED = (API.split("/")[0],)  # top-level names of a generation, each linked from <out>/
 BUILD_DIR = ".build"  # <out>/.build/: the build's generations, store, trash and lock
 PREVIEW = ".preview"  # <out>/.preview/: a site of its own, `catalogue serve --data`'s local build
+HOSTS = "hosts"  # <out>/hosts/<host>/: what the build writes for each host (configurations, routers)

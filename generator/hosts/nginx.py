@@ -21,12 +21,12 @@ import jinja2
 
 from ..api import meta, routes
 from ..api.serving import DEFAULT_WRITE_SERVICE, LOCAL, MAX_BODY, SiteInfo
-from ..api.urls import (API, BUCKET_DIGITS, CURRENT, META, PAGE_BUCKET, PAGE_NOT_BUILT, RESOURCES, detail_file,
+from ..api.urls import (API, BUCKET_DIGITS, CURRENT, HOSTS, META, PAGE_BUCKET, PAGE_NOT_BUILT, RESOURCES, detail_file,
                         page_file, root_path)
 from ..errors import CatalogueError
 from ..system import stop_with_parent
 
-CONFIG_DIR = "nginx"  # <site>/nginx/: what the build writes for deployment
+CONFIG_DIR = f"{HOSTS}/nginx"  # <site>/hosts/nginx/: what the build writes for deployment
 RUN_DIR = ".run"  # <site>/.run/: what `catalogue serve` writes: config, pid, logs, temp files
 SAFE_PATH = re.compile(r"[A-Za-z0-9._~/-]*")
 INSTALL_HINT = ("nginx is not installed (or not on PATH): install it with the system's package manager, "
@@ -108,7 +108,7 @@ def standalone_config(server_conf: Path, run: Path, user: str | None) -> str:
 def write_configs(site: Path, listen: str, write_service: str = DEFAULT_WRITE_SERVICE,
                   directory: Path | None = None) -> Path:
     """The server block and a standalone nginx.conf using it, for the site as its published
-    build records it to be served, in directory (default: <site>/nginx/); returns nginx.conf."""
+    build records it to be served, in directory (default: <site>/hosts/nginx/); returns nginx.conf."""
     serving = SiteInfo.of_site(site)
     directory = directory if directory is not None else site / CONFIG_DIR
     directory.mkdir(parents=True, exist_ok=True)

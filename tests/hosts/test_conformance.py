@@ -328,7 +328,8 @@ def test_post_without_write_service(server, resource):
 @pytest.mark.parametrize("path", [
     "/api/v1/books/pages/12/0/0.json", "/api/v1/books/pages/", "/api/v1/books/index.json",
     "/api/v1/books/76/", f"/api/v1/books/76/{BOOK}.json", "/api/v1/index.json", "/_meta/site.json", "/_meta/",
-    "/_meta/page-not-built.json", "/.build/lock", "/.build/", "/current/api/v1/index.json", "/nginx/catalogue.conf",
+    "/_meta/page-not-built.json", "/.build/lock", "/.build/", "/current/api/v1/index.json", "/hosts/nginx/catalogue.conf",
+    "/hosts/router/router.js",
     "/.run/access.log", "/.run/nginx.conf", "/.preview/", "/api/v1/books/../../.build/lock",
     "/api/v1/books/%2e%2e/%2e%2e/.build/lock", "/api/v1/books/%2E%2E/%2E%2E/_meta/site.json",
     "/api/v1/books/%2F..%2F..%2F.build%2Flock/", "/api/v1/books/..%2f..%2f_meta%2fsite.json",
