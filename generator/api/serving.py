@@ -22,6 +22,13 @@ DEFAULT_LISTEN = f"{LOCAL}:{PORT}"
 DEFAULT_WRITE_SERVICE = f"{LOCAL}:{WRITE_PORT}"
 
 
+def headers(cache_control: str) -> dict[str, str]:
+    """The headers every answer of the site carries, errors included (http.md), besides
+    Content-Type and Allow: every host sends exactly these."""
+    return {"Vary": "Accept", "Access-Control-Allow-Origin": "*", "X-Content-Type-Options": "nosniff",
+            "X-Frame-Options": "DENY", "Referrer-Policy": "same-origin", "Cache-Control": cache_control}
+
+
 def allow(resource: Resource) -> str:
     """The Allow header of a resource's list."""
     return ALLOW_WRITE if resource.writable else ALLOW_READ

@@ -191,4 +191,5 @@ CURRENT = "current"  # <out>/current: link to the published generation
 SERVED = (API.split("/")[0],)  # top-level names of a generation, each linked from <out>/
 BUILD_DIR = ".build"  # <out>/.build/: the build's generations, store, trash and lock
 PREVIEW = ".preview"  # <out>/.preview/: a site of its own, `catalogue serve --data`'s local build
+STATE = ".state"  # <generation>/.state/: what a build keeps for the next (never served nor deployed)
 HOSTS = "hosts"  # <out>/hosts/<host>/: what the build writes for each host (configurations, routers)

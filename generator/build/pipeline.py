@@ -19,7 +19,7 @@ from ..api import meta
 from ..api.render import Renderer
 from ..api.schemas import MAX_REPORTED, SchemaChecker
 from ..api.serving import SiteInfo
-from ..api.urls import (BY_COLLECTION, PAGE_NOT_BUILT, SITE_INFO, Shard, Urls, default_pages_link, detail_path,
+from ..api.urls import (BY_COLLECTION, PAGE_NOT_BUILT, SITE_INFO, STATE, Shard, Urls, default_pages_link, detail_path,
                         first_page_path, key_of, root_path, shard_of)
 from ..catalogue.fields import COLLECTIONS
 from ..catalogue.load import Input, read_catalogue
@@ -209,7 +209,7 @@ def record_sizes(target: Target, now: state.Fingerprint, before: state.Fingerpri
 def _skeleton_size(root: Path) -> list[int]:
     files = size = 0
     for directory, _dirs, names in os.walk(root):  # links to shards are not followed
-        if state.STATE_DIR in Path(directory).parts:
+        if STATE in Path(directory).parts:
             continue
         for name in names:
             path = os.path.join(directory, name)

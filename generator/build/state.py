@@ -25,6 +25,7 @@ from typing import NamedTuple
 
 import orjson
 
+from ..api.urls import STATE
 from ..catalogue.fields import COLLECTIONS, embeds
 from ..catalogue.load import Source
 from ..catalogue.settings import Settings
@@ -36,7 +37,6 @@ READ_AHEAD = 256  # records read at once when taking over a previous build's rec
 # A build refers to the previous records where they lie unless they are spread over more
 # files than this, or the files hold more bytes no longer published than published.
 MAX_DATA_FILES = 32
-STATE_DIR = ".state"
 FINGERPRINT = "fingerprint.json"
 COUNTS = "records.json"
 
@@ -100,7 +100,7 @@ def file_hash(source: Source) -> str:
 
 
 def state_dir(generation_root: Path) -> Path:
-    return generation_root / STATE_DIR
+    return generation_root / STATE
 
 
 def counts(generation_root: Path) -> dict[str, int]:

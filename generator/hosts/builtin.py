@@ -26,7 +26,7 @@ from starlette.responses import FileResponse, Response
 
 from ..api import meta
 from ..api.routes import Answer, Bodies, resolve
-from ..api.serving import DEFAULT_WRITE_SERVICE, LOCAL, MAX_BODY, SiteInfo
+from ..api.serving import DEFAULT_WRITE_SERVICE, LOCAL, MAX_BODY, SiteInfo, headers
 from ..api.urls import API, CURRENT
 
 JSON = "application/json"
@@ -42,11 +42,7 @@ class Generation:
     def __init__(self, root: Path, info: SiteInfo) -> None:
         self.root = root
         self.prefix = urlsplit(info.base_url).path
-        self.headers = {
-            "Vary": "Accept", "Access-Control-Allow-Origin": "*", "X-Content-Type-Options": "nosniff",
-            "X-Frame-Options": "DENY", "Referrer-Policy": "same-origin", "Cache-Control": info.cache_control,
-            "Server": SERVER,
-        }
+        self.headers = {**headers(info.cache_control), "Server": SERVER}
 
 
 class Server:

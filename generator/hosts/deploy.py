@@ -29,11 +29,10 @@ from typing import Callable
 from urllib.parse import urlsplit
 
 from ..api.serving import SiteInfo
-from ..api.urls import API, BY_NAME, CURRENT, Shard, key_of, shard_of
+from ..api.urls import API, BY_NAME, CURRENT, STATE, Shard, key_of, shard_of
 from ..errors import CatalogueError
 
 DEPLOY_DIR = ".deploy"  # <site>/.deploy/: what each target last received
-STATE_DIR = ".state"  # (the build's own bookkeeping in a generation: never deployed)
 WORKERS = 16
 Signature = tuple[int, int, int]  # inode, modification time (ns), size
 
@@ -67,7 +66,7 @@ def tree(root: Path) -> dict[str, Signature]:
     """Every file of a published generation (its shards followed), by relative path."""
     found = {}
     for directory, dirs, names in os.walk(root, followlinks=True):
-        dirs[:] = [d for d in dirs if d != STATE_DIR]
+        dirs[:] = [d for d in dirs if d != STATE]
         relative = os.path.relpath(directory, root)
         for name in names:
             path = os.path.join(directory, name)
@@ -136,10 +135,10 @@ def _deploy(client, site: Path, url: str, endpoint: str | None, progress: Callab
     root = (site / CURRENT).resolve()
     now = tree(root)
     record = Record(site, target, endpoint)
-    changed = [path for path, signature in now.items() if record.known.get(path) != list(signature)]
+    changed = sorted(path for path, signature in now.items() if record.known.get(path) != list(signature))
     gone = sorted(set(record.known) - set(now))
     # Shards first, the skeleton (root, first pages) last: a link never names a missing object.
-    changed.sort(key=lambda path: (shard_of(path) is None, path))
+    stages = ([p for p in changed if shard_of(p) is not None], [p for p in changed if shard_of(p) is None])
     report = Report(unchanged=len(now) - len(changed))
     uploaded, last = [0], [time.monotonic()]
 
@@ -154,7 +153,7 @@ def _deploy(client, site: Path, url: str, endpoint: str | None, progress: Callab
             last[0] = time.monotonic()
             progress(f"  uploaded {uploaded[0]:,} of {len(changed):,}")
 
-    for stage in ([p for p in changed if shard_of(p) is not None], [p for p in changed if shard_of(p) is None]):
+    for stage in stages:
         with ThreadPoolExecutor(WORKERS) as pool:
             list(pool.map(upload, stage))  # (re-raises the first failure)
     for start in range(0, len(gone), 1000):

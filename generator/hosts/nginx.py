@@ -17,14 +17,13 @@ import sys
 from pathlib import Path
 from urllib.parse import urlsplit
 
-import jinja2
-
 from ..api import meta, routes
-from ..api.serving import DEFAULT_WRITE_SERVICE, LOCAL, MAX_BODY, SiteInfo
+from ..api.serving import DEFAULT_WRITE_SERVICE, LOCAL, MAX_BODY, SiteInfo, headers
 from ..api.urls import (API, BUCKET_DIGITS, CURRENT, HOSTS, META, PAGE_BUCKET, PAGE_NOT_BUILT, RESOURCES, detail_file,
                         page_file, root_path)
 from ..errors import CatalogueError
 from ..system import stop_with_parent
+from .files import replace, templates
 
 CONFIG_DIR = f"{HOSTS}/nginx"  # <site>/hosts/nginx/: what the build writes for deployment
 RUN_DIR = ".run"  # <site>/.run/: what `catalogue serve` writes: config, pid, logs, temp files
@@ -32,11 +31,6 @@ SAFE_PATH = re.compile(r"[A-Za-z0-9._~/-]*")
 INSTALL_HINT = ("nginx is not installed (or not on PATH): install it with the system's package manager, "
                 "for example `apt-get install nginx-light` on Debian or Ubuntu, `dnf install nginx` on "
                 "Fedora, or `brew install nginx` on macOS")
-
-_templates = jinja2.Environment(
-    loader=jinja2.PackageLoader("generator.hosts", "templates"), autoescape=False,
-    undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
-
 
 def quoted(body: bytes, variables: tuple[str, ...] = ()) -> str:
     """A body as the inside of an nginx single-quoted string; nginx has no escape for `$`."""
@@ -77,13 +71,13 @@ def server_config(site: Path, serving: SiteInfo, listen: str, write_service: str
         "plain": routes.PLAIN, "bucket": routes.BUCKET, "invalid": routes.INVALID,
         "default_limit": routes.LIMIT_SPELLING.otherwise, "default_offset": routes.OFFSET_SPELLING.otherwise,
     }
-    return _templates.get_template("server.conf.j2").render(
+    return templates.get_template("server.conf.j2").render(
         base_url=serving.base_url, listen=listen, server_name=parts.hostname, root=root,
         prefix=prefix, prefix_re=re.escape(prefix), resources=resources, q=query,
         api_root=table["root", None], root_file=root_path(), redirect=routes.REDIRECT,
         allow_routes=[route for route in routes.ROUTES if route.kind in ("root", "list", "other")],
         bucket_size=PAGE_BUCKET, bucket_digits=BUCKET_DIGITS, meta=META, page_not_built=f"/{PAGE_NOT_BUILT}",
-        cache_control=serving.cache_control, write_service=check_address(write_service), max_body=MAX_BODY,
+        headers=headers(serving.cache_control), write_service=check_address(write_service), max_body=MAX_BODY,
         options_root=quoted(meta.options_root()), method_not_allowed=method,
         not_found=quoted(meta.NOT_FOUND), write_unavailable=quoted(meta.WRITE_UNAVAILABLE),
         too_large=quoted(meta.TOO_LARGE),
@@ -101,7 +95,7 @@ def check_address(address: str) -> str:
 
 
 def standalone_config(server_conf: Path, run: Path, user: str | None) -> str:
-    return _templates.get_template("nginx.conf.j2").render(
+    return templates.get_template("nginx.conf.j2").render(
         server_conf=server_conf.absolute(), run=run.absolute(), user=user)
 
 
@@ -113,18 +107,10 @@ def write_configs(site: Path, listen: str, write_service: str = DEFAULT_WRITE_SE
     directory = directory if directory is not None else site / CONFIG_DIR
     directory.mkdir(parents=True, exist_ok=True)
     server = directory / "catalogue.conf"
-    _replace(server, server_config(site, serving, listen, write_service))
+    replace(server, server_config(site, serving, listen, write_service))
     standalone = directory / "nginx.conf"
-    _replace(standalone, standalone_config(server, site / RUN_DIR, _worker_user(site)))
+    replace(standalone, standalone_config(server, site / RUN_DIR, _worker_user(site)))
     return standalone
-
-
-def _replace(path: Path, text: str) -> None:
-    if path.is_file() and path.read_text(encoding="utf-8") == text:
-        return  # unchanged: keep its mtime
-    temporary = path.with_name(path.name + ".new")
-    temporary.write_text(text, encoding="utf-8")
-    os.replace(temporary, path)
 
 
 def _worker_user(site: Path) -> str | None:

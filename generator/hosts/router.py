@@ -11,34 +11,22 @@ functions with placeholders). `route(method, path, query)` answers what
 from __future__ import annotations
 
 import json
-import os
 import re
 from pathlib import Path
 from urllib.parse import urlsplit
 
-import jinja2
-
 from ..api import routes
 from ..api.serving import SiteInfo
 from ..api.urls import HOSTS, PAGE_NOT_BUILT, detail_file, page_file, root_path
-
-_templates = jinja2.Environment(loader=jinja2.PackageLoader("generator.hosts", "templates"), autoescape=False,
-                                undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
-
+from .files import replace, templates
 
 ROUTER = f"{HOSTS}/router/router.js"  # <site>/hosts/router/router.js: for the JavaScript hosts
 
 
 def write(site: Path) -> Path:
     """The router for the published site, written beside the other hosts' files."""
-    path = site / ROUTER
-    path.parent.mkdir(parents=True, exist_ok=True)
-    text = javascript(urlsplit(SiteInfo.of_site(site).base_url).path)
-    if not path.is_file() or path.read_text(encoding="utf-8") != text:  # (unchanged: its mtime kept)
-        temporary = path.with_name(path.name + ".new")
-        temporary.write_text(text, encoding="utf-8")
-        os.replace(temporary, path)
-    return path
+    replace(site / ROUTER, javascript(urlsplit(SiteInfo.of_site(site).base_url).path))
+    return site / ROUTER
 
 
 def js_regex(pattern: str, whole: bool = True) -> tuple[str, dict[str, int]]:
@@ -74,7 +62,7 @@ def javascript(prefix: str) -> str:
     offset, offset_groups = js_regex(routes.OFFSET)
     last_limit, last_groups = js_regex(routes.last("limit"), whole=False)
     bucket, bucket_groups = js_regex(routes.BUCKET)
-    return _templates.get_template("router.js.j2").render(
+    return templates.get_template("router.js.j2").render(
         prefix=json.dumps(prefix), literal=json.dumps(literal, ensure_ascii=False, separators=(",", ":")),
         bodies=json.dumps(texts, ensure_ascii=False, separators=(",", ":")), common=json.dumps(common),
         patterns=patterns, json=json.dumps, limit=limit, n=limit_groups["n"], offset=offset,

@@ -9,17 +9,15 @@ import hashlib
 import io
 from pathlib import Path
 
+import boto3
+import moto.server as moto_server
 import pytest
+from click.testing import CliRunner
 
-boto3 = pytest.importorskip("boto3")
-moto_server = pytest.importorskip("moto.server")
-
-from click.testing import CliRunner  # noqa: E402
-
-from generator.build import build  # noqa: E402
-from generator.cli import main  # noqa: E402
-from generator.hosts import deploy  # noqa: E402
-from servers import free_port  # noqa: E402
+from generator.build import build
+from generator.cli import main
+from generator.hosts import deploy
+from servers import free_port
 
 BOOK = "76f9d815-44dc-545f-890b-4419e8e5e6da"
 
