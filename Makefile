@@ -1,9 +1,11 @@
 # make build: set up .venv if needed and publish the sample catalogue to site/api/v1/
-# make test:  set up .venv if needed and run the whole test suite
+# make test:  set up .venv if needed and run the whole test suite (and, where npm is, install
+#             node_modules/ once, for the tests that run the Cloudflare Worker in workerd)
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+NODE_STAMP := node_modules/.installed
 
 PORT ?= 8000
 WRITE_PORT ?= 8001
@@ -12,7 +14,7 @@ TOKENS ?= write-tokens
 comma := ,
 BENCH_SIZES := 10000,100000$(if $(BENCH_FULL),$(comma)1000000)
 
-.PHONY: build check test serve bench golden clean
+.PHONY: build check test serve serve-cloudflare node_modules bench golden clean
 
 build: $(STAMP)
 	@$(BIN)/catalogue build --data data --out site
@@ -31,7 +33,20 @@ serve: $(STAMP)
 	$(BIN)/catalogue serve --site site --port $(PORT) --data data --tokens $(TOKENS) --write-port $(WRITE_PORT)
 
 test: $(STAMP)
+	@if command -v npm >/dev/null 2>&1; then $(MAKE) -s node_modules || echo "npm install failed: the Cloudflare Worker tests will skip"; \
+	 else echo "npm is not installed: the Cloudflare Worker tests will skip"; fi
 	$(BIN)/python -m pytest -q
+
+# The site as the Cloudflare Worker serves it, in workerd (installed into node_modules/ on first use).
+serve-cloudflare: $(STAMP) $(NODE_STAMP)
+	$(BIN)/catalogue serve --server cloudflare --site site --port $(PORT) --write-port $(WRITE_PORT)
+
+# workerd, from the miniflare npm package at the version package-lock.json pins (about 170 MB).
+node_modules: $(NODE_STAMP)
+$(NODE_STAMP): package.json package-lock.json
+	@echo "installing node_modules/ (once)"
+	@npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
 
 # Quiet unless something fails (-qq: errors only; the build backend's advice silenced).
 $(STAMP): pyproject.toml
@@ -42,7 +57,7 @@ $(STAMP): pyproject.toml
 	@touch $@
 
 clean:
-	rm -rf $(VENV) site bench-work
+	rm -rf $(VENV) node_modules site bench-work
 
 # Full, no-op and one-edit builds of 10K and 100K synthetic books (BENCH_FULL=1: and 1M).
 # Then the delay from a POST's 201 to the record being served (sample and 100K books), and

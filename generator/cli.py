@@ -16,9 +16,11 @@ from .build import check as check_data
 from .catalogue import synth as synthetic
 from .catalogue.settings import LINKS
 from .errors import CatalogueError
-from .hosts import builtin, nginx
+from .hosts import builtin, cloudflare, nginx
 from .hosts.deploy import deploy as deploy_site
 from .writes import service, tokens
+
+SERVERS = {"nginx": nginx.serve, "builtin": builtin.serve, "cloudflare": cloudflare.serve}
 
 BASE_URL_HELP = "Override site.yaml's base_url (also read from CATALOGUE_BASE_URL)."
 
@@ -103,8 +105,9 @@ def check(data_dir: Path, base_url: str | None) -> None:
               help="Loopback port of the write service.")
 @click.option("--base-url", envvar="CATALOGUE_BASE_URL",
               help="With --data: the local build's base_url (default: where it is served, http://127.0.0.1:PORT).")
-@click.option("--server", "server_name", type=click.Choice(["nginx", "builtin"]),
-              help="The server to run (default: nginx when it is installed, else the built-in server).")
+@click.option("--server", "server_name", type=click.Choice(list(SERVERS)),
+              help="The server to run (default: nginx when it is installed, else the built-in server); "
+                   "cloudflare: the site's Cloudflare Worker in workerd (make node_modules installs it).")
 def serve(site_dir: Path, port: int, data_dir: Path | None, token_file: Path | None, write_port: int,
           base_url: str | None, server_name: str | None) -> None:
     """Serve a built site in the foreground until Ctrl-C; with --data, a local build of the data and writes."""
@@ -119,7 +122,7 @@ def serve(site_dir: Path, port: int, data_dir: Path | None, token_file: Path | N
         _run(lambda: tokens.read(token_file))  # (a missing or broken file is told now, not in the child)
         site_dir, config = _preview(data_dir, site_dir, token_file, port, write_port, base_url)
         writes = service.supervised(config).start()
-    run_server = nginx.serve if server_name == "nginx" else builtin.serve
+    run_server = SERVERS[server_name]
     try:
         status = _run(lambda: run_server(site_dir, port, write_service=write_service))
     finally:

@@ -43,6 +43,19 @@ def stop_with_parent() -> None:
         pass
 
 
+def foreground(command: list[str]) -> int:
+    """Run a server in the foreground until it stops; Ctrl-C, SIGTERM and SIGHUP stop it
+    with SIGTERM (its clean shutdown), and it dies with us. Its exit status."""
+    process = subprocess.Popen(command, preexec_fn=stop_with_parent)
+
+    def forward(signum, _frame) -> None:
+        process.send_signal(signal.SIGTERM)
+
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, forward)
+    return process.wait()
+
+
 class Supervised:
     """A child process kept running: when it exits, it is started again after a pause that
     doubles with each quick failure (up to MAX_PAUSE), until stop()."""

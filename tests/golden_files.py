@@ -71,16 +71,17 @@ REQUESTS = [
 
 def route_table() -> list[dict]:
     """Each request of REQUESTS with the answer of the route table, as JSON-ready data."""
+    return [{"request": list(request), "answer": routed(*request)} for request in REQUESTS]
+
+
+def routed(method: str, path: str, query: str, prefix: str) -> dict:
+    """The route table's answer to one request, as JSON-ready data."""
     from dataclasses import asdict
 
     from generator.api.routes import Bodies, resolve
 
-    bodies, table = Bodies(), []
-    for method, path, query, prefix in REQUESTS:
-        answer = {k: v.decode() if isinstance(v, bytes) else v
-                  for k, v in asdict(resolve(method, path, query, prefix, bodies)).items()}
-        table.append({"request": [method, path, query, prefix], "answer": answer})
-    return table
+    return {k: v.decode() if isinstance(v, bytes) else v
+            for k, v in asdict(resolve(method, path, query, prefix, Bodies())).items()}
 
 
 def served_files(site_root: Path, gz: bool = False) -> list[Path]:

@@ -18,14 +18,17 @@ from pathlib import Path
 
 import pytest
 
+from generator.hosts import cloudflare
 from generator.hosts.nginx import find_nginx, installed
 from generator.system import stop_with_parent
 
-SERVERS = ("builtin", "nginx")
+SERVERS = ("builtin", "nginx", "cloudflare")
 # Programs the tests need beyond Python; CI (.ci/run) installs them and names them in
 # CATALOGUE_REQUIRE, and then a test that needs one never skips.
 REQUIRED = set(filter(None, os.environ.get("CATALOGUE_REQUIRE", "").split(",")))
-INSTALLED = {"builtin": lambda: True, "nginx": installed, "node": lambda: shutil.which("node") is not None}
+INSTALLED = {"builtin": lambda: True, "nginx": installed, "node": lambda: shutil.which("node") is not None,
+             "cloudflare": cloudflare.installed}
+HINTS = {"cloudflare": "workerd is not installed (make node_modules)"}
 
 
 def runnable(kind: str) -> bool:
@@ -36,7 +39,7 @@ def runnable(kind: str) -> bool:
 def server_params() -> list:
     """Every server, as parameters of a fixture: those not installed here are skipped."""
     return [pytest.param(kind, id=kind, marks=() if runnable(kind) else
-                         pytest.mark.skip(reason=f"{kind} is not installed")) for kind in SERVERS]
+                         pytest.mark.skip(reason=HINTS.get(kind, f"{kind} is not installed"))) for kind in SERVERS]
 
 
 def free_port() -> int:

@@ -11,8 +11,6 @@ import os
 import pwd
 import re
 import shutil
-import signal
-import subprocess
 import sys
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -22,7 +20,7 @@ from ..api.serving import DEFAULT_WRITE_SERVICE, LOCAL, MAX_BODY, SiteInfo, head
 from ..api.urls import (API, BUCKET_DIGITS, CURRENT, HOSTS, META, PAGE_BUCKET, PAGE_NOT_BUILT, RESOURCES, detail_file,
                         page_file, root_path)
 from ..errors import CatalogueError
-from ..system import stop_with_parent
+from ..system import foreground
 from .files import replace, templates
 
 CONFIG_DIR = f"{HOSTS}/nginx"  # <site>/hosts/nginx/: what the build writes for deployment
@@ -144,13 +142,6 @@ def serve(site: Path, port: int, host: str = LOCAL, write_service: str = DEFAULT
     (run / "tmp").mkdir(parents=True, exist_ok=True)
     config = write_configs(site, f"{host}:{port}", write_service, run)
     command = [nginx, "-p", str(run), "-c", str(config), "-e", str(run / "error.log"), "-g", "daemon off;"]
-    process = subprocess.Popen(command, preexec_fn=stop_with_parent)
-
-    def forward(signum, _frame):
-        process.send_signal(signal.SIGTERM)  # nginx's fast shutdown
-
-    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(signum, forward)
     print(f"serving {site} with nginx at http://{host}:{port}{urlsplit(serving.base_url).path}/{API}/ "
           "(Ctrl-C stops)", file=sys.stderr, flush=True)
-    return process.wait()
+    return foreground(command)  # (SIGTERM: nginx's fast shutdown)

@@ -1,0 +1,75 @@
+"""Cloudflare: a Worker in front of the published files, and workerd to run it here.
+
+Every build writes <site>/hosts/cloudflare/: `worker.js` (the route table's router with the
+Worker's file access around it), `wrangler.toml` (the published generation as the Worker's
+static assets) and `wrangler-r2.toml` (the same Worker over an R2 bucket that `catalogue
+deploy` filled, for sites past the assets' file limit). `catalogue serve --server
+cloudflare` runs that same worker.js in workerd, from the `miniflare` npm package that
+`make node_modules` installs into the project, over the built site (workerd.mjs).
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from email.utils import formatdate
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from ..api import meta
+from ..api.serving import DEFAULT_WRITE_SERVICE, GZIP_MIN, LOCAL, MAX_BODY, SiteInfo, headers
+from ..api.urls import API, CURRENT, HOSTS
+from ..errors import CatalogueError
+from ..system import foreground
+from . import router
+from .files import replace, templates
+
+CONFIG_DIR = f"{HOSTS}/cloudflare"
+COMPATIBILITY_DATE = "2025-09-01"
+ASSET_LIMIT = "20,000 files (100,000 on a paid plan)"
+BUCKET = "catalogue"  # the R2 bucket wrangler-r2.toml names until you change it
+RUNNER = Path(__file__).with_name("workerd.mjs")
+NODE_MODULES = Path(__file__).resolve().parents[2] / "node_modules"  # the project's, from `make node_modules`
+INSTALL_HINT = ("workerd is not installed in this project: run `make node_modules` (it needs Node.js and npm; "
+                "it installs the miniflare package, which carries workerd)")
+
+
+def write(site: Path) -> Path:
+    """The Worker and its wrangler configurations for the published site; returns worker.js."""
+    directory = site / CONFIG_DIR
+    replace(directory / "worker.js", worker(SiteInfo.of_site(site)))
+    published = formatdate(os.lstat(site / CURRENT).st_mtime, usegmt=True)  # (each publication swaps the link)
+    settings = {"compatibility_date": COMPATIBILITY_DATE, "published": published, "asset_limit": ASSET_LIMIT,
+                "bucket": BUCKET, "config_dir": f"<site>/{CONFIG_DIR}"}
+    for name in ("wrangler.toml", "wrangler-r2.toml"):
+        replace(directory / name, templates.get_template(f"{name}.j2").render(settings))
+    return directory / "worker.js"
+
+
+def worker(info: SiteInfo) -> str:
+    """The Worker module for a site served as `info` says."""
+    return templates.get_template("worker.js.j2").render(
+        router=router.javascript(urlsplit(info.base_url).path),
+        headers=json.dumps(headers(info.cache_control)), gzip_min=GZIP_MIN, max_body=MAX_BODY,
+        too_large=json.dumps(meta.TOO_LARGE.decode()), write_unavailable=json.dumps(meta.WRITE_UNAVAILABLE.decode()))
+
+
+def installed() -> bool:
+    return shutil.which("node") is not None and (NODE_MODULES / "miniflare" / "package.json").is_file()
+
+
+def serve(site: Path, port: int, host: str = LOCAL, write_service: str = DEFAULT_WRITE_SERVICE) -> int:
+    """Run the site's Worker in workerd in the foreground until Ctrl-C or SIGTERM; its exit status."""
+    node = shutil.which("node")
+    if node is None or not installed():
+        raise CatalogueError(INSTALL_HINT)
+    site = site.absolute()
+    serving = SiteInfo.of_site(site)
+    write(site)  # (a site built before this version has no Worker yet)
+    options = {"site": str(site), "worker": str(site / CONFIG_DIR / "worker.js"), "current": CURRENT,
+               "host": host, "port": port, "writeService": f"http://{write_service}",
+               "compatibilityDate": COMPATIBILITY_DATE}
+    print(f"serving {site} with the Cloudflare Worker in workerd at "
+          f"http://{host}:{port}{urlsplit(serving.base_url).path}/{API}/ (Ctrl-C stops)", file=sys.stderr, flush=True)
+    return foreground([node, str(RUNNER), json.dumps(options)])

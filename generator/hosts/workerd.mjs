@@ -1,0 +1,58 @@
+// Runs a built site's generated Cloudflare Worker (<site>/hosts/cloudflare/worker.js) in
+// workerd, through the miniflare package, as `catalogue serve --server cloudflare` does,
+// with the write service bound as WRITE_SERVICE.
+//
+// The Worker's static assets (env.ASSETS) are the published generation, read through
+// workerd's own disk service by a small file worker that answers as the assets binding
+// does (the file, its ETag, 404 when there is none). Each request opens <site>/current
+// afresh, so a rebuild is served at once, as a new deployment is on Cloudflare; miniflare's
+// own assets would list the files once, when the Worker starts.
+// Usage: node workerd.mjs '{"site", "worker", "current", "host", "port", "writeService", "compatibilityDate"}'
+import path from "node:path";
+import { Miniflare } from "miniflare";
+
+const given = JSON.parse(process.argv[2]);
+
+// Static assets' answer for a file: its bytes with an ETag, here nginx's (mtime-size in hex).
+const FILES = `export default {
+  async fetch(request, env) {
+    const found = await env.DISK.fetch(new Request("http://disk/${given.current}" + new URL(request.url).pathname));
+    if (found.status !== 200) return new Response(null, {status: 404});
+    const modified = found.headers.get("Last-Modified");
+    const tag = (Date.parse(modified) / 1000).toString(16) + "-" + Number(found.headers.get("Content-Length")).toString(16);
+    return new Response(found.body, {headers: {"Content-Type": "application/json", "ETag": '"' + tag + '"',
+                                               "Last-Modified": modified}});
+  }
+};`;
+
+const worker = new Miniflare({
+  host: given.host,
+  port: given.port,
+  compatibilityDate: given.compatibilityDate,
+  workers: [
+    {
+      name: "catalogue",
+      modules: true,
+      scriptPath: given.worker,
+      modulesRoot: path.dirname(given.worker), // (module names are relative to it, and may not climb out)
+      serviceBindings: { ASSETS: "files" },
+      bindings: { WRITE_SERVICE: given.writeService },
+    },
+    {
+      name: "files",
+      modules: true,
+      script: FILES,
+      serviceBindings: { DISK: { disk: { path: given.site, writable: false } } },
+    },
+  ],
+});
+await worker.ready;
+
+async function stop() {
+  await worker.dispose();
+  process.exit(0);
+}
+for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"]) {
+  process.removeAllListeners(signal); // (miniflare's own exit with 128 + signal: a stop asked for is a clean exit)
+  process.on(signal, stop);
+}
