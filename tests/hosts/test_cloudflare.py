@@ -1,0 +1,143 @@
+"""The Cloudflare adapter: its wrangler configurations, and the Worker over an R2 bucket
+that `catalogue deploy` filled (in workerd). The Worker over static assets is
+`catalogue serve --server cloudflare`, which the conformance and write suites run."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import tomllib
+from email.utils import formatdate
+from pathlib import Path
+
+import boto3
+import moto.server as moto_server
+import pytest
+from click.testing import CliRunner
+
+from conftest import SAMPLE
+from generator.cli import main
+from generator.compose import build
+from generator.hosts import cloudflare
+from servers import Server, free_port, runnable
+
+BOOK = "76f9d815-44dc-545f-890b-4419e8e5e6da"
+needs_workerd = pytest.mark.skipif(not runnable("cloudflare"), reason=cloudflare.INSTALL_HINT)
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> Path:
+    site = tmp_path_factory.mktemp("cloudflare") / "site"
+    build(SAMPLE, site)
+    return site
+
+
+def test_wrangler_serves_the_published_generation_through_the_worker(site):
+    config = tomllib.loads((site / cloudflare.CONFIG_DIR / "wrangler.toml").read_text(encoding="utf-8"))
+    here = site / cloudflare.CONFIG_DIR
+    assert (here / config["main"]).is_file()
+    assert (here / config["assets"]["directory"]).resolve() == (site / "current").resolve()
+    assert config["assets"]["run_worker_first"] is True  # (else a query string would never reach the router)
+    assert config["vars"]["PUBLISHED"] == formatdate(os.lstat(site / "current").st_mtime, usegmt=True)
+    r2 = tomllib.loads((here / "wrangler-r2.toml").read_text(encoding="utf-8"))
+    assert "assets" not in r2 and r2["main"] == config["main"]
+    assert r2["r2_buckets"] == [{"binding": "BUCKET", "bucket_name": cloudflare.BUCKET}]
+    assert r2["vars"]["PREFIX"] == ""
+
+
+def test_a_rebuild_that_publishes_nothing_leaves_the_configuration_alone(site):
+    files = sorted((site / cloudflare.CONFIG_DIR).iterdir())
+    before = [path.stat().st_mtime_ns for path in files]
+    build(SAMPLE, site)
+    assert [path.stat().st_mtime_ns for path in files] == before
+
+
+def test_serve_without_workerd_says_how_to_install_it(site, monkeypatch, tmp_path):
+    monkeypatch.setattr(cloudflare, "NODE_MODULES", tmp_path / "node_modules")
+    result = CliRunner().invoke(main, ["serve", "--server", "cloudflare", "--site", str(site)])
+    assert (result.exit_code, result.output) == (1, cloudflare.INSTALL_HINT + "\n")
+
+
+# ---- the Worker over R2 ------------------------------------------------------------------
+
+HARNESS = Path(__file__).with_name("worker_over_r2.mjs")
+REQUESTS = [
+    ("GET", "/api/v1/", {}), ("GET", "/api/v1/books/", {}), ("GET", "/api/v1/books/?offset=24&limit=12", {}),
+    ("GET", "/api/v1/user/?limit=24", {}), ("GET", f"/api/v1/books/{BOOK}/", {}),
+    ("HEAD", f"/api/v1/books/{BOOK}/", {}), ("GET", "/api/v1/books/76f9d815-0000-4000-8000-000000000000/", {}),
+    ("GET", "/api/v1/books/?limit=5", {}), ("GET", "/api/v1/books/?offset=48", {}), ("PUT", "/api/v1/books/", {}),
+    ("OPTIONS", "/api/v1/user/", {}), ("GET", "/api/v1/books", {}), ("POST", "/api/v1/user/", {}),
+    ("GET", "/_meta/site.json", {}),
+]
+COMPARED = ("content-type", "allow", "vary", "cache-control", "access-control-allow-origin", "location")
+
+
+@needs_workerd
+def test_the_worker_over_r2_answers_as_the_built_in_server(site, tmp_path, monkeypatch):
+    """The bucket filled by `catalogue deploy` (to an S3 server here), its objects put into R2
+    under the same keys, and the Worker reading them with PREFIX."""
+    keys = _deployed(site, tmp_path, monkeypatch, "mirror/")
+    answers = _ask_worker(site, keys, "mirror/", REQUESTS)
+    served = Server(site)
+    try:
+        for (method, target, headers), got in zip(REQUESTS, answers):
+            expected = served.request(method, target, headers)
+            assert got["status"] == expected.status, target
+            assert got["body"].encode() == expected.body, target
+            for name in COMPARED:
+                assert got["headers"].get(name) == expected.header(name), (target, name)
+            if expected.status == 200 and method in ("GET", "HEAD"):
+                assert got["headers"]["etag"] and got["headers"]["last-modified"], target
+    finally:
+        served.stop()
+
+
+@needs_workerd
+def test_the_worker_over_r2_answers_conditional_requests(site, tmp_path, monkeypatch):
+    keys = _deployed(site, tmp_path, monkeypatch, "")
+    path = "/api/v1/books/?limit=24"
+    first, = _ask_worker(site, keys, "", [("GET", path, {})])
+    etag = first["headers"]["etag"]  # (the object's MD5: the same in every bucket; its upload time is not)
+    again = _ask_worker(site, keys, "", [("GET", path, {"If-None-Match": etag}),
+                                         ("GET", path, {"If-None-Match": '"other"'}),
+                                         ("GET", path, {"If-Modified-Since": "Fri, 01 Jan 2100 00:00:00 GMT"}),
+                                         ("GET", path, {"If-Modified-Since": "Thu, 01 Jan 2015 00:00:00 GMT"})])
+    assert [(a["status"], a["body"]) for a in again] == [(304, ""), (200, first["body"]), (304, ""),
+                                                         (200, first["body"])]
+    assert again[0]["headers"]["etag"] == etag
+
+
+def _deployed(site: Path, work: Path, monkeypatch, prefix: str) -> dict[str, Path]:
+    """`catalogue deploy` to a local S3 server; each object's key and a file of its bytes."""
+    for name, value in {"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test",
+                        "AWS_DEFAULT_REGION": "us-east-1"}.items():
+        monkeypatch.setenv(name, value)
+    port = free_port()
+    s3 = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    s3.start()
+    try:
+        endpoint = f"http://127.0.0.1:{port}"
+        client = boto3.client("s3", endpoint_url=endpoint)
+        client.create_bucket(Bucket="catalogue")
+        result = CliRunner().invoke(main, ["deploy", f"s3://catalogue/{prefix}", "--site", str(site),
+                                           "--endpoint-url", endpoint])
+        assert result.exit_code == 0, result.output
+        objects = {}
+        for page in client.get_paginator("list_objects_v2").paginate(Bucket="catalogue"):
+            for entry in page["Contents"]:
+                file = work / "objects" / entry["Key"]
+                file.parent.mkdir(parents=True, exist_ok=True)
+                file.write_bytes(client.get_object(Bucket="catalogue", Key=entry["Key"])["Body"].read())
+                objects[entry["Key"]] = file
+        return objects
+    finally:
+        s3.stop()
+
+
+def _ask_worker(site: Path, objects: dict[str, Path], prefix: str, requests: list) -> list[dict]:
+    given = {"worker": str(site / cloudflare.CONFIG_DIR / "worker.js"), "prefix": prefix,
+             "compatibilityDate": cloudflare.COMPATIBILITY_DATE,
+             "objects": [[key, str(file)] for key, file in objects.items()], "requests": requests}
+    done = subprocess.run(["node", str(HARNESS)], input=json.dumps(given), capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
