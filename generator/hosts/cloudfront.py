@@ -137,6 +137,8 @@ def behaviours(prefix: str) -> list[dict]:
 
 
 def template(code: str, info: SiteInfo) -> str:
+    """The CloudFormation stack with the function's code inlined (values are written into
+    double-quoted YAML, hence the check)."""
     prefix = urlsplit(info.base_url).path
     for value in (info.cache_control, info.base_url):
         if '"' in value or "\\" in value:
