@@ -36,9 +36,11 @@ def js_regex(pattern: str, whole: bool = True) -> tuple[str, dict[str, int]]:
     return json.dumps(f"^{source}$" if whole else source), dict(numbers)
 
 
-def javascript(prefix: str) -> str:
+def javascript(prefix: str, no_match: bool = True) -> str:
     """The router for a site whose base_url has this path prefix ("" for none). Small enough
-    for a CloudFront Function (10 KB): each body once, their common part once."""
+    for a CloudFront Function (10 KB): each body once, their common part once. Without
+    `no_match`, a missing detail's answer has no body: for a host that answers it without
+    the router (CloudFront's error document), which needs the bytes."""
     bodies = routes.Bodies()
     common = _common(bodies)
     texts = {"root": bodies.options(routes.ROUTES[0]).decode().replace(common, "\u0001")}
@@ -47,8 +49,9 @@ def javascript(prefix: str) -> str:
         entry = {"kind": route.kind, "allow": route.allow}
         if route.resource is not None:
             name = route.resource.name
-            texts.setdefault(name, {"list": None, "detail": None,
-                                    "noMatch": bodies.no_match(route.resource).decode()})
+            texts.setdefault(name, {"list": None, "detail": None})
+            if no_match:
+                texts[name]["noMatch"] = bodies.no_match(route.resource).decode()
             texts[name]["list" if route.kind == "list" else "detail"] = (
                 bodies.options(route).decode().replace(common, "\u0001"))
             entry.update(name=name, writable=route.resource.writable)
