@@ -15,6 +15,7 @@ from .urls import CURRENT, SITE_INFO, Resource
 ALLOW_READ = "GET, HEAD, OPTIONS"
 ALLOW_WRITE = "GET, POST, HEAD, OPTIONS"
 MAX_BODY = 64 * 1024  # bytes of a write's body, in every host and in the write service
+GZIP_MIN = 4096  # bytes: a published file this large or larger has a .gz twin (smaller ones are served as they are)
 LOCAL = "127.0.0.1"  # where `catalogue serve` and the write service listen by default
 PORT = 8000  # of the site
 WRITE_PORT = 8001  # of the write service

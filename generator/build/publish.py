@@ -31,14 +31,14 @@ from typing import Callable, Iterator, Protocol
 
 from isal import isal_zlib
 
+from ..api.serving import GZIP_MIN
 from ..api.urls import BUILD_DIR, CURRENT, SERVED, is_shard, shard_of
 from ..errors import CatalogueError
 from ..system import fsync_dir, syncfs
 
 # Measured: a 1.5 KB book costs ~70 us to gzip (zlib's set-up) and shrinks by under half;
 # a page of 12 books shrinks 3.5-5x, at ~120 MB/s with zlib's level 1 and ~520 MB/s with
-# ISA-L's level 1 (the same ratio).
-GZIP_MIN = 4096  # bytes; smaller answers are served as they are
+# ISA-L's level 1 (the same ratio). Files of GZIP_MIN bytes or more get a .gz twin.
 GZIP_LEVEL = 1
 
 
