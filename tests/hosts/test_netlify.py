@@ -10,9 +10,11 @@ import json
 import os
 import subprocess
 import threading
+import time
 from functools import partial
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -309,6 +311,11 @@ def test_posts_go_to_the_write_service(tmp_path, data_dir):
             assert answer.header("Allow") == "GET, POST, HEAD, OPTIONS"
         created = json.loads(answers[0].body)
         assert created["username"] == "edge.user"
+        path = urlsplit(answers[0].header("Location")).path
+        deadline = time.monotonic() + 30  # (the write service rebuilds the site in the background)
+        while (served := edge.get(path)).status == 404 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert (served.status, json.loads(served.body)) == (200, created)
     finally:
         edge.stop()
         origin.shutdown()
