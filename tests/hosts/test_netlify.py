@@ -275,6 +275,16 @@ def test_conditional_requests(servers, path, encoding):
             assert server.request("GET", path, {**condition, "Accept-Encoding": encoding}).status == 200, condition
 
 
+@pytest.mark.parametrize("path, location", [
+    ("/api/v1/books/%DA%A9%D8%AA%D8%A7%D8%A8", "/api/v1/books/%DA%A9%D8%AA%D8%A7%D8%A8/"),
+    ("/api/v1/books/a%20b?limit=12", "/api/v1/books/a%20b/?limit=12"),
+])
+def test_a_redirect_to_a_path_beyond_ascii_is_escaped(servers, path, location):
+    """The slash added to a path of Persian letters: a 301 whose Location a header can carry."""
+    answer = servers[0].get(path)
+    assert (answer.status, answer.header("Location")) == (301, location)
+
+
 def test_a_streamed_body_over_the_limit_is_refused(servers):
     """A chunked POST (no Content-Length) over 64 KiB: 413 in DRF's shape, from both."""
     for server in servers:
