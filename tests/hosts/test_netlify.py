@@ -1,4 +1,4 @@
-"""The Netlify Edge Function, run in Deno (Netlify's runtime) in front of a real static
+"""What the build writes for Netlify, and the Netlify Edge Function, run in Deno (Netlify's runtime) in front of a real static
 file server over the built sample site, standing in for Netlify's static files: (a) it
 answers every request of the golden request table as the table says, (b) served with
 Deno.serve, it answers as the built-in server does (status, body, headers), POSTs to a
@@ -28,7 +28,7 @@ from conftest import SAMPLE
 from golden_files import GOLDEN, ROUTES
 from servers import Server, WriteStack, find_deno, free_port, runnable, wait_for_port
 
-pytestmark = pytest.mark.skipif(not runnable("deno"), reason="deno is not installed")
+needs_deno = pytest.mark.skipif(not runnable("deno"), reason="deno is not installed")
 
 KEY = "0123456789abcdef0123456789abcdef"
 BOOK = "76f9d815-44dc-545f-890b-4419e8e5e6da"
@@ -112,6 +112,26 @@ def deno_env(tmp: Path, write_service: str | None = None) -> dict:
     return env
 
 
+# ---- what the build writes ----------------------------------------------------------------
+
+def test_the_build_writes_the_function_and_netlify_toml(tmp_path):
+    from generator.compose import build as build_and_host
+    site = tmp_path / "site"
+    build_and_host(SAMPLE, site)
+    root = site / netlify.NETLIFY
+    function = (root / "edge-functions" / "catalogue.js").read_text(encoding="utf-8")
+    key = (root / netlify.KEY_FILE).read_text(encoding="ascii").strip()
+    assert len(key) == 32 and json.dumps(key) in function and (root / netlify.KEY_FILE).stat().st_mode & 0o077 == 0
+    assert function.startswith("// The catalogue's Netlify Edge Function") and "export default async" in function
+    toml = (root / "netlify.toml").read_text(encoding="utf-8")
+    assert 'publish = "public"' in toml and 'edge_functions = "edge-functions"' in toml
+    assert '[[edge_functions]]\n  path = "/*"\n  function = "catalogue"' in toml
+    before = (root / "edge-functions" / "catalogue.js").stat().st_mtime_ns
+    build_and_host(SAMPLE, site)  # a rebuild keeps the key, so the function is unchanged
+    assert (root / netlify.KEY_FILE).read_text(encoding="ascii").strip() == key
+    assert (root / "edge-functions" / "catalogue.js").stat().st_mtime_ns == before
+
+
 # ---- (a) the golden request table -------------------------------------------------------
 
 def expected(site: Path, entry: dict) -> tuple[int, bytes, str | None]:
@@ -131,6 +151,7 @@ def expected(site: Path, entry: dict) -> tuple[int, bytes, str | None]:
     return answer["status"], answer["body"].encode(), None
 
 
+@needs_deno
 def test_the_function_answers_the_golden_request_table(tmp_path, site, origin):
     table = json.loads((GOLDEN / ROUTES).read_text(encoding="utf-8"))
     harness = tmp_path / "table.js"
@@ -154,6 +175,7 @@ def test_the_function_answers_the_golden_request_table(tmp_path, site, origin):
         assert ("etag" in headers) == (status == 200 and entry["answer"]["file"] is not None), entry
 
 
+@needs_deno
 def test_the_function_steps_aside_only_for_its_own_reads(tmp_path, site, origin):
     """A request carrying the key is the function's own read (undefined: Netlify serves the
     file); the same path without it, or with another key, is routed: the JSON 404."""
@@ -250,6 +272,7 @@ REQUESTS = [
 ]
 
 
+@needs_deno
 @pytest.mark.parametrize("method, path, headers", REQUESTS, ids=[f"{m} {p} {h}" for m, p, h in REQUESTS])
 def test_the_function_answers_as_the_builtin_server(servers, method, path, headers):
     edge, builtin = servers
@@ -258,6 +281,7 @@ def test_the_function_answers_as_the_builtin_server(servers, method, path, heade
     same(edge.request(method, path, headers, body), builtin.request(method, path, headers, body), (method, path))
 
 
+@needs_deno
 @pytest.mark.parametrize("encoding", ["identity", "gzip"])
 @pytest.mark.parametrize("path", ["/api/v1/books/", "/api/v1/books/?limit=24&offset=24", f"/api/v1/books/{BOOK}/"])
 def test_conditional_requests(servers, path, encoding):
@@ -275,6 +299,7 @@ def test_conditional_requests(servers, path, encoding):
             assert server.request("GET", path, {**condition, "Accept-Encoding": encoding}).status == 200, condition
 
 
+@needs_deno
 @pytest.mark.parametrize("path, location", [
     ("/api/v1/books/%DA%A9%D8%AA%D8%A7%D8%A8", "/api/v1/books/%DA%A9%D8%AA%D8%A7%D8%A8/"),
     ("/api/v1/books/a%20b?limit=12", "/api/v1/books/a%20b/?limit=12"),
@@ -285,6 +310,7 @@ def test_a_redirect_to_a_path_beyond_ascii_is_escaped(servers, path, location):
     assert (answer.status, answer.header("Location")) == (301, location)
 
 
+@needs_deno
 def test_a_streamed_body_over_the_limit_is_refused(servers):
     """A chunked POST (no Content-Length) over 64 KiB: 413 in DRF's shape, from both."""
     for server in servers:
@@ -299,6 +325,7 @@ def test_a_streamed_body_over_the_limit_is_refused(servers):
             connection.close()
 
 
+@needs_deno
 def test_posts_go_to_the_write_service(tmp_path, data_dir):
     """With CATALOGUE_WRITE_SERVICE set, a POST reaches the write service and its answer
     comes back as the built-in server relays it: 401 without a token, 400 for a bad body,
