@@ -3,7 +3,7 @@
     python benchmarks/serve_rate.py [--books 20000] [--seconds 8] [--workdir bench-work]
 
 Builds a synthetic catalogue of N books (cached by size), then for each server installed
-(the built-in one; nginx where installed) starts `catalogue serve` on a free loopback
+(the built-in one; nginx, and the Cloudflare Worker in workerd, where installed) starts `catalogue serve` on a free loopback
 port and loads it with wrk (2 threads, 32 connections) on: a page of 12 books, the same
 page gzipped, a book's detail document and a 400 (a page that is not built). Without wrk
 it says so and uses a small Python client instead, which gives a lower bound. Prints one
@@ -90,8 +90,10 @@ def main() -> None:
         rows.append((kind, rates))
     head = ["server", *(f"{name} req/s" for name, _, _ in cases)]
     lines = [head] + [[kind, *(f"{rate:,.0f}" for rate in rates)] for kind, rates in rows]
-    if len(rows) == 2:
-        lines.append(["builtin/nginx", *(f"{b / n:.2f}" for b, n in zip(rows[0][1], rows[1][1]))])
+    nginx = dict(rows).get("nginx")
+    if nginx is not None:
+        lines += [[f"{kind}/nginx", *(f"{r / n:.2f}" for r, n in zip(rates, nginx))]
+                  for kind, rates in rows if kind != "nginx"]
     widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
     print(f"{args.books:,} books, {'wrk -t2 -c32' if load is wrk else 'Python client'}, {args.seconds} s each")
     print("\n".join("  ".join(cell.rjust(w) for cell, w in zip(line, widths)) for line in lines))

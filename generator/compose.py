@@ -13,7 +13,7 @@ from .api.serving import DEFAULT_LISTEN, DEFAULT_WRITE_SERVICE
 from .build import Summary
 from .build import build as build_site
 from .build.team import Progress
-from .hosts import cloudflare, cloudfront, nginx, router
+from .hosts import cloudflare, cloudfront, netlify, nginx, router
 
 
 @dataclass(frozen=True)
@@ -26,11 +26,13 @@ class Hosting:
 def build(data_dir: Path, out_dir: Path, base_url: str | None = None, progress: Progress | None = None,
           hosting: Hosting = Hosting(), links: str = "api") -> Summary:
     """Build and publish the site, then write what its hosts need into OUT/hosts/: nginx's
-    configuration, the JavaScript router, the Cloudflare Worker, the CloudFront function and stack."""
+    configuration, the JavaScript router, the Cloudflare Worker, the CloudFront function and
+    stack, and the Netlify Edge Function."""
     nginx.check_address(hosting.write_service)  # (before anything is published)
     summary = build_site(data_dir, out_dir, base_url, progress, links=links)
     nginx.write_configs(Path(out_dir), hosting.listen, hosting.write_service)
     router.write(Path(out_dir))
     cloudflare.write(Path(out_dir))
     cloudfront.write(Path(out_dir))
+    netlify.write(Path(out_dir))
     return summary

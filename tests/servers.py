@@ -27,8 +27,14 @@ SERVERS = ("builtin", "nginx", "cloudflare")
 # CATALOGUE_REQUIRE, and then a test that needs one never skips.
 REQUIRED = set(filter(None, os.environ.get("CATALOGUE_REQUIRE", "").split(",")))
 INSTALLED = {"builtin": lambda: True, "nginx": installed, "node": lambda: shutil.which("node") is not None,
-             "cloudflare": cloudflare.installed}
+             "cloudflare": cloudflare.installed, "deno": lambda: find_deno() is not None}
 HINTS = {"cloudflare": "workerd is not installed (make node_modules)"}
+
+
+def find_deno() -> str | None:
+    """deno on the PATH, or the one `pip install deno` put beside this Python (.ci/run does)."""
+    beside = Path(sys.executable).parent / "deno"
+    return shutil.which("deno") or (str(beside) if beside.is_file() else None)
 
 
 def runnable(kind: str) -> bool:

@@ -1,0 +1,76 @@
+"""The Netlify host: an Edge Function that wraps the JavaScript router, and its netlify.toml.
+
+Every build writes, into OUT/hosts/netlify/ (the directory `netlify deploy` runs in):
+
+    netlify.toml                    the publish directory (`public/`, a plain copy of the
+                                    published generation), the edge functions directory,
+                                    and the one function declared on every path ("/*")
+    edge-functions/catalogue.js     the function: router.js (api/routes.py as JavaScript)
+                                    and the Netlify wrapper that carries out its answers
+    file-key                        the secret that marks the function's own reads of files
+
+Netlify's `_redirects` cannot tell `?limit=12&offset=24` from `?offset=24&limit=12` (its
+query matching is by named parameters, none of DRF's rules), so every request goes
+through the function. It reads a published file the documented way, `fetch()` of the
+file's URL on the same site; Netlify runs the edge functions declared on that URL for
+such a request too, so the function marks its own reads with a header carrying the key
+and steps aside for them (returns undefined: Netlify serves the static file). Any other
+request for a file's path is routed like every request and gets the JSON 404.
+"""
+from __future__ import annotations
+
+import json
+import os
+import secrets
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from ..api import meta
+from ..api.serving import GZIP_MIN, MAX_BODY, SiteInfo, headers
+from ..api.urls import HOSTS
+from .files import replace, templates
+from .router import javascript
+
+NETLIFY = f"{HOSTS}/netlify"  # <site>/hosts/netlify/: the Netlify base directory
+FUNCTION = "catalogue"  # edge-functions/catalogue.js, as netlify.toml names it
+FUNCTIONS_DIR = "edge-functions"
+PUBLISH_DIR = "public"  # filled by `rsync -aL` from <site>/current (see README: Deploying)
+KEY_FILE = "file-key"
+FILE_HEADER = "x-catalogue-file"  # on the function's own reads of files: the key
+WRITE_SERVICE = "CATALOGUE_WRITE_SERVICE"  # the environment variable naming the write service's URL
+# The request headers a POST takes to the write service (as the built-in server forwards
+# them; fetch sets Content-Length itself).
+FORWARDED = ("authorization", "content-type", "accept", "user-agent")
+
+
+def write(site: Path) -> Path:
+    """The function and netlify.toml for the published site; the directory holding them."""
+    info = SiteInfo.of_site(site)
+    root = site / NETLIFY
+    key = file_key(root / KEY_FILE)
+    replace(root / FUNCTIONS_DIR / f"{FUNCTION}.js",
+            edge_function(urlsplit(info.base_url).path, info.cache_control, key))
+    replace(root / "netlify.toml", templates.get_template("netlify.toml.j2").render(
+        publish=PUBLISH_DIR, functions=FUNCTIONS_DIR, function=FUNCTION))
+    return root
+
+
+def file_key(path: Path) -> str:
+    """The site's key, made once and kept (rebuilds leave the function unchanged)."""
+    if path.is_file():
+        return path.read_text(encoding="ascii").strip()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    key = secrets.token_hex(16)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w", encoding="ascii") as out:
+        out.write(key + "\n")
+    return key
+
+
+def edge_function(prefix: str, cache_control: str, key: str) -> str:
+    """The Edge Function (an ES module) for a site whose base_url has this path prefix."""
+    return templates.get_template("netlify.js.j2").render(
+        router=javascript(prefix), headers=json.dumps(headers(cache_control)), max_body=MAX_BODY, gzip_min=GZIP_MIN,
+        file_header=json.dumps(FILE_HEADER), key=json.dumps(key), write_service=json.dumps(WRITE_SERVICE),
+        write_unavailable=json.dumps(meta.WRITE_UNAVAILABLE.decode()), too_large=json.dumps(meta.TOO_LARGE.decode()),
+        forwarded=json.dumps(FORWARDED))
