@@ -57,7 +57,7 @@ REQUESTS = [
     ("GET", "/api/v1/books/not-a-uuid/", "", ""), ("GET", "/api/v1/books/12345/", "", ""),
     ("GET", "/api/v1/nothing/", "", ""), ("GET", "/", "", ""), ("GET", "/api/v2/books/", "", ""),
     ("GET", f"/api/v1/books/{BOOK}/extra/", "", ""), ("GET", "/_meta/site.json", "", ""),
-    ("GET", "/api/v1/books/a.b/", "", ""), ("GET", "/api/v1", "", ""), ("GET", "/api/v1/books", "offset=24&limit=12", ""),
+    ("GET", "/api/v1/books/a.b/", "", ""), ("GET", "/api/v1/books/کتاب", "x=%DA%A9", ""), ("GET", "/api/v1", "", ""), ("GET", "/api/v1/books", "offset=24&limit=12", ""),
     ("GET", f"/api/v1/books/{BOOK}", "", ""), ("POST", "/api/v1/user", "limit=24", ""),
     ("OPTIONS", "/api/v1/", "", ""), ("OPTIONS", "/api/v1/user/", "", ""), ("OPTIONS", "/api/v1/books/", "", ""),
     ("OPTIONS", f"/api/v1/bookshelf/{UNKNOWN}/", "", ""), ("OPTIONS", "/api/v1/category/x/", "", ""),

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from urllib.parse import quote
 
 from . import meta
 from .serving import ALLOW_READ, allow
@@ -78,6 +79,7 @@ REST = f"(?P<catalogue_rest>{UUID_REST})"
 OTHER_ID = "[^/.]+"  # DRF's lookup: one path segment without a dot
 NAMES = "|".join(r.name for r in RESOURCES)
 REDIRECT = rf"/{API}(?:/(?:{NAMES})(?:/{OTHER_ID})?)?"  # Django's APPEND_SLASH: add the slash
+URI_SAFE = "/:@&+$,-_.!~*'()"  # what Django's escape_uri_path leaves as it is in a Location
 
 
 @dataclass(frozen=True)
@@ -162,7 +164,7 @@ def resolve(method: str, path: str, query: str, prefix: str, bodies: Bodies) -> 
                 break
     if route is None:
         if re.fullmatch(REDIRECT, path):
-            return Answer(301, location=prefix + path + "/" + (f"?{query}" if query else ""))
+            return Answer(301, location=prefix + quote(path, safe=URI_SAFE) + "/" + (f"?{query}" if query else ""))
         return Answer(404, bodies.not_found)
     if method == "OPTIONS":
         return Answer(200, bodies.options(route), allow=route.allow)
