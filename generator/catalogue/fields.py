@@ -16,6 +16,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable
 
+import jsonschema_rs
+
 # Data-file stems in the order the build needs them: a collection comes after the
 # collections its records embed, and users after books so that authors and publishers
 # can be let go before users are held.
@@ -195,6 +197,9 @@ def image_list(value: Any) -> list[dict]:
         url = text(item.get("image") or "").strip()
         if not is_http_url(url) and not url.startswith("/"):
             raise FieldError(f"image {shown(url)} is neither an http(s) URL nor a path starting with '/'")
+        if not is_uri("https://example.org" + url if url.startswith("/") else url):
+            raise FieldError(f"image {shown(url)} is not a valid URL: write spaces, quotes, brackets and "
+                             "non-ASCII letters percent-escaped (%20, %22, %D8%AA...)")
         kind = item.get("type_image_book")
         images.append({
             "id": uuid_id(item["id"]) if item.get("id") is not None else None,
@@ -209,6 +214,15 @@ _HTTP_URL = re.compile(r"https?://[^\s/?#]+[^\s]*")
 
 def is_http_url(url: str) -> bool:
     return _HTTP_URL.fullmatch(url) is not None
+
+
+# RFC 3986, as the schemas check a URL field of the output (format "uri"): the same checker,
+# so that what the input allows never fails the build's own checks.
+_URI = jsonschema_rs.validator_for({"type": "string", "format": "uri"}, validate_formats=True)
+
+
+def is_uri(url: str) -> bool:
+    return _URI.is_valid(url)
 
 
 # ---- collections -----------------------------------------------------------------

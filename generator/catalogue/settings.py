@@ -7,7 +7,7 @@ from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from ..errors import Problems
-from .fields import is_http_url, shown
+from .fields import is_http_url, is_uri, shown
 
 @dataclass(frozen=True)
 class Settings:
@@ -44,6 +44,10 @@ def settings(name: str, raw: dict, problems: Problems, base_url: str | None = No
         problems.add(name, 0, "base_url", "is missing: set it to the site's address, like https://ketab.example.ir")
     elif not isinstance(url, str) or not is_http_url(url) or urlsplit(url).query or urlsplit(url).fragment:
         problems.add(name, 0, "base_url", f"{shown(url)} is not an absolute http(s) URL")
+    elif not is_uri(url):
+        problems.add(name, 0, "base_url", f"{shown(url)} is not a valid URL: write a non-ASCII host in its "
+                                          "xn-- form, and spaces, quotes or non-ASCII letters of the path "
+                                          "percent-escaped (%20, %22, %D8%AA...)")
     elif url.endswith("/"):
         problems.add(name, 0, "base_url", f"{url!r} must not end with '/': write {url.rstrip('/')!r}")
     sizes = raw.get("page_sizes", [12])

@@ -223,12 +223,21 @@ def test_image_that_is_not_a_url(data_dir):
     assert_reported(data_dir, "books.csv", line, "images", "neither an http(s) URL nor a path")
 
 
+@pytest.mark.parametrize("image", ['https://"static.example/a.jpg', "https://static.example/جلد.jpg",
+                                   "/media/a b.jpg", "https://static.example/a%zz.jpg"])
+def test_image_that_the_schemas_would_refuse(data_dir, image):
+    """What the input allows never fails the build's own check of the output (format: uri)."""
+    line = append_csv(data_dir / "books.csv", images=image)
+    assert_reported(data_dir, "books.csv", line, "images", "is not a valid URL: write spaces, quotes")
+
+
 # ---- site.yaml and files ------------------------------------------------------------------
 
 @pytest.mark.parametrize("url, fragment", [
     ("ftp://ketab.example.ir", "not an absolute http(s) URL"),
     ("ketab.example.ir", "not an absolute http(s) URL"),
     ("https://ketab.example.ir/", "must not end with '/'"),
+    ("https://کتاب.example.ir", "is not a valid URL"),
 ])
 def test_base_url_not_absolute_http(data_dir, url, fragment):
     site = data_dir / "site.yaml"
