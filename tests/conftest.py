@@ -53,4 +53,9 @@ def pytest_terminal_summary(terminalreporter) -> None:
             missing[program] = missing.get(program, 0) + 1
     for program, count in sorted(missing.items()):
         terminalreporter.write_line(f"skipped {count} tests against {program}: it is not installed here "
-                                    f"(.ci/run installs it and sets CATALOGUE_REQUIRE={program})")
+                                    f"({HOW.get(program, '')}.ci/run installs it and sets "
+                                    f"CATALOGUE_REQUIRE={program})")
+
+
+HOW = {"cloudflare": "workerd: `make node_modules`, which `make test` runs where npm is; ",
+       "deno": "`.venv/bin/pip install deno`; "}

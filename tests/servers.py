@@ -28,7 +28,6 @@ SERVERS = ("builtin", "nginx", "cloudflare")
 REQUIRED = set(filter(None, os.environ.get("CATALOGUE_REQUIRE", "").split(",")))
 INSTALLED = {"builtin": lambda: True, "nginx": installed, "node": lambda: shutil.which("node") is not None,
              "cloudflare": cloudflare.installed, "deno": lambda: find_deno() is not None}
-HINTS = {"cloudflare": "workerd is not installed (make node_modules)"}
 
 
 def find_deno() -> str | None:
@@ -45,7 +44,7 @@ def runnable(kind: str) -> bool:
 def server_params() -> list:
     """Every server, as parameters of a fixture: those not installed here are skipped."""
     return [pytest.param(kind, id=kind, marks=() if runnable(kind) else
-                         pytest.mark.skip(reason=HINTS.get(kind, f"{kind} is not installed"))) for kind in SERVERS]
+                         pytest.mark.skip(reason=f"{kind} is not installed")) for kind in SERVERS]
 
 
 def free_port() -> int:

@@ -22,7 +22,7 @@ from generator.hosts import cloudflare
 from servers import Server, free_port, runnable
 
 BOOK = "76f9d815-44dc-545f-890b-4419e8e5e6da"
-needs_workerd = pytest.mark.skipif(not runnable("cloudflare"), reason=cloudflare.INSTALL_HINT)
+needs_workerd = pytest.mark.skipif(not runnable("cloudflare"), reason="cloudflare is not installed")
 
 
 @pytest.fixture(scope="module")
@@ -69,15 +69,46 @@ REQUESTS = [
     ("OPTIONS", "/api/v1/user/", {}), ("GET", "/api/v1/books", {}), ("POST", "/api/v1/user/", {}),
     ("GET", "/_meta/site.json", {}),
 ]
+PREFIX = "mirror/"  # of s3://catalogue/mirror: the Worker's PREFIX
 COMPARED = ("content-type", "allow", "vary", "cache-control", "access-control-allow-origin", "location")
 
 
+@pytest.fixture(scope="module")
+def deployed(site, tmp_path_factory) -> dict[str, Path]:
+    """`catalogue deploy` to a local S3 server under PREFIX/; each object's key and a file of
+    its bytes, for the Worker's R2 bucket."""
+    work = tmp_path_factory.mktemp("objects")
+    port = free_port()
+    s3 = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    s3.start()
+    with pytest.MonkeyPatch.context() as environment:
+        for name, value in {"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test",
+                            "AWS_DEFAULT_REGION": "us-east-1"}.items():
+            environment.setenv(name, value)
+        try:
+            endpoint = f"http://127.0.0.1:{port}"
+            client = boto3.client("s3", endpoint_url=endpoint)
+            client.create_bucket(Bucket="catalogue")
+            result = CliRunner().invoke(main, ["deploy", f"s3://catalogue/{PREFIX}", "--site", str(site),
+                                               "--endpoint-url", endpoint])
+            assert result.exit_code == 0, result.output
+            objects = {}
+            for page in client.get_paginator("list_objects_v2").paginate(Bucket="catalogue"):
+                for entry in page["Contents"]:
+                    file = work / entry["Key"]
+                    file.parent.mkdir(parents=True, exist_ok=True)
+                    file.write_bytes(client.get_object(Bucket="catalogue", Key=entry["Key"])["Body"].read())
+                    objects[entry["Key"]] = file
+            return objects
+        finally:
+            s3.stop()
+
+
 @needs_workerd
-def test_the_worker_over_r2_answers_as_the_built_in_server(site, tmp_path, monkeypatch):
+def test_the_worker_over_r2_answers_as_the_built_in_server(site, deployed):
     """The bucket filled by `catalogue deploy` (to an S3 server here), its objects put into R2
     under the same keys, and the Worker reading them with PREFIX."""
-    keys = _deployed(site, tmp_path, monkeypatch, "mirror/")
-    answers = _ask_worker(site, keys, "mirror/", REQUESTS)
+    answers = _ask_worker(site, deployed, REQUESTS)
     served = Server(site)
     try:
         for (method, target, headers), got in zip(REQUESTS, answers):
@@ -93,49 +124,21 @@ def test_the_worker_over_r2_answers_as_the_built_in_server(site, tmp_path, monke
 
 
 @needs_workerd
-def test_the_worker_over_r2_answers_conditional_requests(site, tmp_path, monkeypatch):
-    keys = _deployed(site, tmp_path, monkeypatch, "")
+def test_the_worker_over_r2_answers_conditional_requests(site, deployed):
     path = "/api/v1/books/?limit=24"
-    first, = _ask_worker(site, keys, "", [("GET", path, {})])
+    first, = _ask_worker(site, deployed, [("GET", path, {})])
     etag = first["headers"]["etag"]  # (the object's MD5: the same in every bucket; its upload time is not)
-    again = _ask_worker(site, keys, "", [("GET", path, {"If-None-Match": etag}),
-                                         ("GET", path, {"If-None-Match": '"other"'}),
-                                         ("GET", path, {"If-Modified-Since": "Fri, 01 Jan 2100 00:00:00 GMT"}),
-                                         ("GET", path, {"If-Modified-Since": "Thu, 01 Jan 2015 00:00:00 GMT"})])
+    again = _ask_worker(site, deployed, [("GET", path, {"If-None-Match": etag}),
+                                   ("GET", path, {"If-None-Match": '"other"'}),
+                                   ("GET", path, {"If-Modified-Since": "Fri, 01 Jan 2100 00:00:00 GMT"}),
+                                   ("GET", path, {"If-Modified-Since": "Thu, 01 Jan 2015 00:00:00 GMT"})])
     assert [(a["status"], a["body"]) for a in again] == [(304, ""), (200, first["body"]), (304, ""),
                                                          (200, first["body"])]
     assert again[0]["headers"]["etag"] == etag
 
 
-def _deployed(site: Path, work: Path, monkeypatch, prefix: str) -> dict[str, Path]:
-    """`catalogue deploy` to a local S3 server; each object's key and a file of its bytes."""
-    for name, value in {"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test",
-                        "AWS_DEFAULT_REGION": "us-east-1"}.items():
-        monkeypatch.setenv(name, value)
-    port = free_port()
-    s3 = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    s3.start()
-    try:
-        endpoint = f"http://127.0.0.1:{port}"
-        client = boto3.client("s3", endpoint_url=endpoint)
-        client.create_bucket(Bucket="catalogue")
-        result = CliRunner().invoke(main, ["deploy", f"s3://catalogue/{prefix}", "--site", str(site),
-                                           "--endpoint-url", endpoint])
-        assert result.exit_code == 0, result.output
-        objects = {}
-        for page in client.get_paginator("list_objects_v2").paginate(Bucket="catalogue"):
-            for entry in page["Contents"]:
-                file = work / "objects" / entry["Key"]
-                file.parent.mkdir(parents=True, exist_ok=True)
-                file.write_bytes(client.get_object(Bucket="catalogue", Key=entry["Key"])["Body"].read())
-                objects[entry["Key"]] = file
-        return objects
-    finally:
-        s3.stop()
-
-
-def _ask_worker(site: Path, objects: dict[str, Path], prefix: str, requests: list) -> list[dict]:
-    given = {"worker": str(site / cloudflare.CONFIG_DIR / "worker.js"), "prefix": prefix,
+def _ask_worker(site: Path, objects: dict[str, Path], requests: list) -> list[dict]:
+    given = {"worker": str(site / cloudflare.CONFIG_DIR / "worker.js"), "prefix": PREFIX,
              "compatibilityDate": cloudflare.COMPATIBILITY_DATE,
              "objects": [[key, str(file)] for key, file in objects.items()], "requests": requests}
     done = subprocess.run(["node", str(HARNESS)], input=json.dumps(given), capture_output=True, text=True, timeout=120)
