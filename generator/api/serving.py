@@ -24,6 +24,8 @@ DEFAULT_WRITE_SERVICE = f"{LOCAL}:{WRITE_PORT}"
 # (every host). Measured: a 1.5 KB book costs ~70 us to gzip (zlib's set-up) and shrinks
 # by under half, so smaller answers are served as they are.
 GZIP_MIN = 4096
+# The request headers a write takes from a host to the write service (Content-Length is set anew).
+FORWARDED = ("authorization", "content-type", "accept", "user-agent")
 
 
 def headers(cache_control: str) -> dict[str, str]:

@@ -26,13 +26,12 @@ from starlette.responses import FileResponse, Response
 
 from ..api import meta
 from ..api.routes import Answer, Bodies, resolve
-from ..api.serving import DEFAULT_WRITE_SERVICE, LOCAL, MAX_BODY, SiteInfo, headers
+from ..api.serving import DEFAULT_WRITE_SERVICE, FORWARDED, LOCAL, MAX_BODY, SiteInfo, headers
 from ..api.urls import API, CURRENT
 
 JSON = "application/json"
 SERVER = "catalogue"  # the Server header: no version, as nginx with server_tokens off
 STREAM_FROM = 256 * 1024  # bytes: larger files are streamed in chunks
-FORWARDED = ("authorization", "content-type", "content-length", "accept", "user-agent")
 _GZIP = re.compile(r"(?:^|,)\s*gzip\s*(?:;\s*q\s*=\s*(?P<q>[0-9.]+))?\s*(?:,|$)", re.I)
 
 

@@ -17,8 +17,7 @@ from email.utils import formatdate
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from ..api import meta
-from ..api.serving import DEFAULT_WRITE_SERVICE, GZIP_MIN, LOCAL, MAX_BODY, SiteInfo, headers
+from ..api.serving import DEFAULT_WRITE_SERVICE, LOCAL, SiteInfo
 from ..api.urls import API, CURRENT, HOSTS
 from ..errors import CatalogueError
 from ..system import foreground
@@ -50,9 +49,7 @@ def write(site: Path) -> Path:
 def worker(info: SiteInfo) -> str:
     """The Worker module for a site served as `info` says."""
     return templates.get_template("worker.js.j2").render(
-        router=router.javascript(urlsplit(info.base_url).path),
-        headers=json.dumps(headers(info.cache_control)), gzip_min=GZIP_MIN, max_body=MAX_BODY,
-        too_large=json.dumps(meta.TOO_LARGE.decode()), write_unavailable=json.dumps(meta.WRITE_UNAVAILABLE.decode()))
+        router=router.javascript(urlsplit(info.base_url).path), **router.answer_values(info.cache_control))
 
 
 def installed() -> bool:

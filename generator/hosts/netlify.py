@@ -25,11 +25,10 @@ import secrets
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from ..api import meta
-from ..api.serving import GZIP_MIN, MAX_BODY, SiteInfo, headers
+from ..api.serving import SiteInfo
 from ..api.urls import HOSTS
 from .files import replace, templates
-from .router import javascript
+from .router import answer_values, javascript
 
 NETLIFY = f"{HOSTS}/netlify"  # <site>/hosts/netlify/: the Netlify base directory
 FUNCTION = "catalogue"  # edge-functions/catalogue.js, as netlify.toml names it
@@ -38,9 +37,6 @@ PUBLISH_DIR = "public"  # filled by `rsync -aL` from <site>/current (see README:
 KEY_FILE = "file-key"
 FILE_HEADER = "x-catalogue-file"  # on the function's own reads of files: the key
 WRITE_SERVICE = "CATALOGUE_WRITE_SERVICE"  # the environment variable naming the write service's URL
-# The request headers a POST takes to the write service (as the built-in server forwards
-# them; fetch sets Content-Length itself).
-FORWARDED = ("authorization", "content-type", "accept", "user-agent")
 
 
 def write(site: Path) -> Path:
@@ -70,7 +66,5 @@ def file_key(path: Path) -> str:
 def edge_function(prefix: str, cache_control: str, key: str) -> str:
     """The Edge Function (an ES module) for a site whose base_url has this path prefix."""
     return templates.get_template("netlify.js.j2").render(
-        router=javascript(prefix), headers=json.dumps(headers(cache_control)), max_body=MAX_BODY, gzip_min=GZIP_MIN,
-        file_header=json.dumps(FILE_HEADER), key=json.dumps(key), write_service=json.dumps(WRITE_SERVICE),
-        write_unavailable=json.dumps(meta.WRITE_UNAVAILABLE.decode()), too_large=json.dumps(meta.TOO_LARGE.decode()),
-        forwarded=json.dumps(FORWARDED))
+        router=javascript(prefix), file_header=json.dumps(FILE_HEADER), key=json.dumps(key),
+        write_service=json.dumps(WRITE_SERVICE), **answer_values(cache_control))

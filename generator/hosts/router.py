@@ -15,8 +15,8 @@ import re
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from ..api import routes
-from ..api.serving import SiteInfo
+from ..api import meta, routes
+from ..api.serving import FORWARDED, GZIP_MIN, MAX_BODY, SiteInfo, headers
 from ..api.urls import HOSTS, PAGE_NOT_BUILT, detail_file, page_file, root_path
 from .files import replace, templates
 
@@ -85,3 +85,11 @@ def _common(bodies: routes.Bodies) -> str:
     """What every OPTIONS body has after its name: stored once."""
     root = bodies.options(routes.ROUTES[0]).decode()
     return root[root.index(',"renders"'):root.index("]", root.index('"parses"')) + 1]
+
+
+def answer_values(cache_control: str) -> dict:
+    """What templates/answers.js.j2 needs: the part of an answer the JavaScript hosts that
+    build their own Responses (a Worker, an Edge Function) share."""
+    return {"headers": json.dumps(headers(cache_control)), "gzip_min": GZIP_MIN, "max_body": MAX_BODY,
+            "too_large": json.dumps(meta.TOO_LARGE.decode()),
+            "write_unavailable": json.dumps(meta.WRITE_UNAVAILABLE.decode()), "forwarded": json.dumps(FORWARDED)}

@@ -136,7 +136,7 @@ def test_the_build_writes_the_function_and_netlify_toml(tmp_path):
 
 def expected(site: Path, entry: dict) -> tuple[int, bytes, str | None]:
     """Status, body and Location of the answer the table's decision makes on this site."""
-    method, answer = entry["request"][0], entry["answer"]
+    answer = entry["answer"]
     if answer["forward"]:  # (no write service configured)
         return 503, meta.WRITE_UNAVAILABLE, None
     if answer["location"] is not None:
