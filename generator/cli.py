@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from . import compose
+from . import compose, importer
 from .api.serving import DEFAULT_LISTEN, DEFAULT_WRITE_SERVICE, LOCAL, PORT, WRITE_PORT
 from .api.urls import API, PREVIEW
 from .build import Summary
@@ -18,6 +18,7 @@ from .catalogue.settings import LINKS
 from .errors import CatalogueError
 from .hosts import builtin, cloudflare, nginx
 from .hosts.deploy import deploy as deploy_site
+from .importer.output import FORMATS as IMPORT_FORMATS
 from .writes import service, tokens
 
 SERVERS = {"nginx": nginx.serve, "builtin": builtin.serve, "cloudflare": cloudflare.serve}
@@ -177,6 +178,33 @@ def deploy(target: str, site_dir: Path, endpoint_url: str | None) -> None:
         click.echo("paths to invalidate in a CDN in front of it:")
         for path in report.invalidate:
             click.echo(f"  {path}")
+
+
+@main.command("import")
+@click.argument("url")
+@click.option("--out", default="data", show_default=True, type=click.Path(file_okay=False, path_type=Path),
+              help="The data directory to write (new or empty, unless --replace).")
+@click.option("--format", "fmt", default="yaml", show_default=True, type=click.Choice(IMPORT_FORMATS),
+              help="Format of the collections' files (CSV where CSV can hold a collection, else YAML).")
+@click.option("--concurrency", default=4, show_default=True, type=click.IntRange(1, 64),
+              help="Requests under way at once.")
+@click.option("--token", help="Sent as `Authorization: Token ...`, for a service that asks for one.")
+@click.option("--resume", is_flag=True, help="Go on with an interrupted import into the same directory.")
+@click.option("--time-zone", help="The IANA zone of site.yaml (default: inferred from the created_time offsets).")
+@click.option("--replace", is_flag=True, help="Put the import in place of a data directory that holds files "
+                                              "(which is kept beside it, renamed).")
+def import_(url: str, out: Path, fmt: str, concurrency: int, token: str | None, resume: bool,
+            time_zone: str | None, replace: bool) -> None:
+    """Read the catalogue API at URL (its root, https://host/api/v1/) into a data directory."""
+    options = importer.Options(out, fmt, concurrency, token, resume, time_zone, replace)
+    summary = _run(lambda: importer.freeze(url, options))
+    counts = ", ".join(f"{collection} {count:,}" for collection, count in summary.records.items())
+    click.echo(f"imported {url} into {out} in {summary.seconds:.1f} s ({summary.rate:,.0f} records/s)")
+    click.echo(f"records: {counts}")
+    for note in summary.notes:
+        click.echo(f"  {note}")
+    if summary.replaced:
+        click.echo(f"the directory that was there is kept as {summary.replaced}")
 
 
 @main.group()

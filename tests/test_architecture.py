@@ -22,11 +22,12 @@ ALLOWED = {
     "build": LEAVES | {"catalogue", "api"},
     "hosts": LEAVES | {"catalogue", "api"},
     "writes": LEAVES | {"catalogue", "api"},
+    "importer": LEAVES | {"catalogue", "api"},
     "compose": LEAVES | {"catalogue", "api", "build", "hosts"},
-    "cli": LEAVES | {"catalogue", "api", "build", "hosts", "writes", "compose"},
+    "cli": LEAVES | {"catalogue", "api", "build", "hosts", "writes", "importer", "compose"},
     "__main__": {"cli"},
 }
-SUBPACKAGES = ("catalogue", "api", "build", "hosts", "writes")
+SUBPACKAGES = ("catalogue", "api", "build", "hosts", "writes", "importer")
 
 
 def modules(package: Path) -> list[Path]:

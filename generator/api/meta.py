@@ -6,6 +6,8 @@ generation, so it always matches the pages being served.
 """
 from __future__ import annotations
 
+import re
+
 from ..catalogue.fields import NAME_MAX, USERNAME_MAX
 from ..catalogue.settings import Settings
 from .render import encode
@@ -84,6 +86,20 @@ SERVER_ERROR = detail("A server error occurred.")
 
 def no_match(resource: Resource) -> bytes:
     return detail(f"No {resource.label} matches the given query.")
+
+
+_SIZES = re.compile(r"Page sizes \(limit\): ([0-9]+(?:, [0-9]+)*); without a limit the page size is ([0-9]+)\.")
+
+
+def page_sizes_of(detail: str) -> list[int] | None:
+    """The page sizes a page_not_built() message names, the default first; None for
+    another message."""
+    found = _SIZES.search(detail)
+    if found is None:
+        return None
+    sizes = [int(n) for n in found[1].split(", ")]
+    default = int(found[2])
+    return [default, *(n for n in sizes if n != default)]
 
 
 def page_not_built(settings: Settings) -> bytes:

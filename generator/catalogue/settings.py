@@ -9,6 +9,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from ..errors import Problems
 from .fields import is_http_url, is_uri, shown
 
+DEFAULT_TIME_ZONE = "Asia/Tehran"  # data.md: when site.yaml names none
+
 @dataclass(frozen=True)
 class Settings:
     base_url: str
@@ -56,7 +58,7 @@ def settings(name: str, raw: dict, problems: Problems, base_url: str | None = No
         problems.add(name, 0, "page_sizes", f"{shown(sizes)} must be a list of positive whole numbers")
     elif len(set(sizes)) != len(sizes):
         problems.add(name, 0, "page_sizes", f"{sizes} lists a page size twice")
-    zone = raw.get("time_zone", "Asia/Tehran")
+    zone = raw.get("time_zone", DEFAULT_TIME_ZONE)
     try:
         ZoneInfo(str(zone))
     except (ZoneInfoNotFoundError, ValueError):

@@ -1,0 +1,10 @@
+"""Import: freeze a live catalogue API (the DRF service this project replaces, or a site it
+built) into a data directory that builds the same API back.
+
+    crawl    reads the API root and every page of every collection, politely, resumably
+    convert  turns the documents back into data.md's records; infers the site's settings
+    output   writes the data directory, reads it back, and puts it in place at once
+"""
+from .freeze import Options, Summary, freeze
+
+__all__ = ["Options", "Summary", "freeze"]

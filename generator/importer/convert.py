@@ -1,0 +1,240 @@
+"""The API's documents back into the data contract's records (data.md), and what the
+service's answers say of its settings.
+
+Embedded records become ids (the copy a book embeds must be the record its collection
+lists), a category's parent comes from its `path`, and each value passes the contract's
+own checks (catalogue/fields.py). What the crawl saw is checked for consistency: every
+page of a collection gives the same count, the pages hold that many records, and no
+record appears twice. Every problem names the URL and the field.
+"""
+from __future__ import annotations
+
+import zoneinfo
+from dataclasses import dataclass, field
+from datetime import datetime
+from urllib.parse import urlsplit
+
+from ..api.urls import API, BY_NAME, RESOURCES
+from ..catalogue.fields import SPECS, FieldError, derived_id
+from ..catalogue.settings import DEFAULT_TIME_ZONE
+from ..errors import Problems
+from .crawl import Collection
+
+# The API's fields of each resource that the data holds, besides the derived ones
+# (url, path, depth, numchild, no_child, an image's book) and those always null.
+ALWAYS_NULL = {"author": ("user", "image_author"), "publisher": ("user", "image_publisher_logo")}
+DERIVED = {"author": ("url",), "publisher": ("url",), "category": ("url", "no_child", "path", "depth", "numchild"),
+           "books": ("url",), "user": ("url",), "bookshelf": ("url",)}
+# A book's embedded records, and the resource each is a record of.
+RELATIONS = {"publishers": "publisher", "authors": "author", "translators": "author", "categories": "category"}
+
+
+@dataclass
+class Frozen:
+    """The catalogue as the data directory will hold it."""
+    site: dict  # site.yaml
+    rows: dict[str, list[dict]]  # collection -> records in the API's order, data.md's fields
+    paths: dict[str, str]  # category id -> its path on the service (the build must give the same)
+    notes: list[str] = field(default_factory=list)  # what was inferred, what could not be seen
+    problems: Problems = field(default_factory=Problems)
+
+
+def convert(links: dict[str, str], collections: dict[str, Collection], pages: dict[str, list[dict]],
+            sizes: list[int] | None, time_zone: str | None) -> Frozen:
+    """The records of every collection, the site's settings and the notes on both."""
+    problems = Problems()
+    documents = {name: _documents(collections[name], pages[name], problems) for name in pages}
+    rows = {r.collection: [] for r in RESOURCES}
+    converter = _Converter(documents, problems)
+    for resource in RESOURCES:
+        for document in documents[resource.name].values():
+            row = converter.row(resource.name, document)
+            if row is not None:
+                rows[resource.collection].append(row)
+    base_url = links[RESOURCES[0].name].removesuffix(f"/{API}/{RESOURCES[0].name}/")
+    frozen = Frozen({"base_url": base_url}, rows, converter.paths, problems=problems)
+    _page_sizes(frozen, collections, sizes)
+    _time_zone(frozen, [b["created_time"] for b in documents["books"].values()], time_zone)
+    frozen.notes.append("books: only enabled books are in the API; disabled ones could not be seen and are not "
+                        "in the data")
+    return frozen
+
+
+def _documents(collection: Collection, pages: list[dict], problems: Problems) -> dict[str, dict]:
+    """A collection's records by id, in order; a changing count or a record met twice reported."""
+    found: dict[str, dict] = {}
+    for number, page in enumerate(pages):
+        if page["count"] != collection.count:
+            problems.add(f"{collection.name} page at offset {number * (collection.limit or 0)}", 0, "count",
+                         f"{page['count']} where the first page said {collection.count}: the collection changed "
+                         "during the import; import again when it is quiet")
+        for document in page["results"]:
+            key = _id(document)
+            if key in found:
+                problems.add(document.get("url", collection.name), 0, "id",
+                             f"{key} is listed twice: the collection changed during the import; import again")
+            found[key] = document
+    if len(found) != collection.count and not problems:
+        problems.add(collection.name, 0, "count",
+                     f"the pages held {len(found)} records where the count is {collection.count}")
+    return found
+
+
+def _id(document) -> str:
+    if not isinstance(document, dict) or not isinstance(document.get("url"), str):
+        return repr(document)[:60]
+    return document.get("id") or urlsplit(document["url"]).path.rstrip("/").rsplit("/", 1)[-1]
+
+
+class _Converter:
+    """One API document at a time into a data row, with the contract's checks."""
+
+    def __init__(self, documents: dict[str, dict[str, dict]], problems: Problems) -> None:
+        self.documents = documents
+        self.problems = problems
+        self.paths: dict[str, str] = {}
+        self.by_path = {d.get("path"): key for key, d in documents["category"].items()}
+
+    def row(self, name: str, document: dict) -> dict | None:
+        where = document.get("url", name) if isinstance(document, dict) else name
+        resource = BY_NAME[name]
+        expected = {f.name for f in SPECS[resource.collection]} - {"parent", "enable"}
+        given = set(document) if isinstance(document, dict) else set()
+        known = expected | set(DERIVED[name]) | set(ALWAYS_NULL.get(name, ())) | ({"enable"} if name == "books" else set())
+        if name in ("author", "publisher", "bookshelf"):
+            known.discard("id")  # (their documents carry no id: it is in their url)
+        for missing in sorted(known - given):
+            self.problems.add(where, 0, missing, "is missing: not a record of the catalogue API")
+        for extra in sorted(given - known):
+            self.problems.add(where, 0, extra, "is not a field of the catalogue API: it cannot be kept")
+        if known - given:
+            return None
+        for null in ALWAYS_NULL.get(name, ()):
+            if document[null] is not None:
+                self.problems.add(where, 0, null, f"is {document[null]!r}: the data contract writes it as null, so it "
+                                                  "cannot be kept")
+        row = {"id": _id(document), **{k: document[k] for k in document if k in expected and k != "id"}}
+        getattr(self, f"_{resource.collection}", lambda row, document, where: None)(row, document, where)
+        self._check(resource.collection, row, where)
+        return row
+
+    def _categories(self, row: dict, document: dict, where: str) -> None:
+        path, depth = document["path"], document["depth"]
+        self.paths[row["id"]] = path
+        if not isinstance(path, str) or len(path) != 4 * depth or not path.isdigit():
+            self.problems.add(where, 0, "path", f"{path!r} does not have four digits per level of its depth {depth}")
+            return
+        parent = self.by_path.get(path[:-4]) if depth > 1 else None
+        if depth > 1 and parent is None:
+            self.problems.add(where, 0, "path", f"{path}: no category has the parent's path {path[:-4]}")
+        row["parent"] = parent
+
+    def _books(self, row: dict, document: dict, where: str) -> None:
+        if document.get("enable") is not True:
+            self.problems.add(where, 0, "enable", "is not true, yet the book is listed")
+        for relation, target in RELATIONS.items():
+            row[relation] = [self._embedded(target, item, where, relation) for item in document[relation]]
+        images = []
+        for image in document["images"]:
+            if image.get("book") != row["id"]:
+                self.problems.add(where, 0, "images", f"image {image.get('id')} belongs to book {image.get('book')}")
+            images.append({"id": image.get("id"), "image": image.get("image"),
+                           "type_image_book": image.get("type_image_book")})
+        row["images"] = images
+        row["enable"] = True
+
+    def _bookshelves(self, row: dict, document: dict, where: str) -> None:
+        row["user"] = self._embedded("user", document["user"], where, "user")
+
+    def _embedded(self, name: str, item, where: str, relation: str) -> str:
+        """The id of an embedded record, which must be its collection's record as listed."""
+        key = _id(item)
+        listed = self.documents[name].get(key)
+        if listed is None:
+            self.problems.add(where, 0, relation, f"refers to {key}, which the {name} collection does not list")
+        elif listed != item:
+            self.problems.add(where, 0, relation, f"embeds {key} otherwise than the {name} collection lists it "
+                                                  "(changed during the import?)")
+        return key
+
+    def _check(self, collection: str, row: dict, where: str) -> None:
+        """Each value as the build will check it (data.md), so the data directory builds."""
+        for spec in SPECS[collection]:
+            value = row.get(spec.name)
+            if value is None and not spec.required:
+                continue
+            try:
+                spec.coerce(value)
+            except FieldError as exc:
+                self.problems.add(where, 0, spec.name, str(exc))
+
+
+def _page_sizes(frozen: Frozen, collections: dict[str, Collection], sizes: list[int] | None) -> None:
+    defaults = {c.default_limit for c in collections.values() if c.default_limit}
+    if sizes:
+        frozen.site["page_sizes"] = sizes
+        frozen.notes.append(f"page sizes: {', '.join(map(str, sizes))} (the pre-built sizes the service names)")
+    elif len(defaults) == 1:
+        frozen.site["page_sizes"] = [defaults.pop()]
+        frozen.notes.append(f"page size: {frozen.site['page_sizes'][0]} (from the next links); the service "
+                            "answers any limit, only this one will be pre-built: add others to site.yaml's page_sizes")
+    else:
+        frozen.notes.append("page size: 12, the default (no collection has a second page to tell)" if not defaults
+                            else f"page size: the next links disagree ({sorted(defaults)}): check site.yaml")
+
+
+def _time_zone(frozen: Frozen, stamps: list, given: str | None) -> None:
+    """The zone whose offsets every created_time was written with (or the given one)."""
+    if given is not None:
+        frozen.site["time_zone"] = given
+        frozen.notes.append(f"time zone: {given} (given)")
+        return
+    seen: dict[tuple, datetime] = {}  # one moment per hour and offset: enough to tell zones apart
+    for stamp in stamps:
+        try:
+            moment = datetime.fromisoformat(stamp)
+        except (TypeError, ValueError):
+            continue  # (reported with the book)
+        if moment.utcoffset() is not None:
+            seen.setdefault((moment.replace(minute=0, second=0, microsecond=0), moment.utcoffset()), moment)
+    if not seen:
+        frozen.site["time_zone"] = DEFAULT_TIME_ZONE
+        frozen.notes.append(f"time zone: {DEFAULT_TIME_ZONE}, the default (no created_time to tell)")
+        return
+    moments = list(seen.values())
+    sample = moments[:: max(1, len(moments) // 64)]  # (most zones fail at once; the few left see all)
+    candidates = [z for z in _zones() if _fits(z, sample) and _fits(z, moments)]
+    if not candidates:
+        offsets = sorted({str(offset) for _, offset in seen})
+        frozen.problems.add("created_time", 0, "time_zone", f"no time zone has the offsets seen ({', '.join(offsets)}): "
+                                                           "give one with --time-zone")
+        return
+    chosen = DEFAULT_TIME_ZONE if DEFAULT_TIME_ZONE in candidates else "UTC" if "UTC" in candidates else candidates[0]
+    frozen.site["time_zone"] = chosen
+    others = [z for z in candidates if z != chosen]
+    frozen.notes.append(f"time zone: {chosen} (inferred from the offsets of {len(stamps):,} created_time"
+                        + (f"; {len(others)} other zones fit them too, such as {', '.join(others[:3])}: "
+                           "--time-zone chooses" if others else "") + ")")
+
+
+def _zones() -> list[str]:
+    """Every IANA zone, the usual names before the old aliases (Etc/, US/, Iran, ...)."""
+    names = zoneinfo.available_timezones()
+    return sorted(names, key=lambda z: ("/" not in z and z != "UTC", z.startswith(("Etc/", "SystemV/", "US/")), z))
+
+
+def _fits(zone: str, moments: list[datetime]) -> bool:
+    """Whether each moment, written with its offset, has that offset in the zone."""
+    tz = zoneinfo.ZoneInfo(zone)
+    return all(moment.astimezone(tz).utcoffset() == moment.utcoffset() for moment in moments)
+
+
+def image_csv_form(book: str, image: dict, base_url: str) -> str | None:
+    """How an image can be written in CSV (a URL only, its id derived from it): the URL as
+    the API gives it or root-relative, whichever derives its id; None if neither does."""
+    url = image["image"]
+    if image["type_image_book"] is not None:
+        return None
+    origin = "{0.scheme}://{0.netloc}".format(urlsplit(base_url))
+    forms = [url] + ([url[len(origin):]] if url.startswith(origin + "/") else [])
+    return next((form for form in forms if derived_id("images", f"{book}/{form}") == image["id"]), None)
