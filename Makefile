@@ -61,11 +61,13 @@ clean:
 
 # Full, no-op and one-edit builds of 10K and 100K synthetic books (BENCH_FULL=1: and 1M).
 # Then the delay from a POST's 201 to the record being served (sample and 100K books), and
-# the requests/s of each server installed on the same files (20K books).
+# the requests/s of each server installed on the same files (20K books), and the records/s of
+# `catalogue import` from the built-in server (10K books).
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench.py --sizes $(BENCH_SIZES) --workdir bench-work
 	$(BIN)/python benchmarks/write_delay.py --sizes 0,100000 --workdir bench-work
 	$(BIN)/python benchmarks/serve_rate.py --books 20000 --workdir bench-work
+	$(BIN)/python benchmarks/import_rate.py --books 10000 --workdir bench-work
 
 # Rewrite tests/golden/ from the sample data: only on purpose, after reading the diff.
 golden: $(STAMP)

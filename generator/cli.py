@@ -193,10 +193,12 @@ def deploy(target: str, site_dir: Path, endpoint_url: str | None) -> None:
 @click.option("--time-zone", help="The IANA zone of site.yaml (default: inferred from the created_time offsets).")
 @click.option("--replace", is_flag=True, help="Put the import in place of a data directory that holds files "
                                               "(which is kept beside it, renamed).")
+@click.option("--backoff", default=0.5, show_default=True, envvar="CATALOGUE_IMPORT_BACKOFF",
+              type=click.FloatRange(0), help="Seconds before a failed request's second try, doubled at each try.")
 def import_(url: str, out: Path, fmt: str, concurrency: int, token: str | None, resume: bool,
-            time_zone: str | None, replace: bool) -> None:
+            time_zone: str | None, replace: bool, backoff: float) -> None:
     """Read the catalogue API at URL (its root, https://host/api/v1/) into a data directory."""
-    options = importer.Options(out, fmt, concurrency, token, resume, time_zone, replace)
+    options = importer.Options(out, fmt, concurrency, token, resume, time_zone, replace, backoff)
     summary = _run(lambda: importer.freeze(url, options))
     counts = ", ".join(f"{collection} {count:,}" for collection, count in summary.records.items())
     click.echo(f"imported {url} into {out} in {summary.seconds:.1f} s ({summary.rate:,.0f} records/s)")

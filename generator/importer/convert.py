@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from urllib.parse import urlsplit
 
-from ..api.urls import API, BY_NAME, RESOURCES
+from ..api.urls import API, BY_NAME, RESOURCES, Urls
 from ..catalogue.fields import SPECS, FieldError, derived_id
 from ..catalogue.settings import DEFAULT_TIME_ZONE
 from ..errors import Problems
@@ -235,6 +235,6 @@ def image_csv_form(book: str, image: dict, base_url: str) -> str | None:
     url = image["image"]
     if image["type_image_book"] is not None:
         return None
-    origin = "{0.scheme}://{0.netloc}".format(urlsplit(base_url))
+    origin = Urls(base_url, "api").origin()
     forms = [url] + ([url[len(origin):]] if url.startswith(origin + "/") else [])
     return next((form for form in forms if derived_id("images", f"{book}/{form}") == image["id"]), None)

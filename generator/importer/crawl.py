@@ -140,6 +140,19 @@ def _retry_after(value: str | None, otherwise: float) -> float:
         return otherwise
 
 
+def _json(body: bytes):
+    try:
+        return json.loads(body)
+    except ValueError:
+        return None
+
+
+def _is_page(document) -> bool:
+    """Whether a document is a page of DRF's LimitOffsetPagination."""
+    return (isinstance(document, dict) and isinstance(document.get("count"), int)
+            and isinstance(document.get("results"), list) and "next" in document and "previous" in document)
+
+
 def _detail(body: bytes) -> str:
     try:
         return f": {json.loads(body)['detail']}"
@@ -177,8 +190,8 @@ class Crawl:
         default = limit = int(parse_qs(urlsplit(next_link).query)["limit"][0])
         if first["count"] > limit:  # more than one page: the largest the service will give
             status, _, body = self.client.get(self._target(name, PROBE_LIMIT, 0))
-            if status == 200:
-                probed = json.loads(body)
+            probed = _json(body) if status == 200 else None
+            if _is_page(probed):
                 limit = len(probed["results"]) if probed["next"] else PROBE_LIMIT
             elif sizes:
                 limit = max(sizes)
@@ -190,10 +203,9 @@ class Crawl:
         status, _, body = self.client.get(self._target(name, PROBE_LIMIT + 1, 1))
         if status != 400:
             return None
-        try:
-            return meta.page_sizes_of(json.loads(body)["detail"])
-        except (ValueError, KeyError, TypeError):
-            return None
+        document = _json(body)
+        return meta.page_sizes_of(document["detail"]) if isinstance(document, dict) and isinstance(
+            document.get("detail"), str) else None
 
     def pages(self, collection: Collection) -> list[dict]:
         """Every page of the collection in order, `concurrency` requests at a time."""
@@ -216,8 +228,7 @@ class Crawl:
 
     def _page(self, name: str, limit: int | None, offset: int) -> dict:
         page = self._kept(f"{name}-{limit or 'first'}-{offset}", self._target(name, limit, offset))
-        if not (isinstance(page, dict) and isinstance(page.get("count"), int) and isinstance(page.get("results"), list)
-                and "next" in page and "previous" in page):
+        if not _is_page(page):
             raise ImportError_(f"{self.client.url(self._target(name, limit, offset))}: not a page of DRF's "
                                "LimitOffsetPagination ({count, next, previous, results})")
         return page
@@ -241,9 +252,9 @@ class Crawl:
 class Progress:
     """A line per collection on standard error: counts as pages arrive."""
 
-    def __init__(self, stream=sys.stderr) -> None:
-        self.stream = stream
-        self.tty = stream.isatty()
+    def __init__(self, stream=None) -> None:
+        self.stream = stream or sys.stderr
+        self.tty = self.stream.isatty()
         self.totals: dict[str, int] = {}
         self.shown = 0.0
 
@@ -266,6 +277,6 @@ class Progress:
 
     def finish(self, name: str) -> None:
         total = self.totals[name]
-        print(("\r" if self.tty else "") + f"{name:>10}: {total:,} records read" + " " * 30, file=self.stream,
-              flush=True)
+        line = f"{name:>10}: {total:,} records read"
+        print(f"\r{line:<60}" if self.tty else line, file=self.stream, flush=True)
 

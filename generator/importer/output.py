@@ -14,10 +14,10 @@ import os
 import shutil
 import time
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import yaml
 
+from ..api.urls import Urls
 from ..catalogue.fields import COLLECTIONS, SPECS, FieldError
 from ..catalogue.load import read_catalogue
 from ..catalogue.records import Known, Unique, category_tree, records
@@ -142,7 +142,7 @@ def _read_back(directory: Path, frozen: Frozen) -> None:
 
 
 def _absolute(url: str, base_url: str) -> str:
-    return "{0.scheme}://{0.netloc}".format(urlsplit(base_url)) + url if url.startswith("/") else url
+    return Urls(base_url, "api").origin() + url if url.startswith("/") else url
 
 
 def _value(spec, value):

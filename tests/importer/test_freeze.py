@@ -1,0 +1,262 @@
+"""`catalogue import`: a served catalogue read back into a data directory that builds the
+same API, byte for byte; and a service that fails, changes or lies, told clearly."""
+from __future__ import annotations
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from conftest import SAMPLE
+from generator.build import build
+from generator.cli import main
+from generator.importer import Options, freeze
+from generator.importer.convert import Frozen, _time_zone
+from generator.importer.crawl import Progress
+from servers import Server
+
+FAST = 0.01  # seconds before a second try, in these tests
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    site = tmp_path_factory.mktemp("served") / "site"
+    build(SAMPLE, site)
+    server = Server(site)
+    yield server
+    server.stop()
+
+
+def same_api(one: Path, other: Path) -> None:
+    """Two built sites publish the same files with the same bytes."""
+    def walk(root: Path) -> dict[str, bytes]:
+        return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+    left, right = walk(one / "current" / "api"), walk(other / "current" / "api")
+    assert sorted(left) == sorted(right)
+    assert [name for name in left if left[name] != right[name]] == []
+
+
+def quiet() -> Progress:
+    return Progress(open("/dev/null", "w"))
+
+
+@pytest.mark.parametrize("fmt", ["yaml", "csv"])
+def test_a_served_catalogue_imports_into_data_that_builds_the_same_api(served, tmp_path, fmt):
+    summary = freeze(f"http://127.0.0.1:{served.port}/api/v1/", Options(tmp_path / "data", fmt), quiet())
+    assert summary.records == {"authors": 19, "books": 42, "publishers": 7, "categories": 14, "users": 8,
+                               "bookshelves": 12}
+    assert set(summary.formats.values()) == {fmt}
+    build(tmp_path / "data", tmp_path / "site")
+    same_api(served.site, tmp_path / "site")
+    assert not list(tmp_path.glob(".data.import*"))  # (nothing left beside it)
+
+
+def test_the_command_says_what_it_inferred(served, tmp_path):
+    result = CliRunner().invoke(main, ["import", f"http://127.0.0.1:{served.port}/api/v1", "--out",
+                                       str(tmp_path / "data")])
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith(f"imported http://127.0.0.1:{served.port}/api/v1 into {tmp_path / 'data'} in ")
+    assert lines[1] == "records: authors 19, books 42, publishers 7, categories 14, users 8, bookshelves 12"
+    assert "     books: 42 records read" in result.stderr.splitlines()  # (progress, on standard error)
+    assert "  page sizes: 12, 24 (the pre-built sizes the service names)" in lines
+    assert any(line.startswith("  time zone: Asia/Tehran (inferred from the offsets of 42 created_time") for line in lines)
+    assert "  books: only enabled books are in the API; disabled ones could not be seen and are not in the data" in lines
+    assert (tmp_path / "data" / "site.yaml").read_text(encoding="utf-8").splitlines()[1:] == [
+        "base_url: https://ketab.example.ir", "page_sizes: [12, 24]", "time_zone: Asia/Tehran"]
+
+
+def test_a_larger_catalogue_is_read_in_large_pages(tmp_path):
+    """Three hundred books: many pages of the largest pre-built size, four at a time."""
+    data = tmp_path / "synth"
+    assert CliRunner().invoke(main, ["synth", str(data), "--books", "300", "--seed", "3"]).exit_code == 0
+    site = tmp_path / "site"
+    build(data, site)
+    server = Server(site)
+    try:
+        freeze(f"http://127.0.0.1:{server.port}/api/v1/", Options(tmp_path / "data", "csv"), quiet())
+    finally:
+        server.stop()
+    build(tmp_path / "data", tmp_path / "again")
+    same_api(site, tmp_path / "again")
+
+
+# ---- a service that fails --------------------------------------------------------------------
+
+class Faulty:
+    """A proxy in front of a served site that answers some requests itself: `rule(path,
+    seen)` returns None to pass the request on, or (status, headers, body), or "drop" to
+    close the connection without an answer; `seen` counts earlier requests of the path."""
+
+    def __init__(self, upstream: Server, rule) -> None:
+        self.rule, self.seen, self.upstream = rule, {}, upstream
+        self.lock = threading.Lock()
+        proxy = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_GET(self) -> None:
+                with proxy.lock:
+                    seen = proxy.seen.get(self.path, 0)
+                    proxy.seen[self.path] = seen + 1
+                answer = proxy.rule(self.path, seen)
+                if answer == "drop":
+                    self.close_connection = True
+                    self.connection.close()
+                    return
+                if answer is None:
+                    got = proxy.upstream.get(self.path)
+                    answer = (got.status, {"Content-Type": got.header("Content-Type") or ""}, got.body)
+                status, headers, body = answer
+                self.send_response(status)
+                for name, value in {**headers, "Content-Length": str(len(body))}.items():
+                    self.send_header(name, value)
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/api/v1/"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def __enter__(self) -> "Faulty":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def run(url: str, out: Path, *extra: str):
+    return CliRunner().invoke(main, ["import", url, "--out", str(out), *extra], env={"CATALOGUE_IMPORT_BACKOFF": str(FAST)})
+
+
+def test_errors_then_success_and_dropped_connections_are_tried_again(served, tmp_path):
+    def rule(path, seen):
+        if path == "/api/v1/books/" and seen < 2:
+            return 500, {"Content-Type": "text/html"}, b"<h1>Server Error</h1>"
+        if path.startswith("/api/v1/author/") and seen == 0:
+            return "drop"
+        return None
+
+    with Faulty(served, rule) as faulty:
+        result = run(faulty.url, tmp_path / "data")
+    assert result.exit_code == 0, result.output
+    assert f"{faulty.url}books/: status 500; trying again in" in result.output
+    assert f"{faulty.url}author/: RemoteDisconnected" in result.output
+    build(tmp_path / "data", tmp_path / "site")
+    same_api(served.site, tmp_path / "site")
+
+
+def test_429_waits_as_long_as_retry_after_says(served, tmp_path):
+    def rule(path, seen):
+        return (429, {"Retry-After": "1"}, b"") if path == "/api/v1/user/" and seen == 0 else None
+
+    with Faulty(served, rule) as faulty:
+        started = time.monotonic()
+        result = run(faulty.url, tmp_path / "data")
+    assert result.exit_code == 0, result.output
+    assert f"{faulty.url}user/: 429 Too Many Requests; trying again in 1.0 s" in result.output
+    assert time.monotonic() - started >= 1
+
+
+def test_a_service_that_keeps_failing_is_given_up_and_the_import_resumes(served, tmp_path):
+    def failing(path, seen):
+        return (503, {}, b"") if path.startswith("/api/v1/user/") else None
+
+    with Faulty(served, failing) as faulty:
+        result = run(faulty.url, tmp_path / "data")
+    assert result.exit_code == 1
+    assert result.output.splitlines()[-1] == (
+        f"{faulty.url}user/: status 503, 6 times: giving up (the service may be down; run again with "
+        "--resume to go on from here)")
+    assert not (tmp_path / "data").exists()  # nothing written
+
+    with Faulty(served, lambda path, seen: None) as healthy:
+        # (the same URL: the proxy listens elsewhere, so the pages kept are taken from a copy)
+        state = tmp_path / ".data.import-state"
+        (state / "source.json").write_text(json.dumps({"url": healthy.url}), encoding="utf-8")
+        result = run(healthy.url, tmp_path / "data", "--resume")
+        assert result.exit_code == 0, result.output
+        assert "/api/v1/books/" not in healthy.seen  # read before the interruption: not again
+        assert "/api/v1/user/" in healthy.seen
+    build(tmp_path / "data", tmp_path / "site")
+    same_api(served.site, tmp_path / "site")
+
+
+@pytest.mark.parametrize("rule, message", [
+    (lambda path, seen: (200, {"Content-Type": "text/html"}, b"<html>maintenance</html>")
+     if path == "/api/v1/publisher/" else None,
+     "{url}publisher/: the answer is not JSON (text/html): b'<html>maintenance</html>'"),
+    (lambda path, seen: (404, {"Content-Type": "application/json"}, b'{"detail":"Not found."}')
+     if path == "/api/v1/" else None, "{url}: status 404: Not found."),
+])
+def test_answers_that_are_not_the_catalogue_api_are_refused(served, tmp_path, rule, message):
+    with Faulty(served, rule) as faulty:
+        result = run(faulty.url, tmp_path / "data")
+    assert result.exit_code == 1
+    assert result.output.splitlines()[-1] == message.format(url=faulty.url)
+    assert not (tmp_path / "data").exists()
+
+
+def test_a_url_that_is_not_an_api_root(served, tmp_path):
+    result = run(f"http://127.0.0.1:{served.port}/api/v1/books/", tmp_path / "data")
+    assert result.exit_code == 1
+    assert result.output.startswith(f"http://127.0.0.1:{served.port}/api/v1/books/: not the root of a catalogue API")
+
+
+def _edited(path: str, seen: int, upstream: Server, edit) -> tuple | None:
+    got = upstream.get(path)
+    document = json.loads(got.body)
+    edit(path, document)
+    return got.status, {"Content-Type": "application/json"}, json.dumps(document, ensure_ascii=False).encode()
+
+
+def test_a_count_that_changes_and_a_record_that_breaks_the_contract_are_reported(served, tmp_path):
+    def edit(path, document):
+        if path.startswith("/api/v1/books/?limit=24&offset=24"):
+            document["count"] = 43
+        if path.startswith("/api/v1/user/") and "results" in document:
+            document["results"][1]["username"] = "has space"
+
+    with Faulty(served, lambda path, seen: _edited(path, seen, served, edit)) as faulty:
+        result = run(faulty.url, tmp_path / "data")
+    assert result.exit_code == 1
+    lines = result.output.splitlines()
+    assert "  books page at offset 24: field 'count': 43 where the first page said 42: the collection changed " \
+           "during the import; import again when it is quiet" in lines
+    assert any(line.startswith("  https://ketab.example.ir/api/v1/user/") and "field 'username':" in line
+               for line in lines), lines
+    assert not (tmp_path / "data").exists()
+
+
+def test_an_existing_data_directory_is_replaced_only_when_asked(served, tmp_path):
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "books.csv").write_text("mine\n", encoding="utf-8")
+    result = run(f"http://127.0.0.1:{served.port}/api/v1/", data)
+    assert result.exit_code == 1 and "already exists and is not empty" in result.output
+    assert (data / "books.csv").read_text(encoding="utf-8") == "mine\n"
+    result = run(f"http://127.0.0.1:{served.port}/api/v1/", data, "--replace")
+    assert result.exit_code == 0, result.output
+    kept = next(tmp_path.glob("data.replaced-*"))
+    assert (kept / "books.csv").read_text(encoding="utf-8") == "mine\n"
+    assert f"the directory that was there is kept as {kept}" in result.output
+
+
+@pytest.mark.parametrize("stamps, zone", [
+    (["2021-03-04T10:20:30+03:30", "2019-07-01T08:00:00+04:30"], "Asia/Tehran"),
+    (["2021-03-04T10:20:30Z", "2021-07-04T10:20:30+00:00"], "UTC"),
+    (["2021-01-04T10:20:30+01:00", "2021-07-04T10:20:30+02:00"], "Africa/Ceuta"),
+])
+def test_the_time_zone_is_the_one_every_offset_fits(stamps, zone):
+    frozen = Frozen({}, {}, {})
+    _time_zone(frozen, stamps, None)
+    assert frozen.site["time_zone"] == zone
