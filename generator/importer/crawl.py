@@ -13,7 +13,6 @@ from __future__ import annotations
 import email.utils
 import http.client
 import json
-import socket
 import sys
 import threading
 import time
