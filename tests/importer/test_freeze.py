@@ -2,7 +2,10 @@
 same API, byte for byte; and a service that fails, changes or lies, told clearly."""
 from __future__ import annotations
 
+import csv
+import io
 import json
+import shutil
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -68,6 +71,34 @@ def test_the_command_says_what_it_inferred(served, tmp_path):
     assert "  books: only enabled books are in the API; disabled ones could not be seen and are not in the data" in lines
     assert (tmp_path / "data" / "site.yaml").read_text(encoding="utf-8").splitlines()[1:] == [
         "base_url: https://ketab.example.ir", "page_sizes: [12, 24]", "time_zone: Asia/Tehran"]
+
+
+AWKWARD = {  # data.md's awkward cases, in one more book
+    "title": "کتاب\u200cها ", "about": "line one\r\nline two\u2028after a separator\r\n", "code_qoq": "",
+    "comment_for_develop": "تاریخ انتشار: ۱۳۹۹\r\nنوبت چاپ: ۲۷  ", "price": "123456789012345678901234567890",
+    "created_time": "2019-07-01T08:00:00.000001+04:30", "images": "/media/a%20b.jpg|https://cdn.example/x.jpg",
+    "isbn": "9780000000001", "enable": "true",
+}
+
+
+@pytest.mark.parametrize("fmt", ["yaml", "csv"])
+def test_awkward_values_survive_the_round_trip(tmp_path, fmt):
+    data = tmp_path / "data"
+    shutil.copytree(SAMPLE, data)
+    books = data / "books.csv"
+    header, first = list(csv.reader(io.StringIO(books.read_text(encoding="utf-8"))))[:2]
+    row = dict(zip(header, first), id="0e3e0d2a-8a5c-4f6e-9d3e-2d8f7a1b9c01", **AWKWARD)
+    with books.open("a", encoding="utf-8", newline="") as f:
+        csv.writer(f, lineterminator="\n").writerow([row[h] for h in header])
+    build(data, tmp_path / "site")
+    server = Server(tmp_path / "site")
+    try:
+        summary = freeze(f"http://127.0.0.1:{server.port}/api/v1/", Options(tmp_path / "imported", fmt), quiet())
+    finally:
+        server.stop()
+    assert summary.formats["books"] == fmt
+    build(tmp_path / "imported", tmp_path / "again")
+    same_api(tmp_path / "site", tmp_path / "again")
 
 
 def test_a_larger_catalogue_is_read_in_large_pages(tmp_path):
@@ -260,3 +291,20 @@ def test_the_time_zone_is_the_one_every_offset_fits(stamps, zone):
     frozen = Frozen({}, {}, {})
     _time_zone(frozen, stamps, None)
     assert frozen.site["time_zone"] == zone
+
+
+def test_csv_holds_an_image_only_when_its_id_is_derived_from_its_url():
+    from generator.catalogue.fields import derived_id
+    from generator.importer.convert import image_csv_form
+
+    book = "0e3e0d2a-8a5c-4f6e-9d3e-2d8f7a1b9c01"
+    base = "https://ketab.example.ir"
+
+    def image(url: str, key: str, kind=None) -> dict:
+        return {"id": derived_id("images", f"{book}/{key}"), "image": url, "type_image_book": kind}
+
+    assert image_csv_form(book, image("https://cdn.example/x.jpg", "https://cdn.example/x.jpg"), base) == \
+        "https://cdn.example/x.jpg"
+    assert image_csv_form(book, image(f"{base}/media/x.jpg", "/media/x.jpg"), base) == "/media/x.jpg"
+    assert image_csv_form(book, image(f"{base}/media/x.jpg", "something else"), base) is None
+    assert image_csv_form(book, image("https://cdn.example/x.jpg", "https://cdn.example/x.jpg", "cover"), base) is None
