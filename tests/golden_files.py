@@ -41,8 +41,18 @@ ROUTES = "routes.json"  # the golden request table: every router's decisions (ap
 
 BOOK = "76f9d815-44dc-545f-890b-4419e8e5e6da"
 UNKNOWN = "76f9d815-0000-4000-8000-000000000000"
-# (method, path, query, base_url's path prefix): what every server and router must route alike.
+BROWSER = "text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,*/*;q=0.8"
+# (method, path, query, base_url's path prefix[, Accept]): what every server and router must route alike.
 REQUESTS = [
+    # DRF's negotiation: a browser gets the HTML view of any routed GET; others the JSON.
+    ("GET", "/api/v1/books/", "limit=24", "", BROWSER), ("HEAD", f"/api/v1/books/{BOOK}/", "", "", "text/html"),
+    ("GET", "/api/v1/", "", "", "text/*"), ("GET", "/api/v1/books/", "", "", "application/json, text/html"),
+    ("GET", "/api/v1/books/", "", "", "text/html;q=0.1, application/json"), ("GET", "/api/v1/books/", "", "", "*/*"),
+    ("GET", "/api/v1/user/", "", "", "application/*, text/html"), ("GET", f"/api/v1/books/{UNKNOWN}/", "", "", "TEXT/HTML"),
+    ("GET", "/api/v1/books/", "limit=5", "", BROWSER), ("GET", "/api/v1/books", "", "", BROWSER),
+    ("GET", "/api/v1/nothing/", "", "", BROWSER), ("OPTIONS", "/api/v1/user/", "", "", BROWSER),
+    ("PUT", "/api/v1/books/", "", "", BROWSER), ("POST", "/api/v1/user/", "", "", BROWSER),
+    ("GET", "/catalogue/api/v1/books/", "", "/catalogue", BROWSER),
     *[("GET", "/api/v1/books/", q, "") for q in [
         "", "offset=24&limit=12", "limit=012&offset=0024", "limit=+12&offset=+24", "limit=%2B12&offset=%2B24",
         "limit=+%2B12&offset=24", "limit=%2012%20&offset=24%09", "limit=24&limit=12&offset=24",
@@ -71,17 +81,18 @@ REQUESTS = [
 
 def route_table() -> list[dict]:
     """Each request of REQUESTS with the answer of the route table, as JSON-ready data."""
-    return [{"request": list(request), "answer": routed(*request)} for request in REQUESTS]
+    requests = [(*request, "")[:5] for request in REQUESTS]  # (the Accept header: none unless given)
+    return [{"request": list(request), "answer": routed(*request)} for request in requests]
 
 
-def routed(method: str, path: str, query: str, prefix: str) -> dict:
+def routed(method: str, path: str, query: str, prefix: str, accept: str = "") -> dict:
     """The route table's answer to one request, as JSON-ready data."""
     from dataclasses import asdict
 
     from generator.api.routes import Bodies, resolve
 
     return {k: v.decode() if isinstance(v, bytes) else v
-            for k, v in asdict(resolve(method, path, query, prefix, Bodies())).items()}
+            for k, v in asdict(resolve(method, path, query, prefix, Bodies(), accept)).items()}
 
 
 def served_files(site_root: Path, gz: bool = False) -> list[Path]:

@@ -24,7 +24,7 @@ def test_build_prints_summary_and_publishes(data_dir: Path, tmp_path: Path):
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
     assert lines[0] == SUMMARY
-    assert re.fullmatch(r"files: 141, 0\.\d MB, \d+\.\d\d s", lines[1])
+    assert re.fullmatch(r"files: 143, 0\.\d MB, \d+\.\d\d s", lines[1])
     assert lines[2] == f"published: {out}/api/v1/"
     assert (out / "api/v1/books/index.json").is_file()
 
@@ -114,7 +114,7 @@ def test_build_writes_the_nginx_configuration(data_dir: Path, tmp_path: Path):
     assert "server_name ketab.example.ir;" in server
     standalone = (out / "hosts/nginx/nginx.conf").read_text(encoding="utf-8")
     assert f'include "{out.absolute()}/hosts/nginx/catalogue.conf";' in standalone
-    assert "function route(method, path, query)" in (out / "hosts/router/router.js").read_text(encoding="utf-8")
+    assert "function route(method, path, query, accept)" in (out / "hosts/router/router.js").read_text(encoding="utf-8")
 
 
 def test_token_add_prints_the_token_and_keeps_its_hash(tmp_path: Path):

@@ -19,7 +19,7 @@ from urllib.parse import quote
 
 from . import meta
 from .serving import ALLOW_READ, allow
-from .urls import (API, BUCKET_DIGITS, DEFAULT_LIMIT, ID_SHARD, PAGE_NOT_BUILT, RESOURCES, Resource,
+from .urls import (API, BUCKET_DIGITS, DEFAULT_LIMIT, ID_SHARD, PAGE_NOT_BUILT, RESOURCES, VIEWER, Resource,
                    detail_file, page_file, root_path)
 
 # ---- query strings ---------------------------------------------------------------------
@@ -80,6 +80,27 @@ OTHER_ID = "[^/.]+"  # DRF's lookup: one path segment without a dot
 NAMES = "|".join(r.name for r in RESOURCES)
 REDIRECT = rf"/{API}(?:/(?:{NAMES})(?:/{OTHER_ID})?)?"  # Django's APPEND_SLASH: add the slash
 URI_SAFE = "/:@&+$,-_.!~*'()"  # what Django's escape_uri_path leaves as it is in a Location
+
+# DRF's content negotiation between its renderers, JSON then the browsable API (HTML): the
+# most specific media ranges of Accept first (q does not count), the first renderer one
+# of them names wins. As patterns, tried in order, the first that matches decides: one
+# list for every host (nginx's map, the Python and JavaScript routers).
+ACCEPT_RANGES = [("application/json", False), ("text/html", True), ("application/*", False), ("text/*", True)]
+ACCEPT_AROUND = r"(?:^|,)\s*{}\s*(?:[;,]|$)"  # a media range of Accept, with or without parameters
+
+
+def accept_pattern(media_range: str) -> str:
+    return ACCEPT_AROUND.format(re.escape(media_range))
+
+
+ACCEPT = [(accept_pattern(media_range), html) for media_range, html in ACCEPT_RANGES]
+_ACCEPT = [(re.compile(pattern, re.I), html) for pattern, html in ACCEPT]
+
+
+def wants_html(accept: str) -> bool:
+    """Whether an Accept header makes DRF answer with its HTML view (browsers' do; none,
+    */* or application/json get JSON)."""
+    return next((html for pattern, html in _ACCEPT if pattern.search(accept)), False)
 
 
 @dataclass(frozen=True)
@@ -150,8 +171,9 @@ class Bodies:
         return meta.detail(f'Method "{method}" not allowed.')
 
 
-def resolve(method: str, path: str, query: str, prefix: str, bodies: Bodies) -> Answer:
-    """The answer to a request; `path` is normalised and percent-decoded, `query` is raw."""
+def resolve(method: str, path: str, query: str, prefix: str, bodies: Bodies, accept: str = "") -> Answer:
+    """The answer to a request; `path` is normalised and percent-decoded, `query` is raw,
+    `accept` the Accept header."""
     if not path.startswith(prefix + "/"):
         return Answer(404, bodies.not_found)
     path = path[len(prefix):]
@@ -172,6 +194,8 @@ def resolve(method: str, path: str, query: str, prefix: str, bodies: Bodies) -> 
         return Answer(forward=True, allow=route.allow)
     if method not in ("GET", "HEAD"):
         return Answer(405, bodies.method_not_allowed(method), allow=route.allow)
+    if accept and wants_html(accept):  # (it asks this URL for the JSON itself)
+        return Answer(file=VIEWER, allow=route.allow)
     if route.kind == "root":
         return Answer(file=root_path(), allow=route.allow)
     if route.kind == "list":

@@ -28,6 +28,15 @@ GZIP_MIN = 4096
 FORWARDED = ("authorization", "content-type", "accept", "user-agent")
 
 
+JSON_TYPE = "application/json"
+HTML_TYPE = "text/html; charset=utf-8"  # the HTML view's, as DRF's browsable API sends it
+
+
+def content_type(file: str) -> str:
+    """The Content-Type of a published file: JSON, but for the HTML view."""
+    return HTML_TYPE if file.endswith(".html") else JSON_TYPE
+
+
 def headers(cache_control: str) -> dict[str, str]:
     """The headers every answer of the site carries, errors included (http.md), besides
     Content-Type and Allow: every host sends exactly these."""

@@ -150,6 +150,7 @@ META = "_meta"
 PAGE_NOT_BUILT = f"{META}/page-not-built.json"
 NOT_FOUND_FILE = f"{META}/not-found.json"  # {"detail":"Not found."}: for hosts whose 404 is a file
 SITE_INFO = f"{META}/site.json"  # how the site is served, recorded by each build
+VIEWER = f"{META}/viewer.html"  # the HTML view, answered to clients that prefer text/html
 
 
 _SHARD = re.compile(rf"{API}/([a-z]+)/(?:[0-9a-f]{{{ID_SHARD}}}|pages/([0-9]+)/[0-9]+)")

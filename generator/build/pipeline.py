@@ -19,7 +19,8 @@ from ..api import meta
 from ..api.render import Renderer
 from ..api.schemas import MAX_REPORTED, SchemaChecker
 from ..api.serving import SiteInfo
-from ..api.urls import (BY_COLLECTION, NOT_FOUND_FILE, PAGE_NOT_BUILT, SITE_INFO, STATE, Shard, Urls,
+from ..api.viewer import viewer
+from ..api.urls import (BY_COLLECTION, NOT_FOUND_FILE, PAGE_NOT_BUILT, SITE_INFO, STATE, VIEWER, Shard, Urls,
                         default_pages_link, detail_path, first_page_path, key_of, root_path, shard_of)
 from ..catalogue.fields import COLLECTIONS
 from ..catalogue.load import Input, read_catalogue
@@ -159,7 +160,7 @@ def write_skeleton(target: Target, settings: Settings) -> None:
     checker.raise_if_violated()
     info = SiteInfo(settings.base_url, settings.cache_control)
     for path, data in ((root_path(), root), (PAGE_NOT_BUILT, meta.page_not_built(settings)),
-                       (NOT_FOUND_FILE, meta.NOT_FOUND), (SITE_INFO, info.encode())):
+                       (NOT_FOUND_FILE, meta.NOT_FOUND), (SITE_INFO, info.encode()), (VIEWER, viewer(settings))):
         if previous is not None and (previous / path).is_file() and (previous / path).read_bytes() == data:
             site.carry(generation, previous, path)
         else:

@@ -26,7 +26,7 @@ from starlette.responses import FileResponse, Response
 
 from ..api import meta
 from ..api.routes import Answer, Bodies, resolve
-from ..api.serving import DEFAULT_WRITE_SERVICE, FORWARDED, LOCAL, MAX_BODY, SiteInfo, headers
+from ..api.serving import DEFAULT_WRITE_SERVICE, FORWARDED, LOCAL, MAX_BODY, SiteInfo, content_type, headers
 from ..api.urls import API, CURRENT
 
 JSON = "application/json"
@@ -68,7 +68,8 @@ class Server:
         method = scope["method"]
         path = normalise(scope["path"])
         query = scope["query_string"].decode("latin-1")
-        answer = resolve(method, path, query, generation.prefix, self.bodies)
+        request = _request_headers(scope)
+        answer = resolve(method, path, query, generation.prefix, self.bodies, request.get("accept", ""))
         headers = {"Date": _now(), **generation.headers}
         if answer.allow:
             headers["Allow"] = answer.allow
@@ -78,7 +79,7 @@ class Server:
             headers["Location"] = answer.location
             response = Response(b"", answer.status, headers, media_type=JSON)
         elif answer.file is not None:
-            response = self._file(generation, answer, headers, _request_headers(scope))
+            response = self._file(generation, answer, headers, request)
         else:
             response = Response(answer.body, answer.status, headers, media_type=JSON)
         await response(scope, receive, _cased(send))  # (HEAD: uvicorn sends the headers only)
@@ -102,10 +103,11 @@ class Server:
         if _not_modified(request, etag, stat.st_mtime):
             headers.pop("Content-Encoding", None)
             return Response(b"", 304, headers)
+        kind = content_type(answer.file)
         if stat.st_size > STREAM_FROM:
-            return FileResponse(path, headers=headers, media_type=JSON, stat_result=stat)
+            return FileResponse(path, headers=headers, media_type=kind, stat_result=stat)
         # A page or a document: read at once (it is in the page cache), cheaper than a stream.
-        return Response(path.read_bytes(), 200, headers, media_type=JSON)
+        return Response(path.read_bytes(), 200, headers, media_type=kind)
 
     async def _forward(self, scope, receive, headers: dict) -> Response:
         """A write, to the write service; 413 over the size limit, 503 while none runs."""

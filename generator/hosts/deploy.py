@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Callable
 from urllib.parse import urlsplit
 
-from ..api.serving import SiteInfo
+from ..api.serving import SiteInfo, content_type
 from ..api.urls import API, BY_NAME, CURRENT, STATE, Shard, key_of, shard_of
 from ..errors import CatalogueError
 
@@ -143,7 +143,7 @@ def _deploy(client, site: Path, url: str, endpoint: str | None, progress: Callab
     uploaded, last = [0], [time.monotonic()]
 
     def upload(path: str) -> None:
-        extra = {"ContentType": "application/json", "CacheControl": info.cache_control}
+        extra = {"ContentType": content_type(path.removesuffix(".gz")), "CacheControl": info.cache_control}
         if path.endswith(".gz"):
             extra["ContentEncoding"] = "gzip"
         client.put_object(Bucket=target.bucket, Key=target.key(path), Body=(root / path).read_bytes(), **extra)

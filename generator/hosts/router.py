@@ -11,13 +11,14 @@ functions with placeholders). `route(method, path, query)` answers what
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 from urllib.parse import urlsplit
 
 from ..api import meta, routes
-from ..api.serving import FORWARDED, GZIP_MIN, MAX_BODY, SiteInfo, headers
-from ..api.urls import HOSTS, PAGE_NOT_BUILT, detail_file, page_file, root_path
+from ..api.serving import FORWARDED, GZIP_MIN, HTML_TYPE, JSON_TYPE, MAX_BODY, SiteInfo, headers
+from ..api.urls import HOSTS, PAGE_NOT_BUILT, VIEWER, detail_file, page_file, root_path
 from .files import replace, templates
 
 ROUTER = f"{HOSTS}/router/router.js"  # <site>/hosts/router/router.js: for the JavaScript hosts
@@ -59,8 +60,13 @@ def javascript(prefix: str, no_match: bool = True) -> str:
             literal[route.pattern] = entry
         else:
             source, groups = js_regex(route.pattern)
-            patterns.append({**entry, "source": source, "shard": groups.get("catalogue_shard", 0),
+            patterns.append({**entry, "source": source, "id": False, "shard": groups.get("catalogue_shard", 0),
                              "rest": groups.get("catalogue_rest", 0)})
+    # Every detail pattern ends alike (the UUID): said once, for the 10 KB of a CloudFront Function.
+    id_pattern = os.path.commonprefix([p["source"][::-1] for p in patterns if p["kind"] == "detail"])[::-1][:-1]
+    for p in patterns:
+        if p["kind"] == "detail":
+            p["source"], p["id"] = p["source"][:-len(id_pattern) - 1] + '"', True
     limit, limit_groups = js_regex(routes.LIMIT)
     offset, offset_groups = js_regex(routes.OFFSET)
     last_limit, last_groups = js_regex(routes.last("limit"), whole=False)
@@ -78,6 +84,9 @@ def javascript(prefix: str, no_match: bool = True) -> str:
         not_found=json.dumps(bodies.not_found.decode()), root_file=json.dumps(root_path()),
         page_not_built=json.dumps(PAGE_NOT_BUILT),
         page_file=json.dumps(page_file("{name}", "{limit}", "{bucket}", "{offset}")),
+        viewer=json.dumps(VIEWER), id_pattern=json.dumps(id_pattern),
+        accept=json.dumps([[re.escape(media_range), int(html)] for media_range, html in routes.ACCEPT_RANGES]),
+        accept_around=json.dumps(routes.ACCEPT_AROUND),
         detail_file=json.dumps(detail_file("{name}", "{shard}", "{id}")))
 
 
@@ -91,5 +100,6 @@ def answer_values(cache_control: str) -> dict:
     """What templates/answers.js.j2 needs: the part of an answer the JavaScript hosts that
     build their own Responses (a Worker, an Edge Function) share."""
     return {"headers": json.dumps(headers(cache_control)), "gzip_min": GZIP_MIN, "max_body": MAX_BODY,
+            "json_type": json.dumps(JSON_TYPE), "html_type": json.dumps(HTML_TYPE),
             "too_large": json.dumps(meta.TOO_LARGE.decode()),
             "write_unavailable": json.dumps(meta.WRITE_UNAVAILABLE.decode()), "forwarded": json.dumps(FORWARDED)}

@@ -43,6 +43,12 @@ def run(code: str, events: list[dict]) -> list[dict]:
     return json.loads(done.stdout)
 
 
+def request_event(entry: dict) -> dict:
+    """A request of the golden table as CloudFront's event."""
+    method, path, query, _, accept = entry["request"]
+    return event(method, path, query, {"Accept": accept} if accept else None)
+
+
 def event(method: str, path: str, query: str, request_headers: dict | None = None) -> dict:
     """A viewer request as CloudFront hands it to a function: the path as sent, the query
     string as an object of values as sent, a repeated name's values in multiValue."""
@@ -91,7 +97,7 @@ def test_the_function_decides_as_the_golden_request_table(site):
     answers = {}
     for prefix, code in codes.items():
         entries = [entry for entry in table if entry["request"][3] == prefix]
-        answers.update(zip(map(id, entries), run(code, [event(*entry["request"][:3]) for entry in entries])))
+        answers.update(zip(map(id, entries), run(code, [request_event(entry) for entry in entries])))
     not_built = (site / CURRENT / PAGE_NOT_BUILT).read_text(encoding="utf-8")
     for entry in table:
         expected, got = entry["answer"], answers[id(entry)]
@@ -101,7 +107,7 @@ def test_the_function_decides_as_the_golden_request_table(site):
                 site / CURRENT / expected["file"]).is_file():
             want = expected_reply(400, not_built, expected["allow"], None, info.cache_control)
         elif expected["file"] is not None:  # (a missing detail is the bucket's to answer)
-            want = {**event(*entry["request"][:3])["request"], "uri": "/" + expected["file"], "querystring": {}}
+            want = {**request_event(entry)["request"], "uri": "/" + expected["file"], "querystring": {}}
         else:
             want = expected_reply(expected["status"], expected["body"] or "", expected["allow"],
                                   expected["location"], info.cache_control)

@@ -159,13 +159,14 @@ GOLDEN_TABLE = [entry for entry in json.loads((GOLDEN / ROUTES).read_text(encodi
 def test_the_golden_request_table(server, entry):
     """Every request of the table every router is checked against, answered as it says:
     the file it names (or the answer for a missing one), the status and body, the Allow."""
-    method, path, query, prefix = entry["request"]
+    method, path, query, prefix, accept = entry["request"]
     answer, site = entry["answer"], server.site / "current"
     if server.kind == "cloudflare" and UNRESERVED.search(query):
         # workerd (and Cloudflare's URL normalisation) decodes escaped letters and digits
         # before the Worker sees the query; the Worker then reads it as DRF would.
-        answer = routed(method, path, normalised(query), prefix)
-    got = server.request(method, quote(path, safe="/%") + (f"?{query}" if query else ""))
+        answer = routed(method, path, normalised(query), prefix, accept)
+    got = server.request(method, quote(path, safe="/%") + (f"?{query}" if query else ""),
+                         {"Accept": accept} if accept else {})
     assert (got.header("Allow") or "") == answer["allow"]
     if answer["location"] is not None:
         assert (got.status, got.header("Location")) == (301, answer["location"])

@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from generator.api import meta
-from generator.api.serving import GZIP_MIN
+from generator.api.serving import GZIP_MIN, content_type
 from generator.api.urls import CURRENT
 from generator.build import build
 from generator.hosts import netlify
@@ -41,11 +41,12 @@ const functions = {"": (await import(plain)).default, "/catalogue": (await impor
 // The context Netlify passes: next() is the static file at the request's own path.
 const context = (request) => ({next: () => fetch(new URL(new URL(request.url).pathname, origin))});
 const answers = [];
-for (const {request: [method, path, query, prefix]} of table) {
+for (const {request: [method, path, query, prefix, accept]} of table) {
   const url = origin + path + (query ? "?" + query : "");
+  const headers = new Headers(accept ? {Accept: accept} : {});
   // (fetch's Request refuses TRACE: what the function reads of a request, as it would arrive)
-  const request = method === "TRACE" ? {method, url, headers: new Headers(), body: null}
-                                     : new Request(url, {method});
+  const request = method === "TRACE" ? {method, url, headers, body: null}
+                                     : new Request(url, {method, headers});
   const answer = await functions[prefix](request, context(request));
   answers.push({status: answer.status, body: await answer.text(),
                 headers: Object.fromEntries(answer.headers)});
@@ -170,7 +171,7 @@ def test_the_function_answers_the_golden_request_table(tmp_path, site, origin):
         assert headers.get("allow") == (entry["answer"]["allow"] or None), entry
         twin = status == 200 and entry["answer"]["file"] is not None and len(body) >= GZIP_MIN
         assert headers["vary"] == ("Accept, Accept-Encoding" if twin else "Accept"), entry
-        assert headers["content-type"] == "application/json", entry
+        assert headers["content-type"] == content_type(entry["answer"]["file"] or ""), entry
         assert headers["access-control-allow-origin"] == "*" and headers["cache-control"] == "no-cache", entry
         assert ("etag" in headers) == (status == 200 and entry["answer"]["file"] is not None), entry
 

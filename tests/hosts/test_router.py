@@ -17,9 +17,9 @@ pytestmark = pytest.mark.skipif(not runnable("node"), reason="node is not instal
 RUN = """
 const table = JSON.parse(require("fs").readFileSync(0, "utf8"));
 const routers = {};
-const answers = table.map(({request: [method, path, query, prefix]}) => {
+const answers = table.map(({request: [method, path, query, prefix, accept]}) => {
   routers[prefix] = routers[prefix] || require(process.argv[1] + (prefix ? "-prefixed" : "") + ".js");
-  return routers[prefix].route(method, path, query);
+  return routers[prefix].route(method, path, query, accept);
 });
 process.stdout.write(JSON.stringify(answers));
 """
