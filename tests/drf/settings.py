@@ -15,11 +15,13 @@ WSGI_APPLICATION = None
 # No django.contrib.auth: the catalogue's users are profiles (drf.app's UserProfile), and
 # writes need no authentication here. DRF's browsable renderer needs its templates.
 INSTALLED_APPS = ["django.contrib.staticfiles", "rest_framework", "drf.app"]
+# Django's order; the header for other origins comes first, as a CORS middleware is placed,
+# so that it is on every answer, the redirect CommonMiddleware answers by itself included.
 MIDDLEWARE = [
+    "drf.app.middleware.allow_any_origin",
     "django.middleware.security.SecurityMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    "drf.app.middleware.allow_any_origin",
 ]
 TEMPLATES = [{"BACKEND": "django.template.backends.django.DjangoTemplates", "APP_DIRS": True,
               "OPTIONS": {"context_processors": ["django.template.context_processors.request"]}}]
