@@ -10,8 +10,10 @@ that adds the slash; bodies, statuses and the headers http.md names must agree.
 """
 from __future__ import annotations
 
+import csv
 import http.client
 import json
+import shutil
 import time
 from urllib.parse import urlsplit
 
@@ -21,6 +23,10 @@ from conftest import SAMPLE
 from drf_service import MISSING, DrfService
 from generator.api.meta import NOT_FOUND
 from generator.api.urls import RESOURCES
+from generator.catalogue import synth
+from generator.catalogue.load import read_catalogue
+from generator.catalogue.records import Known, category_tree
+from generator.errors import Problems
 from generator.compose import build
 from servers import Answer, Server
 
@@ -32,7 +38,6 @@ HEADERS = ("Content-Type", "Allow", "X-Frame-Options", "X-Content-Type-Options",
            "Access-Control-Allow-Origin")
 NAMES = [r.name for r in RESOURCES]
 UNKNOWN = "00000000-0000-4000-8000-000000000000"
-BOOK = "da99fab8-d6b7-4fad-80de-aec36a1b4137"  # the sample's first book
 
 
 class Pair:
@@ -54,6 +59,10 @@ class Pair:
         assert "Accept" in drf.vary() and "Accept" in static.vary(), request
         return drf
 
+    def first(self, name: str) -> dict:
+        """The first record of a collection."""
+        return json.loads(ask(self.drf.port, "GET", f"/api/v1/{name}/").body)["results"][0]
+
     def local(self, url: str | None) -> str | None:
         """A link of the API as the path of a request to either service."""
         if url is None:
@@ -73,13 +82,19 @@ def ask(port: int, method: str, path: str, body: bytes | None = None, headers: d
         connection.close()
 
 
-@pytest.fixture(scope="module")
-def pair(tmp_path_factory):
+@pytest.fixture(scope="module", params=["sample", "synthetic"])
+def pair(tmp_path_factory, request):
+    """The sample catalogue, and a synthetic one of 150 books in CSV (categories given by
+    their parent, hundreds of them, several levels deep)."""
     work = tmp_path_factory.mktemp("drf")
+    data = SAMPLE
+    if request.param == "synthetic":
+        data = work / "data"
+        synth.write(data, 150, seed=5)
     started = time.monotonic()
-    drf = DrfService.start(SAMPLE, work / "drf")
+    drf = DrfService.start(data, work / "drf")
     print(f"the DRF service started in {time.monotonic() - started:.1f} s")
-    build(SAMPLE, work / "site", base_url=drf.url)
+    build(data, work / "site", base_url=drf.url)
     static = Server(work / "site")
     yield Pair(drf, static)
     static.stop()
@@ -121,7 +136,7 @@ def test_odd_spellings_of_a_page(pair, query):
     pair.same(f"/api/v1/books/?{query}")
 
 
-@pytest.mark.parametrize("query", ["offset=12&limit=24", "limit=5", "offset=48", "offset=96&limit=24", "limit=1_2",
+@pytest.mark.parametrize("query", ["offset=12&limit=24", "limit=5", "offset=48&limit=5", "offset=100008", "limit=1_2",
                                    "limit=%DB%B1%DB%B2"])
 def test_pages_drf_cuts_and_the_build_does_not(pair, query):
     """http.md: a page that is not pre-built (a limit not configured, an offset that is not
@@ -142,8 +157,7 @@ def test_an_unknown_id(pair, name):
 @pytest.mark.parametrize("name", NAMES)
 def test_options(pair, name):
     pair.same(f"/api/v1/{name}/", "OPTIONS")
-    first = json.loads(pair.same(f"/api/v1/{name}/").body)["results"][0]
-    pair.same(pair.local(first["url"]), "OPTIONS")
+    pair.same(pair.local(pair.first(name)["url"]), "OPTIONS")
 
 
 def test_options_of_the_api_root(pair):
@@ -155,9 +169,10 @@ def test_a_method_not_allowed(pair, path):
     assert pair.same(path, "PUT").status == 405
 
 
-@pytest.mark.parametrize("path", ["/api/v1/books", "/api/v1/author?limit=24&offset=24", "/api/v1",
-                                  f"/api/v1/books/{BOOK}"])
+@pytest.mark.parametrize("path", ["/api/v1/books", "/api/v1/author?limit=24&offset=24", "/api/v1", "a book"])
 def test_the_redirect_that_adds_the_slash(pair, path):
+    if path == "a book":
+        path = f"/api/v1/books/{pair.first('books')['id']}"
     drf, static = pair.both("GET", path)
     assert drf.status == static.status == 301
     # (Django's CommonMiddleware answers before the view and the clickjacking middleware run:
@@ -169,9 +184,9 @@ def test_the_redirect_that_adds_the_slash(pair, path):
 @pytest.mark.xfail(strict=True, reason="DRF's UUID lookup reads any spelling uuid.UUID() takes (upper case, "
                    "no hyphens) and answers the record; the route table matches lower-case hyphenated ids only "
                    "and answers 404 {\"detail\":\"Not found.\"}")
-@pytest.mark.parametrize("spelling", [BOOK.upper(), BOOK.replace("-", "")], ids=["upper-case", "no-hyphens"])
+@pytest.mark.parametrize("spelling", [str.upper, lambda id: id.replace("-", "")], ids=["upper-case", "no-hyphens"])
 def test_a_detail_under_another_spelling_of_its_id(pair, spelling):
-    pair.same(f"/api/v1/books/{spelling}/")
+    pair.same(f"/api/v1/books/{spelling(pair.first('books')['id'])}/")
 
 
 @pytest.mark.xfail(strict=True, reason="http.md: any other path is 404 {\"detail\":\"Not found.\"} (DRF: its "
@@ -180,6 +195,44 @@ def test_a_detail_under_another_spelling_of_its_id(pair, spelling):
 def test_a_path_with_a_repeated_slash(pair, path):
     drf, static = pair.both("GET", path)
     assert (static.status, static.body) == (drf.status, NOT_FOUND)
+
+
+@pytest.fixture(scope="module")
+def breadth_first(tmp_path_factory):
+    """The sample with its category tree as a CSV file listing each level before the next
+    (every parent before its children, siblings in their order: the same tree, the same paths)."""
+    work = tmp_path_factory.mktemp("drf-categories")
+    data = work / "data"
+    shutil.copytree(SAMPLE, data)
+    source = read_catalogue(data).sources["categories"]
+    tree = [record for _line, record in category_tree(source, Problems(), Known())]
+    (data / "categories.yaml").unlink()
+    with (data / "categories.csv").open("w", encoding="utf-8", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["id", "slug", "name", "code", "parent"])
+        for record in sorted(tree, key=lambda r: (r["depth"], r["path"])):
+            writer.writerow([record["id"], record["slug"], record["name"], record["code"], record["parent"] or ""])
+    drf = DrfService.start(data, work / "drf")
+    build(data, work / "site", base_url=drf.url)
+    static = Server(work / "site")
+    yield Pair(drf, static)
+    static.stop()
+    drf.stop()
+
+
+def test_categories_listed_in_another_order_are_the_same_records(breadth_first):
+    drf, static = breadth_first.both("GET", "/api/v1/category/?limit=24")
+    drf_records, static_records = json.loads(drf.body)["results"], json.loads(static.body)["results"]
+    assert sorted(drf_records, key=lambda r: r["path"]) == sorted(static_records, key=lambda r: r["path"])
+    for record in drf_records:
+        breadth_first.same(breadth_first.local(record["url"]))
+
+
+@pytest.mark.xfail(strict=True, reason="data.md: a collection lists its records in file order; the DRF service "
+                   "(treebeard) lists categories by path. They agree when the file lists the tree top-down "
+                   "(each category, then its sub-categories), as nested YAML always does, not otherwise")
+def test_categories_listed_level_by_level(breadth_first):
+    breadth_first.same("/api/v1/category/?limit=24")
 
 
 def test_a_new_user_and_bookshelf(tmp_path):
