@@ -1,12 +1,15 @@
 """The DRF service (tests/drf) and the static build answer alike, byte for byte.
 
-The sample catalogue is served twice: by a Django REST Framework application written
-from api.md and loaded from data/, and by the built-in server over a build of the same
-data whose base_url is the DRF service's own address, so that every link is the same.
-Both get the same requests: the API root, every page of every collection (following
-`next` to the end) at the default page size and at 24, odd spellings of the query,
-every detail document, unknown ids, OPTIONS, a method not allowed and the redirect
-that adds the slash; bodies, statuses and the headers http.md names must agree.
+A catalogue (the sample; a synthetic one of 150 books in CSV) is served twice: by a
+Django REST Framework application written from api.md and loaded from the same data,
+and by the built-in server over a build whose base_url is the DRF service's own
+address, so that every link is the same. Both get the same requests: the API root,
+every page of every collection (following `next` to the end) at the default page size
+and at 24, odd spellings of the query, every detail document, unknown ids, OPTIONS, a
+method not allowed and the redirect that adds the slash; bodies, statuses and the
+headers http.md names must agree. Where http.md itself departs from DRF (pages not
+pre-built) the test checks the departure; where the build departs from DRF and http.md
+does not say so, the comparison is an expected failure that names the difference.
 """
 from __future__ import annotations
 
@@ -14,7 +17,6 @@ import csv
 import http.client
 import json
 import shutil
-import time
 from urllib.parse import urlsplit
 
 import pytest
@@ -26,8 +28,8 @@ from generator.api.urls import RESOURCES
 from generator.catalogue import synth
 from generator.catalogue.load import read_catalogue
 from generator.catalogue.records import Known, category_tree
-from generator.errors import Problems
 from generator.compose import build
+from generator.errors import Problems
 from servers import Answer, Server
 
 pytestmark = pytest.mark.skipif(bool(MISSING), reason=f"{', '.join(MISSING)} cannot be imported: "
@@ -91,9 +93,7 @@ def pair(tmp_path_factory, request):
     if request.param == "synthetic":
         data = work / "data"
         synth.write(data, 150, seed=5)
-    started = time.monotonic()
     drf = DrfService.start(data, work / "drf")
-    print(f"the DRF service started in {time.monotonic() - started:.1f} s")
     build(data, work / "site", base_url=drf.url)
     static = Server(work / "site")
     yield Pair(drf, static)
@@ -136,7 +136,7 @@ def test_odd_spellings_of_a_page(pair, query):
     pair.same(f"/api/v1/books/?{query}")
 
 
-@pytest.mark.parametrize("query", ["offset=12&limit=24", "limit=5", "offset=48&limit=5", "offset=100008", "limit=1_2",
+@pytest.mark.parametrize("query", ["offset=12&limit=24", "limit=5", "offset=13", "offset=100008", "limit=1_2",
                                    "limit=%DB%B1%DB%B2"])
 def test_pages_drf_cuts_and_the_build_does_not(pair, query):
     """http.md: a page that is not pre-built (a limit not configured, an offset that is not
