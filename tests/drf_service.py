@@ -1,18 +1,21 @@
 """The DRF service (tests/drf) in a process of its own, for tests: on a free loopback
-port, started so that it dies with the tests, ready once it answers."""
+port, started so that it dies with the tests, ready once it answers; and `Pair`, which
+asks it and another server the same requests and compares their answers."""
 from __future__ import annotations
 
 import http.client
 import importlib.util
+import json
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from conftest import ROOT
 from generator.system import stop_with_parent
-from servers import free_port
+from servers import Answer, Server, free_port
 
 # What the service needs (the `test` extra installs them); without them its tests skip.
 MODULES = ("django", "rest_framework", "treebeard")
@@ -66,3 +69,62 @@ class DrfService:
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
             self.process.wait(timeout=15)
+
+
+# ---- the DRF service beside another server, asked the same ----------------------------------
+
+# The headers http.md lists for every answer, compared one by one (Vary: both carry Accept).
+HEADERS = ("Content-Type", "Allow", "X-Frame-Options", "X-Content-Type-Options", "Referrer-Policy",
+           "Access-Control-Allow-Origin")
+
+
+class Pair:
+    """The two services, asked the same requests."""
+
+    def __init__(self, drf: DrfService, static: Server) -> None:
+        self.drf, self.static = drf, static
+
+    def both(self, method: str, path: str) -> tuple[Answer, Answer]:
+        return ask(self.drf.port, method, path), ask(self.static.port, method, path)
+
+    def same(self, path: str, method: str = "GET") -> Answer:
+        """Asks both; asserts the same status, body and headers: DRF's answer."""
+        drf, static = self.both(method, path)
+        request = f"{method} {path}"
+        assert (static.status, static.body) == (drf.status, drf.body), request
+        for name in HEADERS:
+            assert static.header(name) == drf.header(name), f"{request}: {name}"
+        assert "Accept" in drf.vary() and "Accept" in static.vary(), request
+        return drf
+
+    def first(self, name: str) -> dict:
+        """The first record of a collection."""
+        return json.loads(ask(self.drf.port, "GET", f"/api/v1/{name}/").body)["results"][0]
+
+    def local(self, url: str | None) -> str | None:
+        """A link of the API as the path of a request to either service."""
+        if url is None:
+            return None
+        assert url.startswith(self.drf.url + "/"), url
+        parts = urlsplit(url)
+        return parts.path + (f"?{parts.query}" if parts.query else "")
+
+
+def ask(port: int, method: str, path: str, body: bytes | None = None, headers: dict | None = None) -> Answer:
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        connection.request(method, path, body=body, headers=headers or {})
+        response = connection.getresponse()
+        return Answer(response.status, response.headers, response.read())
+    finally:
+        connection.close()
+
+
+def walk(pair: Pair, first: str) -> list[dict]:
+    """Every page from `first` to the end by `next`, each compared: their records."""
+    found, path = [], first
+    while path is not None:
+        page = json.loads(pair.same(path).body)
+        found += page["results"]
+        path = pair.local(page["next"])
+    return found

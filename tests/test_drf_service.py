@@ -14,15 +14,13 @@ does not say so, the comparison is an expected failure that names the difference
 from __future__ import annotations
 
 import csv
-import http.client
 import json
 import shutil
-from urllib.parse import urlsplit
 
 import pytest
 
 from conftest import SAMPLE
-from drf_service import MISSING, DrfService
+from drf_service import MISSING, DrfService, Pair, ask, walk
 from generator.api.meta import NOT_FOUND
 from generator.api.urls import RESOURCES
 from generator.catalogue import synth
@@ -35,53 +33,8 @@ from servers import Answer, Server
 pytestmark = pytest.mark.skipif(bool(MISSING), reason=f"{', '.join(MISSING)} cannot be imported: "
                                                       "pip install -e '.[test]' installs the DRF service's needs")
 
-# The headers http.md lists for every answer, compared one by one (Vary: both carry Accept).
-HEADERS = ("Content-Type", "Allow", "X-Frame-Options", "X-Content-Type-Options", "Referrer-Policy",
-           "Access-Control-Allow-Origin")
 NAMES = [r.name for r in RESOURCES]
 UNKNOWN = "00000000-0000-4000-8000-000000000000"
-
-
-class Pair:
-    """The two services, asked the same requests."""
-
-    def __init__(self, drf: DrfService, static: Server) -> None:
-        self.drf, self.static = drf, static
-
-    def both(self, method: str, path: str) -> tuple[Answer, Answer]:
-        return ask(self.drf.port, method, path), ask(self.static.port, method, path)
-
-    def same(self, path: str, method: str = "GET") -> Answer:
-        """Asks both; asserts the same status, body and headers: DRF's answer."""
-        drf, static = self.both(method, path)
-        request = f"{method} {path}"
-        assert (static.status, static.body) == (drf.status, drf.body), request
-        for name in HEADERS:
-            assert static.header(name) == drf.header(name), f"{request}: {name}"
-        assert "Accept" in drf.vary() and "Accept" in static.vary(), request
-        return drf
-
-    def first(self, name: str) -> dict:
-        """The first record of a collection."""
-        return json.loads(ask(self.drf.port, "GET", f"/api/v1/{name}/").body)["results"][0]
-
-    def local(self, url: str | None) -> str | None:
-        """A link of the API as the path of a request to either service."""
-        if url is None:
-            return None
-        assert url.startswith(self.drf.url + "/"), url
-        parts = urlsplit(url)
-        return parts.path + (f"?{parts.query}" if parts.query else "")
-
-
-def ask(port: int, method: str, path: str, body: bytes | None = None, headers: dict | None = None) -> Answer:
-    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-    try:
-        connection.request(method, path, body=body, headers=headers or {})
-        response = connection.getresponse()
-        return Answer(response.status, response.headers, response.read())
-    finally:
-        connection.close()
 
 
 @pytest.fixture(scope="module", params=["sample", "synthetic"])
@@ -99,16 +52,6 @@ def pair(tmp_path_factory, request):
     yield Pair(drf, static)
     static.stop()
     drf.stop()
-
-
-def walk(pair: Pair, first: str) -> list[dict]:
-    """Every page from `first` to the end by `next`, each compared: their records."""
-    found, path = [], first
-    while path is not None:
-        page = json.loads(pair.same(path).body)
-        found += page["results"]
-        path = pair.local(page["next"])
-    return found
 
 
 def test_the_api_root(pair):

@@ -1,0 +1,64 @@
+"""`catalogue import` from a real DRF service (tests/drf): the import, built and served,
+answers every page, detail and header as the service does, on the sample catalogue and
+on a synthetic one no test has seen before (a new seed each run, named in the test id)."""
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+from click.testing import CliRunner
+
+from conftest import SAMPLE
+from drf_service import MISSING, DrfService, Pair, walk
+from generator.api.urls import RESOURCES
+from generator.catalogue import synth
+from generator.cli import main
+from generator.compose import build
+from servers import Server
+
+pytestmark = pytest.mark.skipif(bool(MISSING), reason=f"{', '.join(MISSING)} cannot be imported: "
+                                                      "pip install -e '.[test]' installs the DRF service's needs")
+SEED = random.randrange(1_000_000)
+
+
+@pytest.fixture(scope="module", params=["sample", f"unseen-seed-{SEED}"])
+def imported(tmp_path_factory, request):
+    """The DRF service of a catalogue, and beside it the built-in server over the import
+    of that service, built."""
+    work = tmp_path_factory.mktemp("from-drf")
+    data = SAMPLE
+    if request.param != "sample":
+        data = work / "data"
+        synth.write(data, 120, seed=SEED)
+    drf = DrfService.start(data, work / "drf")
+    result = CliRunner().invoke(main, ["import", f"{drf.url}/api/v1/", "--out", str(work / "imported"),
+                                       "--format", "csv"])
+    assert result.exit_code == 0, result.output
+    build(work / "imported", work / "site")
+    static = Server(work / "site")
+    yield Pair(drf, static), result.stdout
+    static.stop()
+    drf.stop()
+
+
+def test_the_import_says_what_it_inferred(imported):
+    pair, summary = imported
+    assert "  page size: 12 (from the next links); the service answers any limit, only this one will be " \
+           "pre-built: add others to site.yaml's page_sizes" in summary.splitlines()
+    assert "  time zone: Asia/Tehran (inferred from the offsets of" in summary
+
+
+def test_the_api_root(imported):
+    pair, _ = imported
+    pair.same("/api/v1/")
+
+
+@pytest.mark.parametrize("name", [r.name for r in RESOURCES])
+def test_every_page_and_every_detail_as_the_service_answers(imported, name):
+    pair, _ = imported
+    records = walk(pair, f"/api/v1/{name}/")
+    assert len(records) == json.loads(pair.same(f"/api/v1/{name}/").body)["count"]
+    for record in records:
+        pair.same(pair.local(record["url"]))
+    pair.same(f"/api/v1/{name}/", "OPTIONS")
