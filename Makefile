@@ -14,7 +14,7 @@ TOKENS ?= write-tokens
 comma := ,
 BENCH_SIZES := 10000,100000$(if $(BENCH_FULL),$(comma)1000000)
 
-.PHONY: build check test serve serve-cloudflare node_modules bench golden clean
+.PHONY: build check test serve serve-cloudflare node_modules bench golden screenshots clean
 
 build: $(STAMP)
 	@$(BIN)/catalogue build --data data --out site
@@ -68,6 +68,10 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/write_delay.py --sizes 0,100000 --workdir bench-work
 	$(BIN)/python benchmarks/serve_rate.py --books 20000 --workdir bench-work
 	$(BIN)/python benchmarks/import_rate.py --books 10000 --workdir bench-work
+
+# The README's pictures of the HTML view (docs/screenshots/), taken by the browser test.
+screenshots: $(STAMP)
+	CATALOGUE_SCREENSHOTS=docs $(BIN)/python -m pytest -q tests/hosts/test_browser.py
 
 # Rewrite tests/golden/ from the sample data: only on purpose, after reading the diff.
 golden: $(STAMP)

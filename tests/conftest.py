@@ -58,4 +58,4 @@ def pytest_terminal_summary(terminalreporter) -> None:
 
 
 HOW = {"cloudflare": "workerd: `make node_modules`, which `make test` runs where npm is; ",
-       "deno": "`.venv/bin/pip install deno`; "}
+       "deno": "`.venv/bin/pip install deno`; ", "chromium": "the system's chromium package; "}

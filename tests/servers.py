@@ -5,6 +5,7 @@ started it: an interrupted test run leaves nothing behind."""
 from __future__ import annotations
 
 import gzip
+import importlib.util
 import http.client
 import os
 import shutil
@@ -27,7 +28,8 @@ SERVERS = ("builtin", "nginx", "cloudflare")
 # CATALOGUE_REQUIRE, and then a test that needs one never skips.
 REQUIRED = set(filter(None, os.environ.get("CATALOGUE_REQUIRE", "").split(",")))
 INSTALLED = {"builtin": lambda: True, "nginx": installed, "node": lambda: shutil.which("node") is not None,
-             "cloudflare": cloudflare.installed, "deno": lambda: find_deno() is not None}
+             "cloudflare": cloudflare.installed, "deno": lambda: find_deno() is not None,
+             "chromium": lambda: shutil.which("chromium") is not None and importlib.util.find_spec("playwright")}
 
 
 def find_deno() -> str | None:

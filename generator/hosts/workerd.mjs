@@ -25,7 +25,23 @@ const FILES = `export default {
   }
 };`;
 
-const worker = new Miniflare({
+let worker = null;
+async function stop() {
+  // (a stop asked for is a clean exit; workerd gets 5 s to close, then goes with this process)
+  if (worker !== null) await Promise.race([worker.dispose(), new Promise((done) => setTimeout(done, 5000))]);
+  process.exit(0);
+}
+
+function listen() {
+  // Ours alone: miniflare's own handlers exit with 128 + the signal.
+  for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"]) {
+    process.removeAllListeners(signal);
+    process.on(signal, stop);
+  }
+}
+
+listen();  // (a signal while workerd starts stops it too)
+worker = new Miniflare({
   host: given.host,
   port: given.port,
   compatibilityDate: given.compatibilityDate,
@@ -46,13 +62,5 @@ const worker = new Miniflare({
     },
   ],
 });
+listen();
 await worker.ready;
-
-async function stop() {
-  await worker.dispose();
-  process.exit(0);
-}
-for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"]) {
-  process.removeAllListeners(signal); // (miniflare's own exit with 128 + signal: a stop asked for is a clean exit)
-  process.on(signal, stop);
-}

@@ -1,0 +1,124 @@
+"""The HTML view as a person uses it, in a real headless Chromium (driven by Playwright):
+right to left, page by page, a book's card, and the user form posting with a token until
+the new user is served; no console errors and no request to any other site.
+
+Screenshots of the list, a detail and the form go to a temporary folder, or to
+docs/screenshots/ for the README with CATALOGUE_SCREENSHOTS=docs (`make screenshots`)."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import time
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+
+from conftest import ROOT, SAMPLE
+from servers import WriteStack, runnable
+
+pytestmark = pytest.mark.skipif(not runnable("chromium"), reason="chromium is not installed")
+
+BROWSER = "text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,*/*;q=0.8"
+# Chromium as the machine's closed network wants it: no background requests of its own.
+PROVOKED = re.compile(r"Failed to load resource: the server responded with a status of 40[01] ")
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory):
+    work = tmp_path_factory.mktemp("browser")
+    data = work / "data"
+    shutil.copytree(SAMPLE, data)
+    running = WriteStack.start(data, work)
+    yield running
+    running.stop()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=shutil.which("chromium"), args=FLAGS)
+        yield launched
+        launched.close()
+
+
+@pytest.fixture
+def page(browser, stack):
+    """A page that records console errors and every host it asked."""
+    context = browser.new_context(locale="fa-IR", viewport={"width": 1100, "height": 900})
+    opened = context.new_page()
+    opened.errors, opened.hosts = [], set()
+    opened.on("console", lambda message: message.type == "error" and opened.errors.append(message.text))
+    opened.on("pageerror", lambda error: opened.errors.append(str(error)))
+    opened.on("request", lambda request: opened.hosts.add(urlsplit(request.url).netloc))
+    yield opened
+    # (Chromium logs each 4xx answer a fetch gets; the form test provokes its 401 and 400)
+    assert [e for e in opened.errors if not PROVOKED.match(e)] == []
+    assert opened.hosts == {f"127.0.0.1:{stack.server.port}"}  # (fonts, scripts: nothing from elsewhere)
+    context.close()
+
+
+def shots() -> Path:
+    where = ROOT / "docs" / "screenshots" if os.environ.get("CATALOGUE_SCREENSHOTS") == "docs" else None
+    if where is None:
+        import tempfile
+        where = Path(tempfile.mkdtemp(prefix="screenshots-"))
+    where.mkdir(parents=True, exist_ok=True)
+    return where
+
+
+def test_the_list_is_right_to_left_and_goes_page_by_page_to_a_book(page, stack):
+    base = f"http://127.0.0.1:{stack.server.port}"
+    first = json.loads(stack.server.get("/api/v1/books/").body)["results"][0]
+    page.goto(f"{base}/api/v1/books/")
+    assert page.evaluate("getComputedStyle(document.documentElement).direction") == "rtl"
+    assert page.locator("html").get_attribute("lang") == "fa"
+    page.get_by_role("link", name=first["title"], exact=True).first.wait_for()
+    assert page.locator("#status").inner_text() == "HTTP 200 OK"
+    page.screenshot(path=str(shots() / "list.png"), full_page=False)
+
+    page.locator("nav.pages a[rel=next]").click()
+    page.wait_for_url("**/api/v1/books/?limit=12&offset=12")
+    second = json.loads(stack.server.get("/api/v1/books/?limit=12&offset=12").body)["results"][0]
+    page.get_by_role("link", name=second["title"], exact=True).first.click()
+    page.wait_for_url(f"**/api/v1/books/{second['id']}/")
+    card = page.locator("#card")
+    card.wait_for()
+    assert card.locator("h2").inner_text() == second["title"]
+    assert "ریال" in card.inner_text()
+    page.screenshot(path=str(shots() / "detail.png"), full_page=False)
+
+
+def test_the_user_form_posts_with_a_token_and_the_user_is_served_after_the_rebuild(page, stack):
+    base = f"http://127.0.0.1:{stack.server.port}"
+    page.goto(f"{base}/api/v1/user/")
+    form = page.locator("form#create")
+    form.wait_for()
+    page.fill("#field-username", "رها_browser")
+    page.fill("#field-first_name", "رها")
+    page.fill("#field-token", "not-the-token")
+    page.locator("#form").screenshot(path=str(shots() / "form.png"))
+    form.locator("button").click()
+    page.locator("#status", has_text="HTTP 401").wait_for()
+    page.fill("#field-token", stack.token)
+    page.fill("#field-username", "bad name")
+    form.locator("button").click()
+    page.locator("#status", has_text="HTTP 400").wait_for()
+    assert page.locator("#error-username").inner_text()  # the field's error, beside the field
+    page.fill("#field-username", "raha_browser")
+    form.locator("button").click()
+    page.locator("#status", has_text="HTTP 201").wait_for()
+    created = json.loads(page.locator("#body").inner_text())
+    deadline = time.monotonic() + 30
+    while stack.server.get(urlsplit(created["url"]).path).status != 200:  # (the rebuild publishes it)
+        assert time.monotonic() < deadline, "the new user was never published"
+        time.sleep(0.2)
+    page.goto(f"{base}{urlsplit(created['url']).path}")
+    page.locator("#status", has_text="HTTP 200").wait_for()
+    assert "raha_browser" in page.locator("#body").inner_text()
