@@ -196,3 +196,6 @@ BUILD_DIR = ".build"  # <out>/.build/: the build's generations, store, trash and
 PREVIEW = ".preview"  # <out>/.preview/: a site of its own, `catalogue serve --data`'s local build
 STATE = ".state"  # <generation>/.state/: what a build keeps for the next (never served nor deployed)
 HOSTS = "hosts"  # <out>/hosts/<host>/: what the build writes for each host (configurations, routers)
+# <out>/.accepted/: the detail documents of records the write service accepted that no build
+# has published yet, at the paths they will have in a generation (read your writes).
+ACCEPTED = ".accepted"

@@ -27,7 +27,7 @@ from starlette.responses import FileResponse, Response
 from ..api import meta
 from ..api.routes import Answer, Bodies, resolve
 from ..api.serving import DEFAULT_WRITE_SERVICE, FORWARDED, LOCAL, MAX_BODY, SiteInfo, content_type, headers
-from ..api.urls import API, CURRENT
+from ..api.urls import ACCEPTED, API, CURRENT
 
 JSON = "application/json"
 SERVER = "catalogue"  # the Server header: no version, as nginx with server_tokens off
@@ -88,9 +88,13 @@ class Server:
         path = generation.root / answer.file
         try:
             stat = path.stat()
-        except OSError:  # not built: the answer for a missing file
-            body = (generation.root / answer.missing_file).read_bytes() if answer.missing_file else answer.body
-            return Response(body, answer.missing_status, headers, media_type=JSON)
+        except OSError:
+            try:  # a record accepted by the write service and not published yet
+                path = self.site / ACCEPTED / answer.file
+                stat = path.stat()
+            except OSError:  # not built: the answer for a missing file
+                body = (generation.root / answer.missing_file).read_bytes() if answer.missing_file else answer.body
+                return Response(body, answer.missing_status, headers, media_type=JSON)
         zipped = Path(f"{path}.gz")
         if zipped.exists():
             headers["Vary"] = "Accept, Accept-Encoding"

@@ -18,7 +18,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from ..api.serving import DEFAULT_WRITE_SERVICE, LOCAL, SiteInfo
-from ..api.urls import API, CURRENT, HOSTS
+from ..api.urls import ACCEPTED, API, CURRENT, HOSTS
 from ..errors import CatalogueError
 from ..system import foreground
 from . import router
@@ -64,7 +64,9 @@ def serve(site: Path, port: int, host: str = LOCAL, write_service: str = DEFAULT
     site = site.absolute()
     serving = SiteInfo.of_site(site)
     write(site)  # (a site built before this version has no Worker yet)
+    (site / ACCEPTED).mkdir(exist_ok=True)  # (workerd's disk service wants it there from the start)
     options = {"site": str(site), "worker": str(site / CONFIG_DIR / "worker.js"), "current": CURRENT,
+               "accepted": ACCEPTED,
                "host": host, "port": port, "writeService": f"http://{write_service}",
                "compatibilityDate": COMPATIBILITY_DATE}
     print(f"serving {site} with the Cloudflare Worker in workerd at "

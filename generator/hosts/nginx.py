@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 
 from ..api import meta, routes
 from ..api.serving import DEFAULT_WRITE_SERVICE, LOCAL, MAX_BODY, SiteInfo, headers
-from ..api.urls import (API, BUCKET_DIGITS, CURRENT, HOSTS, META, PAGE_BUCKET, PAGE_NOT_BUILT, RESOURCES, VIEWER, detail_file,
+from ..api.urls import (ACCEPTED, API, BUCKET_DIGITS, CURRENT, HOSTS, META, PAGE_BUCKET, PAGE_NOT_BUILT, RESOURCES, VIEWER, detail_file,
                         page_file, root_path)
 from ..errors import CatalogueError
 from ..system import foreground
@@ -74,6 +74,7 @@ def server_config(site: Path, serving: SiteInfo, listen: str, write_service: str
         prefix=prefix, prefix_re=re.escape(prefix), resources=resources, q=query,
         api_root=table["root", None], root_file=root_path(), redirect=routes.REDIRECT,
         uri_safe="A-Za-z0-9" + re.escape(routes.URI_SAFE), accept=routes.ACCEPT, viewer=f"/{VIEWER}",
+        accepted=site.absolute() / ACCEPTED,
         allow_routes=[route for route in routes.ROUTES if route.kind in ("root", "list", "other")],
         bucket_size=PAGE_BUCKET, bucket_digits=BUCKET_DIGITS, meta=META, page_not_built=f"/{PAGE_NOT_BUILT}",
         headers=headers(serving.cache_control), write_service=check_address(write_service), max_body=MAX_BODY,

@@ -6,8 +6,11 @@
 // workerd's own disk service by a small file worker that answers as the assets binding
 // does (the file, its ETag, 404 when there is none). Each request opens <site>/current
 // afresh, so a rebuild is served at once, as a new deployment is on Cloudflare; miniflare's
-// own assets would list the files once, when the Worker starts.
-// Usage: node workerd.mjs '{"site", "worker", "current", "host", "port", "writeService", "compatibilityDate"}'
+// own assets would list the files once, when the Worker starts. A record the write service
+// accepted and no build has published yet is read from <site>/.accepted/, as the other
+// local servers do.
+// Usage: node workerd.mjs '{"site", "worker", "current", "accepted", "host", "port", "writeService",
+//                            "compatibilityDate"}'
 import path from "node:path";
 import { Miniflare } from "miniflare";
 
@@ -16,7 +19,11 @@ const given = JSON.parse(process.argv[2]);
 // Static assets' answer for a file: its bytes with an ETag, here nginx's (mtime-size in hex).
 const FILES = `export default {
   async fetch(request, env) {
-    const found = await env.DISK.fetch(new Request("http://disk/${given.current}" + new URL(request.url).pathname));
+    const key = new URL(request.url).pathname;
+    let found = await env.DISK.fetch(new Request("http://disk/${given.current}" + key));
+    if (found.status !== 200) {  // a record the write service accepted, not published yet
+      found = await env.ACCEPTED.fetch(new Request("http://disk" + key));
+    }
     if (found.status !== 200) return new Response(null, {status: 404});
     const modified = found.headers.get("Last-Modified");
     const tag = (Date.parse(modified) / 1000).toString(16) + "-" + Number(found.headers.get("Content-Length")).toString(16);
@@ -58,7 +65,10 @@ worker = new Miniflare({
       name: "files",
       modules: true,
       script: FILES,
-      serviceBindings: { DISK: { disk: { path: given.site, writable: false } } },
+      serviceBindings: {
+        DISK: { disk: { path: given.site, writable: false } },
+        ACCEPTED: { disk: { path: path.join(given.site, given.accepted), writable: false } }, // (a dot directory)
+      },
     },
   ],
 });

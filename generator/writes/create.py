@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 
 from ..api.meta import read_only_fields, writable_fields
 from ..api.render import Renderer
-from ..api.urls import BY_COLLECTION, WRITABLE, Urls
+from ..api.urls import BY_COLLECTION, WRITABLE, Urls, detail_path
 from ..catalogue import load, records
 from ..catalogue.fields import ID_KEYS, NAME_MAX, REFUSED_CHARACTERS, USERNAME_MAX, USERNAME_RE, derived_id
 from ..errors import CatalogueError, Problems
@@ -61,6 +61,7 @@ class Unavailable(CatalogueError):
 class Created:
     url: str
     body: bytes  # the detail document the build will publish
+    file: str  # where in a generation it will be published
 
 
 class Catalogue:
@@ -84,7 +85,8 @@ class Catalogue:
             file.append(file.encode(row), self.journal)
             self._remember(collection, record)
             self._seen = self._signature()  # our own change: nothing to read again
-        return Created(self.urls.detail(BY_COLLECTION[collection], record["id"]), data)
+        resource = BY_COLLECTION[collection]
+        return Created(self.urls.detail(resource, record["id"]), data, detail_path(resource, record["id"]))
 
     # ---- what is known of the data ----------------------------------------------------
 

@@ -15,6 +15,8 @@ import time
 from pathlib import Path
 from typing import Callable
 
+from .accepted import Accepted
+
 SETTLE = 0.05  # seconds a build waits for the rest of a burst before it starts
 
 
@@ -24,9 +26,10 @@ def command(*args: str, base_url: str | None = None) -> list[str]:
 
 
 class Rebuilder:
-    def __init__(self, command: list[str], log: Callable[[str], None]) -> None:
+    def __init__(self, command: list[str], log: Callable[[str], None], accepted: Accepted | None = None) -> None:
         self.command = command
         self._log = log
+        self._accepted = accepted
         self._wanted = threading.Event()
         self._idle = threading.Event()  # nothing wanted, nothing running
         self._idle.set()
@@ -38,7 +41,7 @@ class Rebuilder:
     def of(cls, data: Path, out: Path, base_url: str | None, listen: str, write_service: str,
            log: Callable[[str], None]) -> "Rebuilder":
         return cls(command("build", "--data", str(data), "--out", str(out), "--listen", listen,
-                           "--write-service", write_service, base_url=base_url), log)
+                           "--write-service", write_service, base_url=base_url), log, Accepted(out))
 
     def start(self) -> None:
         self._thread.start()
@@ -68,9 +71,12 @@ class Rebuilder:
             time.sleep(SETTLE)
             self._wanted.clear()
             started = time.monotonic()
+            waited = self._accepted.waiting() if self._accepted else set()
             done = subprocess.run(self.command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
             seconds = time.monotonic() - started
             if done.returncode == 0:
+                if self._accepted:
+                    self._accepted.published(waited)
                 self._log(f"rebuilt and published in {seconds:.2f} s")
             else:
                 self._log(f"the rebuild failed (exit status {done.returncode}); the site stays as it was:\n"

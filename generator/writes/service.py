@@ -33,6 +33,7 @@ from ..api.urls import WRITABLE
 from ..errors import CatalogueError
 from ..system import Supervised
 from . import append
+from .accepted import Accepted
 from .create import Catalogue, Invalid
 from .rebuild import Rebuilder, command
 from .tokens import Tokens
@@ -113,6 +114,8 @@ def _parse(body: bytes) -> object:
 
 
 def application(config: Config, catalogue: Catalogue, tokens: Tokens, published: Callable[[], None]) -> Starlette:
+    accepted = Accepted(config.out)
+
     class Collection(HTTPEndpoint):
         async def post(self, request: Request) -> Response:
             resource = request.path_params["resource"]
@@ -137,6 +140,10 @@ def application(config: Config, catalogue: Catalogue, tokens: Tokens, published:
             except CatalogueError as exc:  # (the data, not the request: someone must fix it)
                 log.error("cannot write: %s", exc)
                 return _json(503, meta.DATA_UNAVAILABLE)
+            try:
+                accepted.keep(created.file, created.body)  # (read your writes until it is published)
+            except OSError as exc:
+                log.error("the new record will be served once published: %s", exc)
             published()
             return _json(201, created.body, {"Location": created.url})
 

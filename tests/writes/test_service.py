@@ -18,6 +18,7 @@ import pytest
 
 from generator.writes import tokens
 from generator.build import build, check
+from generator.api.urls import ACCEPTED, BY_NAME, detail_path
 from conftest import SAMPLE
 from servers import Server, WriteService, WriteStack, children, server_params, wait_for_port
 
@@ -98,6 +99,29 @@ def test_a_new_user_is_answered_as_published(stack):
     assert wait_until(lambda: count(stack, "user") == before + 1)
     tail = (stack.data / "users.yaml").read_text(encoding="utf-8").splitlines()[-4:]
     assert tail == [f"- id: {created['id']}", "  username: reader.1403", "  first_name: نرگس", "  bio: کتاب‌خوان"]
+
+
+def test_a_new_record_is_read_at_once_then_as_published(stack):
+    """DRF answers a GET of a 201's Location at once: so do the servers, from the accepted
+    document until the rebuild publishes the same bytes."""
+    answer = post(stack, "user", {"username": "at.once"})
+    assert answer.status == 201
+    first = served(stack, answer.header("Location"))
+    assert (first.status, first.body) == (200, answer.body)
+    accepted = stack.site / ACCEPTED
+    assert wait_until(lambda: not [p for p in accepted.rglob("*") if p.is_file()])  # (published: it goes)
+    assert served(stack, answer.header("Location")).body == answer.body
+
+
+def test_an_accepted_document_is_served_only_while_unpublished(stack):
+    unpublished = "0e3e0d2a-8a5c-4f6e-9d3e-2d8f7a1b9c02"
+    path = stack.site / ACCEPTED / detail_path(BY_NAME["user"], unpublished)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b'{"accepted":true}')
+    got = stack.server.get(f"/api/v1/user/{unpublished}/")
+    assert (got.status, got.body, got.header("Content-Type")) == (200, b'{"accepted":true}', "application/json")
+    path.unlink()
+    assert stack.server.get(f"/api/v1/user/{unpublished}/").status == 404
 
 
 @pytest.mark.parametrize("by", ["id", "url"])
