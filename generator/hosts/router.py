@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 
 from ..api import meta, routes
 from ..api.serving import FORWARDED, GZIP_MIN, MAX_BODY, SiteInfo, headers
-from ..api.urls import HOSTS, PAGE_NOT_BUILT, detail_file, page_file, root_path
+from ..api.urls import HOSTS, OPENAPI_FILE, PAGE_NOT_BUILT, detail_file, page_file, root_path
 from .files import replace, templates
 
 ROUTER = f"{HOSTS}/router/router.js"  # <site>/hosts/router/router.js: for the JavaScript hosts
@@ -43,10 +43,13 @@ def javascript(prefix: str, no_match: bool = True) -> str:
     the router (CloudFront's error document), which needs the bytes."""
     bodies = routes.Bodies()
     common = _common(bodies)
-    texts = {"root": bodies.options(routes.ROUTES[0]).decode().replace(common, "\u0001")}
-    literal, patterns = {}, []
+    texts, literal, patterns = {}, {}, []
+    files = {"root": root_path(), "schema": OPENAPI_FILE}  # the file of a path that is one file
     for route in routes.ROUTES:
         entry = {"kind": route.kind, "allow": route.allow}
+        if route.kind in files:
+            texts[route.kind] = bodies.options(route).decode().replace(common, "\u0001")
+            entry["file"] = files[route.kind]
         if route.resource is not None:
             name = route.resource.name
             texts.setdefault(name, {"list": None, "detail": None})
@@ -55,7 +58,7 @@ def javascript(prefix: str, no_match: bool = True) -> str:
             texts[name]["list" if route.kind == "list" else "detail"] = (
                 bodies.options(route).decode().replace(common, "\u0001"))
             entry.update(name=name, writable=route.resource.writable)
-        if route.kind in ("root", "list"):
+        if route.kind in routes.LITERAL_KINDS:
             literal[route.pattern] = entry
         else:
             source, groups = js_regex(route.pattern)
@@ -75,7 +78,7 @@ def javascript(prefix: str, no_match: bool = True) -> str:
         bucket=bucket, b=bucket_groups["b"], invalid=json.dumps(routes.INVALID),
         default_limit=json.dumps(routes.LIMIT_SPELLING.otherwise),
         default_offset=json.dumps(routes.OFFSET_SPELLING.otherwise), redirect=js_regex(routes.REDIRECT)[0],
-        not_found=json.dumps(bodies.not_found.decode()), root_file=json.dumps(root_path()),
+        not_found=json.dumps(bodies.not_found.decode()),
         page_not_built=json.dumps(PAGE_NOT_BUILT),
         page_file=json.dumps(page_file("{name}", "{limit}", "{bucket}", "{offset}")),
         detail_file=json.dumps(detail_file("{name}", "{shard}", "{id}")))
