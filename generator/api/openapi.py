@@ -40,7 +40,10 @@ BEARER = "bearerAuth"
 # What str.strip() strips (DRF's CharField trims), spelled out so that every regex dialect
 # (Python's, ECMAScript's) reads the same class.
 WHITESPACE = "".join(f"\\u{ord(c):04x}" for c in map(chr, range(sys.maxunicode + 1)) if c.isspace())
-REFUSED = "\\u0000\\ud800-\\udfff"  # NUL and surrogates: refused in any text (fields.REFUSED_CHARACTERS)
+# NUL, refused in any text (fields.REFUSED_CHARACTERS). So are lone surrogates, which JSON can
+# carry escaped; the descriptions say so, since a pattern naming them is not one every validator
+# compiles (jsonschema-rs does not).
+REFUSED = "\\u0000"
 
 
 # ---- components: the JSON Schemas ----------------------------------------------------------
@@ -159,7 +162,8 @@ def request_schema(resource: Resource) -> dict[str, Any]:
     for name in meta.writable_fields(resource):
         spec = actions[name]
         described = " ".join(filter(None, [spec["label"] + ".", spec.get("help_text"),
-                                           "Surrounding white space is trimmed; a number is taken as its text."
+                                           "Surrounding white space is trimmed; a number is taken as its text; NUL and lone surrogates "
+                                           "are refused."
                                            if WRITE_FIELDS[resource.name][name]["type"] == TEXT_TYPES else None]))
         properties[name] = {"title": spec["label"], "description": described, **WRITE_FIELDS[resource.name][name]}
     missing = set(meta.writable_fields(resource)) ^ set(WRITE_FIELDS[resource.name])
@@ -184,8 +188,10 @@ def header_components(settings: Settings) -> dict[str, Any]:
              for name, value in (("read", ALLOW_READ), ("write", ALLOW_WRITE))}
     for name, value in headers(settings.cache_control).items():
         if name == "Vary":
-            found[name] = _header({"type": "string", "pattern": "^Accept(?:, ?Accept-Encoding)?$"},
-                                  "Accept; and Accept-Encoding for a document that has a gzip twin.")
+            # (nginx writes Accept-Encoding as a Vary line of its own: either line is the value)
+            found[name] = _header({"type": "string", "pattern": "^(?:Accept|Accept, ?Accept-Encoding|Accept-Encoding)$"},
+                                  "Accept; and Accept-Encoding for a document that has a gzip twin (nginx "
+                                  "sends it as a second Vary line).")
         else:
             found[name] = _header({"const": value}, f"Always {value}.")
     found["ETag"] = _header({"type": "string", "pattern": '^(?:W/)?"[^"]*"$'}, "The file's version.")
@@ -195,12 +201,18 @@ def header_components(settings: Settings) -> dict[str, Any]:
     return found
 
 
-def answer_headers(route: Route, settings: Settings, *more: str, file: bool = False) -> dict[str, Any]:
+def answer_headers(route: Route, settings: Settings, *more: str, file: bool = False,
+                   routed: bool = True) -> dict[str, Any]:
     """The headers of an answer on this route: those every answer carries (serving.headers),
-    Allow, for a file ETag and Last-Modified, and `more`."""
+    Allow (unless not `routed`: a path the route table does not know has none), for a file
+    ETag and Last-Modified, and `more`."""
     names = [*headers(settings.cache_control), *(("ETag", "Last-Modified") if file else ()), *more]
-    return {"Allow": {"$ref": f"{HEADERS}Allow-{'write' if route.allow == ALLOW_WRITE else 'read'}"},
-            **{name: {"$ref": HEADERS + name} for name in names}}
+    allow = {"$ref": f"{HEADERS}Allow-{'write' if route.allow == ALLOW_WRITE else 'read'}"}
+    if not routed:
+        allow = _header({"const": route.allow}, "The methods of this path, when the id is one path segment "
+                                                "without a dot; otherwise the path is unknown, and has none.",
+                        required=False)
+    return {"Allow": allow, **{name: {"$ref": HEADERS + name} for name in names}}
 
 
 def _json(schema: dict) -> dict[str, Any]:
@@ -241,15 +253,16 @@ def _answers(route: Route, settings: Settings, method: str, body: dict) -> dict[
         messages = ([_decode(meta.no_match(route.resource))["detail"]] if kind == "detail" else []) + [
             _decode(meta.NOT_FOUND)["detail"]]
         found["404"] = {
-            "description": {"detail": "No record has this id (one of UUID form), or it is not an id.",
-                            "root": "A site not built yet.", "schema": "A generation built without its "
-                            "OpenAPI document."}[kind], "headers": answer_headers(route, settings)}
+            "description": {"detail": NO_RECORD, "root": "A site not built yet.",
+                            "schema": "A generation built without its OpenAPI document."}[kind],
+            "headers": answer_headers(route, settings, routed=kind != "detail")}
         if not head:
             found["404"]["content"] = _json(_error(*messages))
     return found
 
 
 PARAMETERS = "#/components/parameters/"
+NO_RECORD = "No record has this id (one of UUID form), or it is not an id (a path segment with a dot is no path)."
 CONDITIONAL_HEADERS = [
     {"name": "If-None-Match", "in": "header", "required": False, "schema": {"type": "string"},
      "description": "ETags of versions the client holds: 304 when the file is one of them (or `*`)."},
@@ -301,9 +314,12 @@ def _operation(route: Route, method: str, summary: str, responses: dict, **more:
 
 
 def _options(route: Route, settings: Settings, body: bytes) -> dict[str, Any]:
-    return _operation(route, "options", "DRF's metadata of this path.", {
-        "200": {"description": "The metadata.", "headers": answer_headers(route, settings),
-                "content": _json({"allOf": [ref("Metadata"), {"const": _decode(body)}]})}})
+    answers = {"200": {"description": "The metadata.", "headers": answer_headers(route, settings),
+                       "content": _json({"allOf": [ref("Metadata"), {"const": _decode(body)}]})}}
+    if route.kind == "detail":  # (an id with a dot: no path of the API)
+        answers["404"] = {"description": NO_RECORD, "headers": answer_headers(route, settings, routed=False),
+                          "content": _json(_error(_decode(meta.NOT_FOUND)["detail"]))}
+    return _operation(route, "options", "DRF's metadata of this path.", answers)
 
 
 def _reads(route: Route, settings: Settings, summary: str, body: dict, parameters: list) -> dict[str, Any]:
@@ -315,6 +331,15 @@ def _reads(route: Route, settings: Settings, summary: str, body: dict, parameter
     return found
 
 
+def _links(resource: Resource) -> dict[str, Any]:
+    """What a client can do next with a new user: give it a bookshelf."""
+    if resource.name != "user":
+        return {}
+    return {"links": {"CreateBookshelf": {
+        "operationId": "post_bookshelf_list", "description": "A bookshelf owned by the new user.",
+        "requestBody": {"user": "$response.body#/id", "title": "Reading list"}}}}
+
+
 def _post(route: Route, settings: Settings) -> dict[str, Any]:
     r = route.resource
     hdrs = answer_headers(route, settings)
@@ -324,7 +349,7 @@ def _post(route: Route, settings: Settings) -> dict[str, Any]:
             "201": {"description": "Created: the record as it will be published, once the rebuild the write "
                                    "asked for has published it (within seconds; until then its URL answers 404).",
                     "headers": answer_headers(route, settings, "Location"),
-                    "content": _json(ref(component_name(r.schema)))},
+                    "content": _json(ref(component_name(r.schema))), **_links(r)},
             "400": {"description": "The body cannot be written: each field's messages, or a body that is not "
                                    "JSON.", "headers": hdrs,
                     "content": _json({"anyOf": [ref("FieldErrors"), ref("Error")]})},
