@@ -140,6 +140,8 @@ def _username() -> str:
 
 # A CharField takes numbers too (as their text); a related field takes a string only.
 TEXT_TYPES = ["string", "number"]
+TEXT_NOTE = ("Surrounding white space is trimmed; a number is taken as its text; NUL and lone surrogates "
+             "are refused.")
 WRITE_FIELDS = {
     "user": {
         "username": {"type": TEXT_TYPES, "pattern": _username()},
@@ -161,10 +163,8 @@ def request_schema(resource: Resource) -> dict[str, Any]:
     properties = {}
     for name in meta.writable_fields(resource):
         spec = actions[name]
-        described = " ".join(filter(None, [spec["label"] + ".", spec.get("help_text"),
-                                           "Surrounding white space is trimmed; a number is taken as its text; NUL and lone surrogates "
-                                           "are refused."
-                                           if WRITE_FIELDS[resource.name][name]["type"] == TEXT_TYPES else None]))
+        text = WRITE_FIELDS[resource.name][name]["type"] == TEXT_TYPES
+        described = " ".join(filter(None, [spec["label"] + ".", spec.get("help_text"), TEXT_NOTE if text else None]))
         properties[name] = {"title": spec["label"], "description": described, **WRITE_FIELDS[resource.name][name]}
     missing = set(meta.writable_fields(resource)) ^ set(WRITE_FIELDS[resource.name])
     if missing:
@@ -189,9 +189,9 @@ def header_components(settings: Settings) -> dict[str, Any]:
     for name, value in headers(settings.cache_control).items():
         if name == "Vary":
             # (nginx writes Accept-Encoding as a Vary line of its own: either line is the value)
-            found[name] = _header({"type": "string", "pattern": "^(?:Accept|Accept, ?Accept-Encoding|Accept-Encoding)$"},
-                                  "Accept; and Accept-Encoding for a document that has a gzip twin (nginx "
-                                  "sends it as a second Vary line).")
+            vary = "^(?:Accept|Accept, ?Accept-Encoding|Accept-Encoding)$"
+            found[name] = _header({"type": "string", "pattern": vary}, "Accept; and Accept-Encoding for a "
+                                  "document that has a gzip twin (nginx sends it as a second Vary line).")
         else:
             found[name] = _header({"const": value}, f"Always {value}.")
     found["ETag"] = _header({"type": "string", "pattern": '^(?:W/)?"[^"]*"$'}, "The file's version.")
@@ -229,6 +229,9 @@ def _decode(body: bytes) -> Any:
     return orjson.loads(body)
 
 
+NO_RECORD = "No record has this id (one of UUID form), or it is not an id (a path segment with a dot is no path)."
+
+
 def _answers(route: Route, settings: Settings, method: str, body: dict) -> dict[str, Any]:
     """The answers of GET or HEAD on a file route: 200 with `body`, 304, and the route's errors."""
     head = method == "head"
@@ -262,7 +265,6 @@ def _answers(route: Route, settings: Settings, method: str, body: dict) -> dict[
 
 
 PARAMETERS = "#/components/parameters/"
-NO_RECORD = "No record has this id (one of UUID form), or it is not an id (a path segment with a dot is no path)."
 CONDITIONAL_HEADERS = [
     {"name": "If-None-Match", "in": "header", "required": False, "schema": {"type": "string"},
      "description": "ETags of versions the client holds: 304 when the file is one of them (or `*`)."},
@@ -323,7 +325,7 @@ def _options(route: Route, settings: Settings, body: bytes) -> dict[str, Any]:
 
 
 def _reads(route: Route, settings: Settings, summary: str, body: dict, parameters: list) -> dict[str, Any]:
-    """GET and HEAD of a path that is a file, and OPTIONS."""
+    """GET and HEAD of a path that is a file."""
     found = {}
     for method in ("get", "head"):
         found[method] = _operation(route, method, summary + (" Headers only." if method == "head" else ""),
