@@ -74,6 +74,9 @@ REQUESTS = [
     ("PUT", "/api/v1/books/", "", ""), ("DELETE", "/api/v1/bookshelf/", "limit=12", ""),
     ("PATCH", f"/api/v1/books/{BOOK}/", "", ""), ("POST", "/api/v1/books/", "", ""), ("POST", "/api/v1/", "", ""),
     ("TRACE", "/api/v1/books/", "", ""), ("POST", "/api/v1/user/", "", ""), ("POST", "/api/v1/bookshelf/", "", ""),
+    ("GET", "/api/v1/schema/", "", ""), ("HEAD", "/api/v1/schema/", "limit=5", ""), ("GET", "/api/v1/schema", "x=1", ""),
+    ("OPTIONS", "/api/v1/schema/", "", ""), ("POST", "/api/v1/schema/", "", ""), ("GET", "/api/v1/schema/x/", "", ""),
+    ("GET", "/catalogue/api/v1/schema/", "", "/catalogue"),
     ("GET", "/catalogue/api/v1/books/", "offset=12", "/catalogue"), ("GET", "/api/v1/books/", "", "/catalogue"),
     ("GET", "/catalogue/api/v1/books", "", "/catalogue"),
 ]

@@ -73,6 +73,12 @@ def options_detail(resource: Resource) -> bytes:
     return _options(f"{resource.label} Instance")
 
 
+def options_schema() -> bytes:
+    """The OpenAPI document's path, named as DRF names its SchemaView (what it renders said
+    as on every other path of the site)."""
+    return _options("Schema")
+
+
 def detail(message: str) -> bytes:
     return encode({"detail": message})
 

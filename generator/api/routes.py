@@ -19,8 +19,8 @@ from urllib.parse import quote
 
 from . import meta
 from .serving import ALLOW_READ, allow
-from .urls import (API, BUCKET_DIGITS, DEFAULT_LIMIT, ID_SHARD, PAGE_NOT_BUILT, RESOURCES, VIEWER, Resource,
-                   detail_file, page_file, root_path)
+from .urls import (API, BUCKET_DIGITS, DEFAULT_LIMIT, ID_SHARD, OPENAPI_FILE, PAGE_NOT_BUILT, RESOURCES,
+                   SCHEMA_PATH, VIEWER, Resource, detail_file, page_file, root_path)
 
 # ---- query strings ---------------------------------------------------------------------
 
@@ -78,7 +78,8 @@ SHARD = f"(?P<catalogue_shard>[0-9a-f]{{{ID_SHARD}}})"
 REST = f"(?P<catalogue_rest>{UUID_REST})"
 OTHER_ID = "[^/.]+"  # DRF's lookup: one path segment without a dot
 NAMES = "|".join(r.name for r in RESOURCES)
-REDIRECT = rf"/{API}(?:/(?:{NAMES})(?:/{OTHER_ID})?)?"  # Django's APPEND_SLASH: add the slash
+SCHEMA = "/" + SCHEMA_PATH[len(API) + 1:-1]  # "/schema": the OpenAPI document's segment
+REDIRECT = rf"/{API}(?:/(?:{NAMES})(?:/{OTHER_ID})?|{SCHEMA})?"  # Django's APPEND_SLASH: add the slash
 URI_SAFE = "/:@&+$,-_.!~*'()"  # what Django's escape_uri_path leaves as it is in a Location
 
 # DRF's content negotiation between its renderers, JSON then the browsable API (HTML): the
@@ -105,8 +106,9 @@ def wants_html(accept: str) -> bool:
 
 @dataclass(frozen=True)
 class Route:
-    """A kind of path: the API root, a collection, a detail of UUID form, another id."""
-    kind: str  # "root", "list", "detail" or "other"
+    """A kind of path: the API root, the OpenAPI document, a collection, a detail of UUID
+    form, another id."""
+    kind: str  # "root", "schema", "list", "detail" or "other"
     pattern: str  # the whole path after the prefix (a literal for root and list)
     resource: Resource | None = None
 
@@ -117,7 +119,7 @@ class Route:
 
 def routes() -> list[Route]:
     """In the order they are tried: the literal paths, then the patterns."""
-    table = [Route("root", f"/{API}/")]
+    table = [Route("root", f"/{API}/"), Route("schema", f"/{SCHEMA_PATH}")]
     table += [Route("list", f"/{API}/{r.name}/", r) for r in RESOURCES]
     for r in RESOURCES:
         table.append(Route("detail", f"/{API}/{r.name}/{SHARD}{REST}/", r))
@@ -126,8 +128,9 @@ def routes() -> list[Route]:
 
 
 ROUTES = routes()
-_LITERAL = {route.pattern: route for route in ROUTES if route.kind in ("root", "list")}
-_PATTERNS = [(re.compile(route.pattern), route) for route in ROUTES if route.kind not in _LITERAL]
+LITERAL_KINDS = ("root", "schema", "list")  # routes whose pattern is a literal path
+_LITERAL = {route.pattern: route for route in ROUTES if route.kind in LITERAL_KINDS}
+_PATTERNS = [(re.compile(route.pattern), route) for route in ROUTES if route.kind not in LITERAL_KINDS]
 
 
 # ---- answers ----------------------------------------------------------------------------
@@ -153,15 +156,15 @@ class Bodies:
 
     def __init__(self) -> None:
         self.not_found = meta.NOT_FOUND
-        self._options = {"root": meta.options_root()}
+        self._options = {"root": meta.options_root(), "schema": meta.options_schema()}
         for r in RESOURCES:
             self._options[("list", r.name)] = meta.options_list(r)
             self._options[("detail", r.name)] = meta.options_detail(r)
         self._no_match = {r.name: meta.no_match(r) for r in RESOURCES}
 
     def options(self, route: Route) -> bytes:
-        if route.kind == "root":
-            return self._options["root"]
+        if route.kind in ("root", "schema"):
+            return self._options[route.kind]
         return self._options[("list" if route.kind == "list" else "detail", route.resource.name)]
 
     def no_match(self, resource: Resource) -> bytes:
@@ -196,8 +199,9 @@ def resolve(method: str, path: str, query: str, prefix: str, bodies: Bodies, acc
         return Answer(405, bodies.method_not_allowed(method), allow=route.allow)
     if accept and wants_html(accept):  # (it asks this URL for the JSON itself)
         return Answer(file=VIEWER, allow=route.allow)
-    if route.kind == "root":
-        return Answer(file=root_path(), allow=route.allow)
+    if route.kind in ("root", "schema"):  # (missing: a generation built before there was a schema)
+        return Answer(file=root_path() if route.kind == "root" else OPENAPI_FILE, body=bodies.not_found,
+                      allow=route.allow)
     if route.kind == "list":
         return Answer(file=page_of(route.resource, query), missing_status=400, missing_file=PAGE_NOT_BUILT,
                       allow=route.allow)

@@ -16,6 +16,7 @@ Layout under a generation's root (served as site/api/v1/...):
     api/v1/<resource>/<id[:2]>/<id>.json            detail document
     _meta/page-not-built.json                       body of the 400 for pages not built
     _meta/not-found.json                            body of the 404, for hosts whose 404 is a file
+    _meta/openapi.json                              the OpenAPI document (GET /api/v1/schema/)
 
 Detail documents and pages are spread over shard directories (two hex digits of
 the id; ten thousand offsets) so that no directory grows past a few thousand
@@ -149,6 +150,8 @@ def detail_path(resource: Resource, id: str) -> str:
 META = "_meta"
 PAGE_NOT_BUILT = f"{META}/page-not-built.json"
 NOT_FOUND_FILE = f"{META}/not-found.json"  # {"detail":"Not found."}: for hosts whose 404 is a file
+OPENAPI_FILE = f"{META}/openapi.json"  # the OpenAPI document of the site, served at SCHEMA_PATH
+SCHEMA_PATH = f"{API}/schema/"  # where the OpenAPI document is served (a path, not a resource)
 SITE_INFO = f"{META}/site.json"  # how the site is served, recorded by each build
 VIEWER = f"{META}/viewer.html"  # the HTML view, answered to clients that prefer text/html
 

@@ -15,12 +15,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from ..api import meta
+from ..api import meta, openapi
 from ..api.render import Renderer
 from ..api.schemas import MAX_REPORTED, SchemaChecker
 from ..api.serving import SiteInfo
 from ..api.viewer import viewer
-from ..api.urls import (BY_COLLECTION, NOT_FOUND_FILE, PAGE_NOT_BUILT, SITE_INFO, STATE, VIEWER, Shard, Urls,
+from ..api.urls import (BY_COLLECTION, NOT_FOUND_FILE, OPENAPI_FILE, PAGE_NOT_BUILT, SITE_INFO, STATE, VIEWER,
+                        Shard, Urls,
                         default_pages_link, detail_path, first_page_path, key_of, root_path, shard_of)
 from ..catalogue.fields import COLLECTIONS
 from ..catalogue.load import Input, read_catalogue
@@ -150,8 +151,8 @@ def produce(job: Job, workspace: Workspace, incremental: state.Incremental = sta
 
 
 def write_skeleton(target: Target, settings: Settings) -> None:
-    """The files outside shards: the API root and _meta (linked from the previous build
-    when unchanged), each collection's pages/default link, and the first pages no part
+    """The files outside shards: the API root and _meta, the OpenAPI document among them
+    (linked from the previous build when unchanged), each collection's pages/default link, and the first pages no part
     wrote because they did not change."""
     site, generation, previous = target.site, target.generation, target.previous
     checker = SchemaChecker()
@@ -160,7 +161,8 @@ def write_skeleton(target: Target, settings: Settings) -> None:
     checker.raise_if_violated()
     info = SiteInfo(settings.base_url, settings.cache_control)
     for path, data in ((root_path(), root), (PAGE_NOT_BUILT, meta.page_not_built(settings)),
-                       (NOT_FOUND_FILE, meta.NOT_FOUND), (SITE_INFO, info.encode()), (VIEWER, viewer(settings))):
+                       (NOT_FOUND_FILE, meta.NOT_FOUND), (SITE_INFO, info.encode()),
+                       (OPENAPI_FILE, openapi.encoded(settings)), (VIEWER, viewer(settings))):
         if previous is not None and (previous / path).is_file() and (previous / path).read_bytes() == data:
             site.carry(generation, previous, path)
         else:

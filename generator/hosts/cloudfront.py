@@ -91,7 +91,7 @@ def function(prefix: str, facts: Facts, cache_control: str) -> str:
     page = page.replace("BUCKETPART", "[^/]+")
     compact = {"separators": (",", ":")}
     return templates.get_template("cloudfront.js.j2").render(
-        router=_DECLARATION.sub(r"\1=", _UNUSED.sub("", javascript(prefix, no_match=False))).rstrip("\n"),
+        router=_DECLARATION.sub(r"\1=", _UNUSED.sub("", javascript(prefix))).rstrip("\n"),
         counts=json.dumps(facts.counts, **compact), sizes=json.dumps(sizes, **compact),
         not_built=json.dumps(facts.not_built), unavailable=json.dumps(meta.WRITE_UNAVAILABLE.decode()),
         headers=json.dumps(answer_headers(cache_control), **compact), page=json.dumps(f"^{page}$"), **groups)

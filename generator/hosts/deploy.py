@@ -29,7 +29,7 @@ from typing import Callable
 from urllib.parse import urlsplit
 
 from ..api.serving import SiteInfo, content_type
-from ..api.urls import API, BY_NAME, CURRENT, STATE, Shard, key_of, shard_of
+from ..api.urls import API, BY_NAME, CURRENT, OPENAPI_FILE, SCHEMA_PATH, STATE, Shard, key_of, shard_of
 from ..errors import CatalogueError
 
 DEPLOY_DIR = ".deploy"  # <site>/.deploy/: what each target last received
@@ -173,6 +173,8 @@ def invalidations(paths: list[str], prefix: str) -> list[str]:
     whose pages changed (with every query string)."""
     found: set[str] = set()
     for path in paths:
+        if path.removesuffix(".gz") == OPENAPI_FILE:
+            found.add(f"{prefix}/{SCHEMA_PATH}")
         if not path.startswith(f"{API}/"):
             continue  # (_meta: error bodies, served under the paths below)
         shard = Shard.parse(shard_of(path) or "")

@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 
 from ..api import meta, routes
 from ..api.serving import FORWARDED, GZIP_MIN, HTML_TYPE, JSON_TYPE, MAX_BODY, SiteInfo, headers
-from ..api.urls import HOSTS, PAGE_NOT_BUILT, VIEWER, detail_file, page_file, root_path
+from ..api.urls import HOSTS, OPENAPI_FILE, PAGE_NOT_BUILT, VIEWER, detail_file, page_file, root_path
 from .files import replace, templates
 
 ROUTER = f"{HOSTS}/router/router.js"  # <site>/hosts/router/router.js: for the JavaScript hosts
@@ -37,26 +37,23 @@ def js_regex(pattern: str, whole: bool = True) -> tuple[str, dict[str, int]]:
     return json.dumps(f"^{source}$" if whole else source), dict(numbers)
 
 
-def javascript(prefix: str, no_match: bool = True) -> str:
+def javascript(prefix: str) -> str:
     """The router for a site whose base_url has this path prefix ("" for none). Small enough
-    for a CloudFront Function (10 KB): each body once, their common part once. Without
-    `no_match`, a missing detail's answer has no body: for a host that answers it without
-    the router (CloudFront's error document), which needs the bytes."""
+    for a CloudFront Function (10 KB): a resource's bodies from its label (checked here
+    against the real ones), their common part once."""
     bodies = routes.Bodies()
     common = _common(bodies)
-    texts = {"root": bodies.options(routes.ROUTES[0]).decode().replace(common, "\u0001")}
-    literal, patterns = {}, []
+    texts, literal, patterns = {}, {}, []
+    files = {"root": root_path(), "schema": OPENAPI_FILE}  # the file of a path that is one file
     for route in routes.ROUTES:
         entry = {"kind": route.kind, "allow": route.allow}
+        if route.kind in files:
+            texts[route.kind] = bodies.options(route).decode().replace(common, "\u0001")
+            entry["file"] = files[route.kind]
         if route.resource is not None:
-            name = route.resource.name
-            texts.setdefault(name, {"list": None, "detail": None})
-            if no_match:
-                texts[name]["noMatch"] = bodies.no_match(route.resource).decode()
-            texts[name]["list" if route.kind == "list" else "detail"] = (
-                bodies.options(route).decode().replace(common, "\u0001"))
-            entry.update(name=name, writable=route.resource.writable)
-        if route.kind in ("root", "list"):
+            texts[route.resource.name] = _resource_texts(route.resource, bodies, common)
+            entry.update(name=route.resource.name, writable=route.resource.writable)
+        if route.kind in routes.LITERAL_KINDS:
             literal[route.pattern] = entry
         else:
             source, groups = js_regex(route.pattern)
@@ -81,13 +78,38 @@ def javascript(prefix: str, no_match: bool = True) -> str:
         bucket=bucket, b=bucket_groups["b"], invalid=json.dumps(routes.INVALID),
         default_limit=json.dumps(routes.LIMIT_SPELLING.otherwise),
         default_offset=json.dumps(routes.OFFSET_SPELLING.otherwise), redirect=js_regex(routes.REDIRECT)[0],
-        not_found=json.dumps(bodies.not_found.decode()), root_file=json.dumps(root_path()),
+        not_found=json.dumps(bodies.not_found.decode()),
         page_not_built=json.dumps(PAGE_NOT_BUILT),
         page_file=json.dumps(page_file("{name}", "{limit}", "{bucket}", "{offset}")),
         viewer=json.dumps(VIEWER), id_pattern=json.dumps(id_pattern),
         accept=json.dumps([[re.escape(media_range), int(html)] for media_range, html in routes.ACCEPT_RANGES]),
         accept_around=json.dumps(routes.ACCEPT_AROUND),
         detail_file=json.dumps(detail_file("{name}", "{shard}", "{id}")))
+
+
+# The shapes the router builds a resource's bodies in (templates/router.js.j2 `options`, `route`).
+def _options_shape(label: str, kind: str, common: str, actions: str | None) -> str:
+    name = f"{label} {'List' if kind == 'list' else 'Instance'}"
+    return '{"name":"' + name + '","description":""' + common + (f',"actions":{actions}' if actions else "") + "}"
+
+
+def _no_match_shape(label: str) -> str:
+    return '{"detail":"No ' + label + ' matches the given query."}'
+
+
+def _resource_texts(resource, bodies: routes.Bodies, common: str) -> dict:
+    """What the router needs to make a resource's OPTIONS and 404 bodies: its label, and the
+    POST actions of its list; the bodies it makes are the route table's own (checked)."""
+    listed = bodies.options(next(r for r in routes.ROUTES if r.kind == "list" and r.resource is resource)).decode()
+    actions = listed[listed.index(',"actions":') + len(',"actions":'):-1] if ',"actions":' in listed else None
+    for route in routes.ROUTES:
+        if route.resource is resource and route.kind in ("list", "detail"):
+            made = _options_shape(resource.label, route.kind, common, actions if route.kind == "list" else None)
+            if made != bodies.options(route).decode():
+                raise AssertionError(f"the router would answer OPTIONS {route.pattern} otherwise: {made}")
+    if _no_match_shape(resource.label) != bodies.no_match(resource).decode():
+        raise AssertionError(f"the router would answer a missing {resource.name} otherwise")
+    return {"label": resource.label, **({"actions": actions} if actions else {})}
 
 
 def _common(bodies: routes.Bodies) -> str:

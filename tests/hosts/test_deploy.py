@@ -140,3 +140,10 @@ def test_a_target_that_is_not_s3(tmp_path):
     assert result.exit_code == 1
     assert result.output == ("deploy target 'https://bucket.example/x': give it as s3://BUCKET or "
                              "s3://BUCKET/PREFIX\n")
+
+
+def test_a_changed_openapi_document_invalidates_its_path():
+    """The document lives under _meta/ (never a path of its own) but is served at /api/v1/schema/."""
+    paths = ["_meta/openapi.json", "_meta/openapi.json.gz", "_meta/page-not-built.json", "api/v1/index.json"]
+    assert deploy.invalidations(paths, "/p") == ["/p/api/v1/", "/p/api/v1/schema/"]
+    assert deploy.invalidations(["_meta/site.json"], "") == []

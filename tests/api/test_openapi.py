@@ -1,0 +1,127 @@
+"""The OpenAPI document: a valid OpenAPI 3.1 document, derived from the route table and
+schemas/, whose POST bodies say what the write service takes; written into each build."""
+from __future__ import annotations
+
+import re
+
+import orjson
+import pytest
+from openapi_spec_validator import validate
+
+from conftest import SAMPLE
+from generator.api import meta, openapi
+from generator.api.routes import ROUTES
+from generator.api.schemas import load_schemas
+from generator.api.urls import API, BY_NAME, CURRENT, OPENAPI_FILE, RESOURCES
+from generator.build import build
+from generator.catalogue import load
+from generator.catalogue.settings import Settings
+from generator.writes import create
+
+SETTINGS = Settings("https://ketab.example.ir/catalogue", (24, 12, 100), "Asia/Tehran", "public, max-age=60")
+
+
+def test_the_document_is_valid_openapi_3_1():
+    document = openapi.document(SETTINGS)
+    validate(document)  # (raises on any violation of the OpenAPI 3.1 schema)
+    assert document["openapi"] == "3.1.0"
+    assert document["servers"] == [{"url": SETTINGS.base_url}]
+
+
+def test_every_route_and_method_is_described():
+    paths = openapi.document(SETTINGS)["paths"]
+    expected = {}
+    for route in ROUTES:
+        if route.kind == "other":
+            continue
+        path = route.pattern if route.kind != "detail" else f"/{API}/{route.resource.name}/{{id}}/"
+        expected[path] = {m.strip().lower() for m in route.allow.split(",")}
+    methods = {path: set(item) - {"description", "parameters"} for path, item in paths.items()}
+    assert methods == expected
+    for path, item in paths.items():
+        for method in methods[path]:
+            answer = item[method]["responses"]["201" if method == "post" else "200"]
+            assert {"Allow", "Vary", "Cache-Control"} <= set(answer["headers"])
+
+
+def test_the_schemas_are_components_with_their_references_rewritten():
+    components = openapi.document(SETTINGS)["components"]["schemas"]
+    text = orjson.dumps(components).decode()
+    assert '"$id"' not in text and '"$schema"' not in text
+    references = re.findall(r'"\$ref":"([^"]+)"', text)
+    assert references and all(r.startswith("#/components/schemas/") for r in references)
+    assert all(r.removeprefix("#/components/schemas/") in components for r in references)
+    assert components["Book"]["properties"]["authors"]["items"] == {"$ref": "#/components/schemas/Author"}
+    assert components["uuid"] == load_schemas()["defs"]["$defs"]["uuid"]
+
+
+def test_pages_name_the_sites_page_sizes_and_the_400_body():
+    document = openapi.document(SETTINGS)
+    limit = document["components"]["parameters"]["limit"]
+    assert "24, 12, 100" in limit["description"] and "default, 24" in limit["description"]
+    # Any value is a request DRF answers: not an error, the default page size.
+    assert {"type": "string", "description": "Not an integer: the default page size."} in limit["schema"]["anyOf"]
+    not_built = document["paths"][f"/{API}/books/"]["get"]["responses"]["400"]["content"]["application/json"]
+    assert not_built["schema"]["allOf"][1]["properties"]["detail"]["const"] == \
+        orjson.loads(meta.page_not_built(SETTINGS))["detail"]
+    assert "positive_data_acceptance" in document["info"]["description"]
+
+
+def test_writes_need_the_bearer_token():
+    document = openapi.document(SETTINGS)
+    assert document["components"]["securitySchemes"]["bearerAuth"] == {
+        **document["components"]["securitySchemes"]["bearerAuth"], "type": "http", "scheme": "bearer"}
+    for name in ("user", "bookshelf"):
+        post = document["paths"][f"/{API}/{name}/"]["post"]
+        assert post["security"] == [{"bearerAuth": []}]
+        assert set(post["responses"]) == {"201", "400", "401", "413", "415", "503"}
+        assert "WWW-Authenticate" in post["responses"]["401"]["headers"]
+        assert "Location" in post["responses"]["201"]["headers"]
+        body = post["requestBody"]["content"]["application/json"]["schema"]
+        assert tuple(body["properties"]) == meta.writable_fields(BY_NAME[name])
+        assert body["additionalProperties"] is False
+
+
+def _pattern(resource: str, field: str) -> re.Pattern:
+    schema = openapi.request_schema(BY_NAME[resource])["properties"][field]
+    return re.compile(schema["pattern"])
+
+
+CASES = ["ali", "  ali\t", "علی_رضا", "", "   ", "a b", "a\x00b", "x" * 150, " " + "x" * 150 + "\u3000",
+         "x" * 151, "\u2003x\u2028", "a\x1fb", "\x1f" + "x" * 150 + "\x85", "ab" * 76]
+
+
+@pytest.mark.parametrize("value", CASES)
+def test_the_text_patterns_are_the_write_services_checks(value):
+    """A string matches a field's pattern exactly when the write service's own check of the
+    field (writes/create.py) takes it: negative examples of a fuzzer are really refused."""
+    messages, _ = create._limited({"first_name": value}, "first_name", 150)
+    assert bool(_pattern("user", "first_name").fullmatch(value)) == (not messages)
+    messages, _ = create._text({"bio": value}, "bio")
+    assert bool(_pattern("user", "bio").fullmatch(value)) == (not messages)
+    messages, _ = create._text({"title": value}, "title", required=True, blank=False)
+    assert bool(_pattern("bookshelf", "title").fullmatch(value)) == (not messages)
+
+
+@pytest.mark.parametrize("value", CASES + ["a@b.c+d-e", "a/b", "x" * 149 + "é"])
+def test_the_username_pattern_is_the_write_services_check(tmp_path, value):
+    catalogue = create.Catalogue(SAMPLE, None, tmp_path / "journal")
+    catalogue.refresh()
+    messages, _ = catalogue._users_username({"username": value})
+    assert bool(_pattern("user", "username").fullmatch(value)) == (not messages)
+
+
+def test_the_build_writes_the_document_of_its_site(tmp_path):
+    build(SAMPLE, tmp_path / "site")
+    written = (tmp_path / "site" / CURRENT / OPENAPI_FILE).read_bytes()
+    settings, _sources, _problems = load.read_catalogue(SAMPLE, None)
+    assert written == openapi.encoded(settings)
+    assert orjson.loads(written)["servers"] == [{"url": settings.base_url}]
+    assert (tmp_path / "site" / CURRENT / f"{OPENAPI_FILE}.gz").is_file()  # (over 4 KB: a gzip twin)
+
+
+def test_every_resource_has_its_page_schema():
+    components = openapi.document(SETTINGS)["components"]["schemas"]
+    for r in RESOURCES:
+        page = components[f"{openapi.component_name(r.schema)}Page"]
+        assert page["allOf"][0] == {"$ref": "#/components/schemas/Page"}
