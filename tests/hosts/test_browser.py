@@ -122,3 +122,12 @@ def test_the_user_form_posts_with_a_token_and_the_user_is_served_after_the_rebui
     page.goto(f"{base}{urlsplit(created['url']).path}")
     page.locator("#status", has_text="HTTP 200").wait_for()
     assert "raha_browser" in page.locator("#body").inner_text()
+
+
+def test_the_schema_reads_as_documentation(page, stack):
+    page.goto(f"http://127.0.0.1:{stack.server.port}/api/v1/schema/")
+    operations = page.locator("#navigation .operation")
+    operations.first.wait_for()
+    paths = operations.locator("h3").all_inner_texts()
+    assert "/api/v1/books/" in paths and "/api/v1/user/" in paths
+    assert "POST" in operations.filter(has_text="/api/v1/user/").first.inner_text()
