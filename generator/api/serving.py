@@ -39,8 +39,10 @@ def content_type(file: str) -> str:
 
 def headers(cache_control: str) -> dict[str, str]:
     """The headers every answer of the site carries, errors included (http.md), besides
-    Content-Type and Allow: every host sends exactly these."""
-    return {"Vary": "Accept", "Access-Control-Allow-Origin": "*", "X-Content-Type-Options": "nosniff",
+    Content-Type and Allow: every host sends exactly these. One Vary for all: the answer
+    depends on Accept (JSON or the HTML view) and, where a gzip twin or a CDN compresses
+    it, on Accept-Encoding; saying so of every answer costs a cache nothing."""
+    return {"Vary": "Accept, Accept-Encoding", "Access-Control-Allow-Origin": "*", "X-Content-Type-Options": "nosniff",
             "X-Frame-Options": "DENY", "Referrer-Policy": "same-origin", "Cache-Control": cache_control}
 
 

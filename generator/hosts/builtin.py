@@ -97,7 +97,6 @@ class Server:
                 return Response(body, answer.missing_status, headers, media_type=JSON)
         zipped = Path(f"{path}.gz")
         if zipped.exists():
-            headers["Vary"] = "Accept, Accept-Encoding"
             if _accepts_gzip(request.get("accept-encoding", "")):
                 path, stat = zipped, zipped.stat()
                 headers["Content-Encoding"] = "gzip"

@@ -57,6 +57,7 @@ def server_config(site: Path, serving: SiteInfo, listen: str, write_service: str
         "list_path": table["list", r.name].pattern,
         "detail_pattern": table["detail", r.name].pattern,
         "other_pattern": table["other", r.name].pattern,
+        "allow_list": table["list", r.name].allow, "allow_detail": table["detail", r.name].allow,
         "options_list": quoted(meta.options_list(r)),
         "options_detail": quoted(meta.options_detail(r)),
         "no_match": quoted(meta.no_match(r)),
