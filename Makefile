@@ -61,12 +61,14 @@ clean:
 
 # Full, no-op and one-edit builds of 10K and 100K synthetic books (BENCH_FULL=1: and 1M).
 # Then the delay from a POST's 201 to the record being served (sample and 100K books), and
-# the requests/s of each server installed on the same files (20K books), and the records/s of
+# the requests/s of each server installed on the same files (20K books), the generated nginx
+# configuration against a bare nginx on the same page file, and the records/s of
 # `catalogue import` from the built-in server (10K books).
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench.py --sizes $(BENCH_SIZES) --workdir bench-work
 	$(BIN)/python benchmarks/write_delay.py --sizes 0,100000 --workdir bench-work
 	$(BIN)/python benchmarks/serve_rate.py --books 20000 --workdir bench-work
+	$(BIN)/python benchmarks/nginx_bare.py --books 20000 --workdir bench-work
 	$(BIN)/python benchmarks/import_rate.py --books 10000 --workdir bench-work
 
 # The README's pictures of the HTML view (docs/screenshots/), taken by the browser test.

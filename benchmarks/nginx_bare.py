@@ -1,0 +1,130 @@
+"""make bench (nginx): the generated configuration against a bare nginx on the same file.
+
+    python benchmarks/nginx_bare.py [--books 20000] [--rounds 5] [--seconds 4] [--workdir bench-work]
+
+The same page file is served twice, by `catalogue serve --server nginx` (the route table:
+query string to file) and by a bare nginx whose only rule is `try_files $uri` (asked for
+the file's own path), both with one worker, gzip_static, pcre_jit and a buffered access
+log. wrk (2 threads, 32 connections) loads them in turns, the two alternating, so that
+the machine's drift falls on both; each figure is the median of the rounds. The workers'
+CPU time (user + system, from /proc) divided by the requests served gives the cost of one
+request. Prints one table.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+
+from generator.api.urls import CURRENT, page_file  # noqa: E402
+from generator.build import build  # noqa: E402
+from generator.hosts.nginx import find_nginx  # noqa: E402
+from generator.system import stop_with_parent  # noqa: E402
+from servers import Server, children, free_port, wait_for_port  # noqa: E402
+
+SEED = 7
+PAGE = "/api/v1/books/?limit=12&offset=120"
+BARE = """worker_processes 1;
+pcre_jit on;
+pid "{run}/nginx.pid";
+error_log "{run}/error.log" warn;
+events {{ worker_connections 1024; }}
+http {{
+    access_log "{run}/access.log" combined buffer=64k flush=1s;
+    sendfile on;
+    tcp_nopush on;
+    keepalive_timeout 65;
+    types {{ application/json json; }}
+    default_type application/json;
+    gzip_static on;
+    server {{
+        listen 127.0.0.1:{port};
+        root "{root}";
+        location / {{ try_files $uri =404; }}
+    }}
+}}
+"""
+
+
+def wrk(port: int, path: str, seconds: int, headers: dict[str, str]) -> tuple[float, int]:
+    """Requests per second and requests served."""
+    command = ["wrk", "-t2", "-c32", f"-d{seconds}s", *(a for k, v in headers.items() for a in ("-H", f"{k}: {v}")),
+               f"http://127.0.0.1:{port}{path}"]
+    out = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+    return float(re.search(r"Requests/sec:\s+([0-9.]+)", out)[1]), int(re.search(r"([0-9]+) requests in", out)[1])
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    ticks = 0
+    for pid in pids:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        ticks += int(fields[11]) + int(fields[12])  # utime, stime
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def workers(master: int) -> list[int]:
+    return children(master)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--books", type=int, default=20000)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--seconds", type=int, default=4)
+    parser.add_argument("--workdir", default="bench-work", type=Path)
+    args = parser.parse_args()
+    if not shutil.which("wrk"):
+        sys.exit("wrk is not installed: nothing measured")
+    work = args.workdir.absolute()
+    data = work / f"data-{args.books}"
+    if not (data / "site.yaml").exists():
+        subprocess.run([sys.executable, "-m", "generator", "synth", str(data), "--books", str(args.books),
+                        "--seed", str(SEED)], cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
+    site = work / f"serve-site-{args.books}"
+    build(data, site)
+    file = "/" + page_file("books", "12", "0", "120")
+
+    generated = Server(site, kind="nginx")
+    run = work / "bare-nginx"
+    (run / "tmp").mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    (run / "nginx.conf").write_text(BARE.format(run=run, port=port, root=(site / CURRENT).resolve()))
+    bare = subprocess.Popen([find_nginx(), "-p", str(run), "-c", str(run / "nginx.conf"), "-g", "daemon off;"],
+                            preexec_fn=stop_with_parent)
+    try:
+        wait_for_port(port, bare, "bare nginx")
+        served = {"generated": (generated.port, PAGE, workers(children(generated.process.pid)[0])),
+                  "bare": (port, file, workers(bare.pid))}
+        rates = {(who, case): [] for who in served for case in ("page", "page, gzip")}
+        cost = {key: [] for key in rates}
+        for _ in range(args.rounds):
+            for case, headers in (("page", {}), ("page, gzip", {"Accept-Encoding": "gzip"})):
+                for who, (at, path, pids) in served.items():
+                    before = cpu_seconds(pids)
+                    rate, requests = wrk(at, path, args.seconds, headers)
+                    cost[who, case].append((cpu_seconds(pids) - before) / requests * 1e6)
+                    rates[who, case].append(rate)
+    finally:
+        generated.stop()
+        bare.terminate()
+        bare.wait()
+    print(f"{args.books:,} books, wrk -t2 -c32, median of {args.rounds} alternating runs of {args.seconds} s")
+    print(f"{'':>22} {'page req/s':>11} {'µs/req':>7} {'gzip req/s':>11} {'µs/req':>7}")
+    for who, label in (("generated", "generated config"), ("bare", "bare try_files")):
+        cells = [f"{statistics.median(rates[who, c]):>11,.0f} {statistics.median(cost[who, c]):>7.1f}"
+                 for c in ("page", "page, gzip")]
+        print(f"{label:>22} {cells[0]} {cells[1]}")
+    ratios = [statistics.median(rates["generated", c]) / statistics.median(rates["bare", c]) for c in ("page", "page, gzip")]
+    print(f"{'generated / bare':>22} {ratios[0]:>11.2f} {'':>7} {ratios[1]:>11.2f}")
+
+
+if __name__ == "__main__":
+    main()
