@@ -30,8 +30,8 @@ def write_books(data: Path, header: list[str], rows: list[list[str]]) -> None:
     (data / "books.csv").write_text(out.getvalue(), encoding="utf-8")
 
 
-def edit(data: Path, action: str, n: int) -> None:
-    """One edit of the sample's data, as a librarian would make it."""
+def edit(data: Path, action: str, n: int, step: int) -> None:
+    """One edit of the sample's data, as a librarian would make it (the step-th of a sequence)."""
     header, rows = books(data)
     column = {name: i for i, name in enumerate(header)}
     row = rows[n % len(rows)]
@@ -41,8 +41,8 @@ def edit(data: Path, action: str, n: int) -> None:
         rows.remove(row)
     elif action == "add":
         new = list(row)
-        new[column["id"]] = str(uuid.UUID(int=n + 1, version=4))
-        new[column["isbn"]] = f"97800000{n:05d}"
+        new[column["id"]] = str(uuid.uuid5(uuid.NAMESPACE_URL, f"edit {step}"))
+        new[column["isbn"]] = f"9780000{step:03d}{n:03d}"
         rows.insert(n % (len(rows) + 1), new)
     elif action == "disable":
         row[column["enable"]] = "false" if row[column["enable"]] != "false" else "true"
@@ -85,8 +85,8 @@ def test_any_edit_sequence_builds_what_a_clean_build_builds(edits):
         data, site = work / "data", work / "site"
         shutil.copytree(SAMPLE, data)
         build(data, site, background=False)
-        for action, n in edits:
-            edit(data, action, n)
+        for step, (action, n) in enumerate(edits):
+            edit(data, action, n, step)
             build(data, site, background=False)
         build(data, work / "clean", background=False)
         incremental, clean = published(site), published(work / "clean")
