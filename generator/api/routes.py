@@ -65,8 +65,21 @@ def bucket(offset: str) -> str:
     return found["b"] if found else "0"
 
 
+# The spelling of the site's own links, `limit=12&offset=24` with an offset in the first
+# block: what the rules above make of it, read with one pattern (hosts try it first).
+CANONICAL = rf"limit=(?P<cl>[1-9][0-9]*)&offset=(?P<co>0|[1-9][0-9]{{0,{BUCKET_DIGITS - 1}}})"
+_CANONICAL = re.compile(CANONICAL)
+
+
 def page_of(resource: Resource, query: str) -> str:
     """The page file a collection's query string names (it may not exist: a 400)."""
+    if found := _CANONICAL.fullmatch(query):
+        return page_file(resource.name, found["cl"], "0", found["co"])
+    return spelled_page(resource, query)
+
+
+def spelled_page(resource: Resource, query: str) -> str:
+    """The page file by DRF's rules for any spelling of the query string."""
     limit, offset = LIMIT_SPELLING.read(query), OFFSET_SPELLING.read(query)
     return page_file(resource.name, limit, bucket(offset), offset)
 

@@ -62,11 +62,14 @@ def server_config(site: Path, serving: SiteInfo, listen: str, write_service: str
         "options_detail": quoted(meta.options_detail(r)),
         "no_match": quoted(meta.no_match(r)),
         "page_file": page_file(r.name, "$catalogue_limit", "$catalogue_bucket", "$catalogue_offset"),
+        "list_path_file": page_file(r.name, "", "", "").split("/pages/")[0] + "/",
         "detail_file": detail_file(r.name, "$catalogue_shard", "$catalogue_shard$catalogue_rest"),
     } for r in RESOURCES]
     query = {
         "last_limit": routes.last("limit"), "last_offset": routes.last("offset"),
         "escaped_name": routes.ESCAPED_NAME, "limit": routes.LIMIT, "offset": routes.OFFSET,
+        "canonical": routes.CANONICAL.replace("(?P<", "(?<"),
+        "canonical_page": page_file("", "$cl", "0", "$co").split("//", 1)[1],
         "plain": routes.PLAIN, "bucket": routes.BUCKET, "invalid": routes.INVALID,
         "default_limit": routes.LIMIT_SPELLING.otherwise, "default_offset": routes.OFFSET_SPELLING.otherwise,
     }

@@ -4,13 +4,14 @@ from __future__ import annotations
 import itertools
 import json
 import random
+import re
 from urllib.parse import parse_qsl
 
 import pytest
 
 from generator.api import routes
 from generator.api.routes import INVALID, LIMIT_SPELLING, OFFSET_SPELLING, Bodies, resolve
-from generator.api.urls import PAGE_NOT_BUILT
+from generator.api.urls import BY_NAME, PAGE_NOT_BUILT
 from golden_files import GOLDEN, ROUTES, route_table
 
 BODIES = Bodies()
@@ -111,3 +112,25 @@ def test_the_route_table_answers_as_the_golden_request_table():
     """Every router (Python here, JavaScript and every server elsewhere) is checked against
     this one table; it changes only on purpose (make golden)."""
     assert route_table() == json.loads((GOLDEN / ROUTES).read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("query", ["limit=12&offset=0", "limit=12&offset=120", "limit=24&offset=9999",
+                                   "limit=5&offset=1", "limit=999999999999&offset=48"])
+def test_the_canonical_spelling_reads_as_the_rules_read_it(query):
+    """The one pattern hosts try first names the page DRF's rules name."""
+    books = BY_NAME["books"]
+    assert re.fullmatch(routes.CANONICAL, query)
+    assert routes.page_of(books, query) == routes.spelled_page(books, query)
+
+
+@pytest.mark.parametrize("query", ["limit=12&offset=10000", "limit=012&offset=0", "limit=12&offset=00",
+                                   "offset=0&limit=12", "limit=12&offset=0&limit=24", "limit=0&offset=0"])
+def test_other_spellings_are_left_to_the_rules(query):
+    assert not re.fullmatch(routes.CANONICAL, query)
+
+
+def test_random_canonical_queries_agree_with_the_rules():
+    books, rng = BY_NAME["books"], random.Random(7)
+    for _ in range(2000):
+        query = f"limit={rng.randint(1, 10 ** rng.randint(1, 12))}&offset={rng.randint(0, 9999)}"
+        assert routes.page_of(books, query) == routes.spelled_page(books, query), query
