@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SEED = 7
+from workload import catalogue  # noqa: E402
 BUILD = """
 import json, sys
 from generator.build import build
@@ -118,10 +118,7 @@ def floor(site: Path, target: Path, processes: int) -> float:
 
 
 def bench(size: int, work: Path) -> dict:
-    data = work / f"data-{size}"
-    if not (data / "site.yaml").exists():
-        subprocess.run([sys.executable, "-m", "generator", "synth", str(data), "--books", str(size),
-                        "--seed", str(SEED)], cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
+    data = catalogue(work, size)
     shutil.copy(data / "books.csv", data / "books.csv.orig")
     out = work / f"site-{size}-{time.time_ns()}"
     try:

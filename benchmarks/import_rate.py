@@ -21,9 +21,9 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 from generator.build import build  # noqa: E402
 from generator.importer import Options, freeze  # noqa: E402
 from generator.importer.crawl import Progress  # noqa: E402
+from workload import catalogue  # noqa: E402
 from servers import Server  # noqa: E402
 
-SEED = 7
 
 
 def main() -> None:
@@ -32,10 +32,7 @@ def main() -> None:
     parser.add_argument("--workdir", default="bench-work", type=Path)
     args = parser.parse_args()
     work = args.workdir.absolute()
-    data = work / f"data-{args.books}"
-    if not (data / "site.yaml").exists():
-        subprocess.run([sys.executable, "-m", "generator", "synth", str(data), "--books", str(args.books),
-                        "--seed", str(SEED)], cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
+    data = catalogue(work, args.books)
     site = work / f"import-site-{args.books}"
     build(data, site)
     imported, rebuilt = work / f"imported-{args.books}", work / f"imported-site-{args.books}"

@@ -28,9 +28,9 @@ from generator.api.urls import CURRENT, page_file  # noqa: E402
 from generator.build import build  # noqa: E402
 from generator.hosts.nginx import find_nginx  # noqa: E402
 from generator.system import stop_with_parent  # noqa: E402
+from workload import catalogue  # noqa: E402
 from servers import Server, children, free_port, wait_for_port  # noqa: E402
 
-SEED = 7
 PAGE = "/api/v1/books/?limit=12&offset=120"
 BARE = """worker_processes 1;
 pcre_jit on;
@@ -84,10 +84,7 @@ def main() -> None:
     if not shutil.which("wrk"):
         sys.exit("wrk is not installed: nothing measured")
     work = args.workdir.absolute()
-    data = work / f"data-{args.books}"
-    if not (data / "site.yaml").exists():
-        subprocess.run([sys.executable, "-m", "generator", "synth", str(data), "--books", str(args.books),
-                        "--seed", str(SEED)], cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
+    data = catalogue(work, args.books)
     site = work / f"serve-site-{args.books}"
     build(data, site)
     file = "/" + page_file("books", "12", "0", "120")

@@ -26,9 +26,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from generator.build import build  # noqa: E402
+from workload import catalogue  # noqa: E402
 from servers import SERVERS, Server, runnable  # noqa: E402
 
-SEED = 7
 
 
 def wrk(port: int, path: str, seconds: int, headers: dict[str, str]) -> float:
@@ -64,10 +64,7 @@ def main() -> None:
     parser.add_argument("--workdir", default="bench-work", type=Path)
     args = parser.parse_args()
     work = args.workdir.absolute()
-    data = work / f"data-{args.books}"
-    if not (data / "site.yaml").exists():
-        subprocess.run([sys.executable, "-m", "generator", "synth", str(data), "--books", str(args.books),
-                        "--seed", str(SEED)], cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
+    data = catalogue(work, args.books)
     site = work / f"serve-site-{args.books}"
     build(data, site)
     load = wrk if shutil.which("wrk") else python_client

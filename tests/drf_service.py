@@ -3,6 +3,7 @@ port, started so that it dies with the tests, ready once it answers; and `Pair`,
 asks it and another server the same requests and compares their answers."""
 from __future__ import annotations
 
+import contextlib
 import http.client
 import importlib.util
 import json
@@ -108,6 +109,24 @@ class Pair:
         assert url.startswith(self.drf.url + "/"), url
         parts = urlsplit(url)
         return parts.path + (f"?{parts.query}" if parts.query else "")
+
+
+@contextlib.contextmanager
+def compared(data: Path, work: Path):
+    """The DRF service of a catalogue beside the built-in server over the catalogue's build
+    (its base_url the service's own), as a Pair; both stopped at the end."""
+    from generator.compose import build
+
+    drf = DrfService.start(data, work / "drf")
+    try:
+        build(data, work / "site", base_url=drf.url)
+        static = Server(work / "site")
+        try:
+            yield Pair(drf, static)
+        finally:
+            static.stop()
+    finally:
+        drf.stop()
 
 
 def ask(port: int, method: str, path: str, body: bytes | None = None, headers: dict | None = None) -> Answer:

@@ -20,15 +20,14 @@ import shutil
 import pytest
 
 from conftest import SAMPLE
-from drf_service import MISSING, DrfService, Pair, ask, walk
+from drf_service import MISSING, DrfService, ask, compared, walk
 from generator.api.meta import NOT_FOUND
 from generator.api.urls import RESOURCES
 from generator.catalogue import synth
 from generator.catalogue.load import read_catalogue
 from generator.catalogue.records import Known, category_tree
-from generator.compose import build
 from generator.errors import Problems
-from servers import Answer, Server
+from servers import Answer
 
 pytestmark = pytest.mark.skipif(bool(MISSING), reason=f"{', '.join(MISSING)} cannot be imported: "
                                                       "pip install -e '.[test]' installs the DRF service's needs")
@@ -46,12 +45,8 @@ def pair(tmp_path_factory, request):
     if request.param == "synthetic":
         data = work / "data"
         synth.write(data, 150, seed=5)
-    drf = DrfService.start(data, work / "drf")
-    build(data, work / "site", base_url=drf.url)
-    static = Server(work / "site")
-    yield Pair(drf, static)
-    static.stop()
-    drf.stop()
+    with compared(data, work) as pair:
+        yield pair
 
 
 def test_the_api_root(pair):
@@ -155,12 +150,8 @@ def breadth_first(tmp_path_factory):
         writer.writerow(["id", "slug", "name", "code", "parent"])
         for record in sorted(tree, key=lambda r: (r["depth"], r["path"])):
             writer.writerow([record["id"], record["slug"], record["name"], record["code"], record["parent"] or ""])
-    drf = DrfService.start(data, work / "drf")
-    build(data, work / "site", base_url=drf.url)
-    static = Server(work / "site")
-    yield Pair(drf, static)
-    static.stop()
-    drf.stop()
+    with compared(data, work) as pair:
+        yield pair
 
 
 def test_categories_listed_in_another_order_are_the_same_records(breadth_first):
