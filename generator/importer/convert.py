@@ -14,17 +14,18 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from urllib.parse import urlsplit
 
+from ..api.schemas import load_schemas
 from ..api.urls import API, BY_NAME, RESOURCES, Urls
 from ..catalogue.fields import SPECS, FieldError, derived_id
 from ..catalogue.settings import DEFAULT_TIME_ZONE
 from ..errors import Problems
 from .crawl import Collection
 
-# The API's fields of each resource that the data holds, besides the derived ones
-# (url, path, depth, numchild, no_child, an image's book) and those always null.
+# Fields of the API that the data contract always writes as null, so cannot keep otherwise.
 ALWAYS_NULL = {"author": ("user", "image_author"), "publisher": ("user", "image_publisher_logo")}
-DERIVED = {"author": ("url",), "publisher": ("url",), "category": ("url", "no_child", "path", "depth", "numchild"),
-           "books": ("url",), "user": ("url",), "bookshelf": ("url",)}
+# Each resource's fields, as the schemas the build checks its own documents with name them.
+_SCHEMAS = load_schemas()
+FIELDS = {r.name: set(_SCHEMAS[r.schema]["properties"]) for r in RESOURCES}
 # A book's embedded records, and the resource each is a record of.
 RELATIONS = {"publishers": "publisher", "authors": "author", "translators": "author", "categories": "category"}
 
@@ -98,11 +99,8 @@ class _Converter:
     def row(self, name: str, document: dict) -> dict | None:
         where = document.get("url", name) if isinstance(document, dict) else name
         resource = BY_NAME[name]
-        expected = {f.name for f in SPECS[resource.collection]} - {"parent", "enable"}
         given = set(document) if isinstance(document, dict) else set()
-        known = expected | set(DERIVED[name]) | set(ALWAYS_NULL.get(name, ())) | ({"enable"} if name == "books" else set())
-        if name in ("author", "publisher", "bookshelf"):
-            known.discard("id")  # (their documents carry no id: it is in their url)
+        known = FIELDS[name]
         for missing in sorted(known - given):
             self.problems.add(where, 0, missing, "is missing: not a record of the catalogue API")
         for extra in sorted(given - known):
@@ -113,7 +111,8 @@ class _Converter:
             if document[null] is not None:
                 self.problems.add(where, 0, null, f"is {document[null]!r}: the data contract writes it as null, so it "
                                                   "cannot be kept")
-        row = {"id": _id(document), **{k: document[k] for k in document if k in expected and k != "id"}}
+        held = {spec.name for spec in SPECS[resource.collection]}  # (the data's fields: the others are derived)
+        row = {"id": _id(document), **{k: document[k] for k in document if k in held and k != "id"}}
         getattr(self, f"_{resource.collection}", lambda row, document, where: None)(row, document, where)
         self._check(resource.collection, row, where)
         return row
