@@ -6,7 +6,7 @@ For each size: synthesise a catalogue (cached by size and seed), build it into a
 directory, rebuild with no change, change one book's title and rebuild, then measure
 the floor: a minimal writer creating the same directories and files with the same byte
 counts, in as many processes as the build uses. Peak RSS is sampled over the build's
-whole process tree. Prints one table.
+whole process tree. Prints one table, then the seconds of each step of each build.
 """
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ import json, sys
 from generator.build import build
 summary = build(sys.argv[1], sys.argv[2])
 print(json.dumps({"files": summary.files, "bytes": summary.bytes, "written": summary.written,
-                  "processes": summary.processes}))
+                  "processes": summary.processes, "phases": summary.phases}))
 """
 
 
@@ -120,16 +120,17 @@ def floor(site: Path, target: Path, processes: int) -> float:
 def bench(size: int, work: Path) -> dict:
     data = catalogue(work, size)
     shutil.copy(data / "books.csv", data / "books.csv.orig")
-    out = work / f"site-{size}-{time.time_ns()}"
+    out, floor_out = work / f"site-{size}-{time.time_ns()}", work / f"floor-{size}-{time.time_ns()}"
     try:
         full = run_build(data, out)
         noop = run_build(data, out)
         edit_one_title(data)
         edit = run_build(data, out)
-        floor_seconds = floor(out, work / f"floor-{size}-{time.time_ns()}", full["processes"])
+        floor_seconds = floor(out, floor_out, full["processes"])
     finally:
         shutil.move(data / "books.csv.orig", data / "books.csv")
-    return {"books": size, "full": full, "noop": noop, "edit": edit, "floor": floor_seconds}
+    return {"books": size, "full": full, "noop": noop, "edit": edit, "floor": floor_seconds,
+            "trees": [out, floor_out]}
 
 
 def table(rows: list[dict]) -> str:
@@ -148,6 +149,16 @@ def table(rows: list[dict]) -> str:
     return "\n".join("  ".join(cell.rjust(w) for cell, w in zip(line, widths)) for line in lines)
 
 
+def phase_table(rows: list[dict]) -> str:
+    """Where each build's time went, step by step (seconds)."""
+    lines = []
+    for r in rows:
+        for kind in ("full", "noop", "edit"):
+            phases = r[kind]["phases"]
+            lines.append(f"{r['books']:>9,} {kind:>4}: " + ", ".join(f"{step} {s:.1f}" for step, s in phases.items()))
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default="10000,100000")
@@ -159,9 +170,10 @@ def main() -> None:
         rows.append(bench(size, args.workdir.absolute()))
         print(f"{size:,} books done", file=sys.stderr, flush=True)
     print(table(rows), flush=True)
+    print(phase_table(rows), flush=True)
     # Deleting a large tree slows the file system for minutes: only after measuring.
-    for old in list(args.workdir.glob("site-*")) + list(args.workdir.glob("floor-*")):
-        shutil.rmtree(old)
+    for tree in (tree for row in rows for tree in row["trees"]):  # (this run's own: another may be at work)
+        shutil.rmtree(tree, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
@@ -41,6 +41,20 @@ class Summary:
     seconds: float
     written: int  # files this run wrote
     processes: int = 1
+    phases: dict[str, float] = field(default_factory=dict)  # seconds of each step of build(), in order
+
+
+class Phases:
+    """The seconds each step of a build took, for `make bench` to show where the time goes."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self._since = time.monotonic()
+
+    def done(self, step: str) -> None:
+        now = time.monotonic()
+        self.seconds[step] = self.seconds.get(step, 0.0) + now - self._since
+        self._since = now
 
 
 @dataclass(frozen=True)
@@ -90,30 +104,37 @@ def build(data_dir: Path, out_dir: Path, base_url: str | None = None, progress: 
           processes: int | None = None, background: bool = True, links: str = "api") -> Summary:
     """Build and publish, taking over what the previous build made of unchanged input;
     with `background`, what is thrown away is deleted by a process of its own."""
-    started = time.monotonic()
+    started, phases = time.monotonic(), Phases()
     job = Job.read(data_dir, base_url, processes, progress, links)
     site = Site(Path(out_dir))
     with site.locked():
         previous = site.published()
         before = state.Fingerprint.load(previous)
         now = job.fingerprint()
+        phases.done("read the input")
         if now is not None and now.same_output(before):
             return Summary(state.counts(previous), before.files, before.bytes, time.monotonic() - started, 0,
-                           job.processes)
+                           job.processes, phases.seconds)
         incremental = state.Incremental.between(previous, before, now)
         with (site.new_generation() as generation,
               tempfile.TemporaryDirectory(prefix="scratch-", dir=site.state, ignore_cleanup_errors=True) as scratch):
             target = Target(site, generation, previous)
             workspace = Workspace(generation.writer, Path(scratch), state.data_tag(generation.number))
             result = produce(job, workspace, incremental)
+            phases.done("records and pages (parts)")
             write_skeleton(target, job.settings)
             link_shards(target, incremental, job.settings, result)
+            phases.done("skeleton and shards")
             state.keep(generation.root, workspace.scratch, incremental, result.published)
             record_sizes(target, now, before)
+            phases.done("state for the next build")
             replaced = site.publish(generation)
+            phases.done("publish (flush, swap)")
         site.collect_garbage(keep=[generation.root, replaced], background=background)
+        phases.done("garbage")
     written = result.files + generation.files
-    return Summary(result.published, now.files, now.bytes, time.monotonic() - started, written, job.processes)
+    return Summary(result.published, now.files, now.bytes, time.monotonic() - started, written, job.processes,
+                   phases.seconds)
 
 
 def check(data_dir: Path, base_url: str | None = None, progress: Progress | None = None,
