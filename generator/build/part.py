@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import bisect
 import gc
+import time
 from array import array
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
@@ -53,6 +54,20 @@ class PartResult:
     violations: list[str] = field(default_factory=list)
     violation_count: int = 0
     dead: dict[str, set[str]] = field(default_factory=dict)  # ids published before, no longer
+    phases: dict[str, float] = field(default_factory=dict)  # seconds of each step of the part
+
+
+class Phases:
+    """The seconds each step of a build took, for `make bench` to show where the time goes."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self._since = time.monotonic()
+
+    def done(self, step: str) -> None:
+        now = time.monotonic()
+        self.seconds[step] = self.seconds.get(step, 0.0) + now - self._since
+        self._since = now
 
 
 class Made:
@@ -95,6 +110,7 @@ class Part:
         self.published: dict[str, int] = {}
         self.changed: dict[str, set[str]] = {}  # ids whose published bytes changed (or went), per collection
         self.dead: dict[str, set[str]] = {}
+        self.phases = Phases()
 
     def run(self) -> PartResult:
         """The records make no reference cycles, so the cyclic garbage collector, which
@@ -119,12 +135,15 @@ class Part:
             else:
                 continue
             self._let_go(collection)
+            self.phases.done(collection)
         self.team.wait()
+        self.phases.done("waiting for the other parts")
         if self.plan.producing and not self.team.failed:
             for collection in self.plan.sources:
                 self.write_pages(BY_COLLECTION[collection])
+        self.phases.done("pages")
         return PartResult(self.problems.items, self.published, self.out.files, self.out.bytes,
-                          self.checker.violations, self.checker.total, self.dead)
+                          self.checker.violations, self.checker.total, self.dead, self.phases.seconds)
 
     def _let_go(self, collection: str) -> None:
         """Forget the records no collection after this one needs."""

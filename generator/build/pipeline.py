@@ -28,7 +28,7 @@ from ..catalogue.load import Input, read_catalogue
 from ..catalogue.settings import Settings
 from ..errors import DataError, GeneratorBug
 from . import state
-from .part import Part, PartResult, Plan
+from .part import Part, PartResult, Phases, Plan
 from .publish import Discard, Generation, Output, Site, shard_of_store
 from .team import Progress, Team
 
@@ -42,19 +42,6 @@ class Summary:
     written: int  # files this run wrote
     processes: int = 1
     phases: dict[str, float] = field(default_factory=dict)  # seconds of each step of build(), in order
-
-
-class Phases:
-    """The seconds each step of a build took, for `make bench` to show where the time goes."""
-
-    def __init__(self) -> None:
-        self.seconds: dict[str, float] = {}
-        self._since = time.monotonic()
-
-    def done(self, step: str) -> None:
-        now = time.monotonic()
-        self.seconds[step] = self.seconds.get(step, 0.0) + now - self._since
-        self._since = now
 
 
 @dataclass(frozen=True)
@@ -122,6 +109,7 @@ def build(data_dir: Path, out_dir: Path, base_url: str | None = None, progress: 
             workspace = Workspace(generation.writer, Path(scratch), state.data_tag(generation.number))
             result = produce(job, workspace, incremental)
             phases.done("records and pages (parts)")
+            phases.seconds.update({f"parts: {step}": seconds for step, seconds in result.phases.items()})
             write_skeleton(target, job.settings)
             link_shards(target, incremental, job.settings, result)
             phases.done("skeleton and shards")
@@ -167,8 +155,9 @@ def produce(job: Job, workspace: Workspace, incremental: state.Incremental = sta
         raise GeneratorBug(SchemaChecker.report(violations, total))
     published = {r.name: sum(result.published.get(r.name, 0) for result in results)
                  for r in BY_COLLECTION.values()}
+    slowest = {step: max(r.phases.get(step, 0.0) for r in results) for step in results[0].phases}
     return PartResult([], published, sum(r.files for r in results), sum(r.bytes for r in results),
-                      dead=results[0].dead)
+                      dead=results[0].dead, phases=slowest)
 
 
 def write_skeleton(target: Target, settings: Settings) -> None:
