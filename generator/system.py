@@ -45,15 +45,23 @@ def stop_with_parent() -> None:
 
 def foreground(command: list[str]) -> int:
     """Run a server in the foreground until it stops; Ctrl-C, SIGTERM and SIGHUP stop it
-    with SIGTERM (its clean shutdown), and it dies with us. Its exit status."""
-    process = subprocess.Popen(command, preexec_fn=stop_with_parent)
+    with SIGTERM (its clean shutdown), and it dies with us. It runs in a process group of
+    its own, and whatever of that group outlives it (nginx's workers, the workerd that
+    miniflare starts) goes when it has stopped. Its exit status."""
+    process = subprocess.Popen(command, preexec_fn=stop_with_parent, start_new_session=True)
 
     def forward(signum, _frame) -> None:
         process.send_signal(signal.SIGTERM)
 
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, forward)
-    return process.wait()
+    try:
+        return process.wait()
+    finally:
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass  # (nothing left: the usual case)
 
 
 class Supervised:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import http.client
-import importlib.util
 import json
 import signal
 import subprocess
@@ -18,9 +17,6 @@ from conftest import ROOT
 from generator.system import stop_with_parent
 from servers import Answer, Server, free_port
 
-# What the service needs (the `test` extra installs them); without them its tests skip.
-MODULES = ("django", "rest_framework", "treebeard")
-MISSING = [name for name in MODULES if importlib.util.find_spec(name) is None]
 STARTUP = 60  # seconds: migrating and loading a catalogue of a few hundred records takes one or two
 
 

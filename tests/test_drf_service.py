@@ -20,7 +20,7 @@ import shutil
 import pytest
 
 from conftest import SAMPLE
-from drf_service import MISSING, DrfService, ask, compared, walk
+from drf_service import DrfService, ask, compared, walk
 from generator.api.meta import NOT_FOUND
 from generator.api.urls import RESOURCES
 from generator.catalogue import synth
@@ -29,8 +29,6 @@ from generator.catalogue.records import Known, category_tree
 from generator.errors import Problems
 from servers import Answer
 
-pytestmark = pytest.mark.skipif(bool(MISSING), reason=f"{', '.join(MISSING)} cannot be imported: "
-                                                      "pip install -e '.[test]' installs the DRF service's needs")
 
 NAMES = [r.name for r in RESOURCES]
 UNKNOWN = "00000000-0000-4000-8000-000000000000"

@@ -26,13 +26,13 @@ from starlette.responses import FileResponse, Response
 
 from ..api import meta
 from ..api.routes import Answer, Bodies, resolve
-from ..api.serving import DEFAULT_WRITE_SERVICE, FORWARDED, LOCAL, MAX_BODY, SiteInfo, content_type, headers
+from ..api.serving import ACCEPTS_GZIP, DEFAULT_WRITE_SERVICE, FORWARDED, LOCAL, MAX_BODY, SiteInfo, content_type, headers
 from ..api.urls import ACCEPTED, API, CURRENT
 
 JSON = "application/json"
 SERVER = "catalogue"  # the Server header: no version, as nginx with server_tokens off
 STREAM_FROM = 256 * 1024  # bytes: larger files are streamed in chunks
-_GZIP = re.compile(r"(?:^|,)\s*gzip\s*(?:;\s*q\s*=\s*(?P<q>[0-9.]+))?\s*(?:,|$)", re.I)
+_GZIP = re.compile(ACCEPTS_GZIP, re.I)
 
 
 class Generation:
@@ -89,10 +89,8 @@ class Server:
         try:
             stat = path.stat()
         except OSError:
-            try:  # a record accepted by the write service and not published yet
-                path = self.site / ACCEPTED / answer.file
-                stat = path.stat()
-            except OSError:  # not built: the answer for a missing file
+            path, stat = self._accepted(answer)
+            if stat is None:  # not built: the answer for a missing file
                 body = (generation.root / answer.missing_file).read_bytes() if answer.missing_file else answer.body
                 return Response(body, answer.missing_status, headers, media_type=JSON)
         zipped = Path(f"{path}.gz")
@@ -111,6 +109,16 @@ class Server:
             return FileResponse(path, headers=headers, media_type=kind, stat_result=stat)
         # A page or a document: read at once (it is in the page cache), cheaper than a stream.
         return Response(path.read_bytes(), 200, headers, media_type=kind)
+
+    def _accepted(self, answer: Answer) -> tuple[Path | None, os.stat_result | None]:
+        """A detail the write service accepted and no build has published yet (pages never are)."""
+        if answer.missing_file is not None:
+            return None, None
+        path = self.site / ACCEPTED / answer.file
+        try:
+            return path, path.stat()
+        except OSError:  # (none, or just published and taken away)
+            return None, None
 
     async def _forward(self, scope, receive, headers: dict) -> Response:
         """A write, to the write service; 413 over the size limit, 503 while none runs."""

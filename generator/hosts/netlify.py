@@ -25,10 +25,10 @@ import secrets
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from ..api.serving import SiteInfo
+from ..api.serving import ACCEPTS_GZIP, GZIP_MIN, SiteInfo
 from ..api.urls import HOSTS
 from .files import replace, templates
-from .router import answer_values, javascript
+from .router import answer_values, javascript, js_regex
 
 NETLIFY = f"{HOSTS}/netlify"  # <site>/hosts/netlify/: the Netlify base directory
 FUNCTION = "catalogue"  # edge-functions/catalogue.js, as netlify.toml names it
@@ -67,4 +67,5 @@ def edge_function(prefix: str, cache_control: str, key: str) -> str:
     """The Edge Function (an ES module) for a site whose base_url has this path prefix."""
     return templates.get_template("netlify.js.j2").render(
         router=javascript(prefix), file_header=json.dumps(FILE_HEADER), key=json.dumps(key),
-        write_service=json.dumps(WRITE_SERVICE), **answer_values(cache_control))
+        write_service=json.dumps(WRITE_SERVICE), gzip_min=GZIP_MIN, accepts_gzip=js_regex(ACCEPTS_GZIP, whole=False)[0],
+        **answer_values(cache_control))

@@ -17,7 +17,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from ..api import meta, routes
-from ..api.serving import FORWARDED, GZIP_MIN, HTML_TYPE, JSON_TYPE, MAX_BODY, SiteInfo, headers
+from ..api.serving import FORWARDED, HTML_TYPE, JSON_TYPE, MAX_BODY, SiteInfo, headers
 from ..api.urls import HOSTS, OPENAPI_FILE, PAGE_NOT_BUILT, VIEWER, detail_file, page_file, root_path
 from .files import replace, templates
 
@@ -121,7 +121,7 @@ def _common(bodies: routes.Bodies) -> str:
 def answer_values(cache_control: str) -> dict:
     """What templates/answers.js.j2 needs: the part of an answer the JavaScript hosts that
     build their own Responses (a Worker, an Edge Function) share."""
-    return {"headers": json.dumps(headers(cache_control)), "gzip_min": GZIP_MIN, "max_body": MAX_BODY,
+    return {"headers": json.dumps(headers(cache_control)), "max_body": MAX_BODY,
             "json_type": json.dumps(JSON_TYPE), "html_type": json.dumps(HTML_TYPE),
             "too_large": json.dumps(meta.TOO_LARGE.decode()),
             "write_unavailable": json.dumps(meta.WRITE_UNAVAILABLE.decode()), "forwarded": json.dumps(FORWARDED)}

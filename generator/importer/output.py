@@ -61,18 +61,18 @@ def write(frozen: Frozen, out: Path, format: str, replace: bool) -> tuple[dict[s
 
 def _write_collection(directory: Path, frozen: Frozen, collection: str, format: str) -> str:
     rows = frozen.rows[collection]
-    if format == "csv" and not _csv_can_hold(collection, rows, frozen):
+    cells = _csv_cells(collection, rows, frozen) if format == "csv" else None
+    if format == "csv" and cells is None:
         format = "yaml"
         frozen.notes.append(f"{collection}: written as YAML, since CSV cannot hold what they have (image ids "
                             "that are not derived from the URL, a type_image_book, or a code_qoq that is empty "
                             "rather than null)")
     fields = [f.name for f in SPECS[collection]]
-    if format == "csv":
+    if cells is not None:
         with (directory / f"{collection}.csv").open("w", encoding="utf-8", newline="") as f:
             writer = csv.writer(f, lineterminator="\n")
             writer.writerow(fields)
-            for row in rows:
-                writer.writerow([_cell(collection, name, row.get(name), row, frozen) for name in fields])
+            writer.writerows(cells)
     else:
         with (directory / f"{collection}.yaml").open("w", encoding="utf-8") as f:
             for row in rows:
@@ -84,20 +84,26 @@ def _write_collection(directory: Path, frozen: Frozen, collection: str, format: 
     return format
 
 
-def _csv_can_hold(collection: str, rows: list[dict], frozen: Frozen) -> bool:
-    if collection != "books":
-        return True
-    return all(row.get("code_qoq") != "" and all(image_csv_form(row["id"], image, frozen.site["base_url"])
-                                                 for image in row["images"]) for row in rows)
+def _csv_cells(collection: str, rows: list[dict], frozen: Frozen) -> list[list[str]] | None:
+    """The rows as CSV cells in the fields' order; None when CSV cannot hold them (a book's
+    image whose id its URL does not derive, or an empty code_qoq that CSV would read as null)."""
+    fields = [f.name for f in SPECS[collection]]
+    cells = []
+    for row in rows:
+        if collection == "books":
+            forms = [image_csv_form(row["id"], image, frozen.site["base_url"]) for image in row["images"]]
+            if row.get("code_qoq") == "" or None in forms:
+                return None
+            row = {**row, "images": forms}
+        cells.append([_cell(row.get(name)) for name in fields])
+    return cells
 
 
-def _cell(collection: str, name: str, value, row: dict, frozen: Frozen) -> str:
+def _cell(value) -> str:
     if value is None:
         return ""
     if isinstance(value, bool):
         return "true" if value else "false"
-    if name == "images":
-        return "|".join(image_csv_form(row["id"], image, frozen.site["base_url"]) for image in value)
     if isinstance(value, list):
         return "|".join(value)
     return str(value)

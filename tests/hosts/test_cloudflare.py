@@ -3,8 +3,10 @@ that `catalogue deploy` filled (in workerd). The Worker over static assets is
 `catalogue serve --server cloudflare`, which the conformance and write suites run."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import subprocess
 import tomllib
 from email.utils import formatdate
@@ -19,6 +21,7 @@ from conftest import SAMPLE
 from generator.cli import main
 from generator.compose import build
 from generator.hosts import cloudflare
+from generator.system import stop_with_parent
 from servers import Server, free_port, runnable
 
 BOOK = "76f9d815-44dc-545f-890b-4419e8e5e6da"
@@ -141,6 +144,16 @@ def _ask_worker(site: Path, objects: dict[str, Path], requests: list) -> list[di
     given = {"worker": str(site / cloudflare.CONFIG_DIR / "worker.js"), "prefix": PREFIX,
              "compatibilityDate": cloudflare.COMPATIBILITY_DATE,
              "objects": [[key, str(file)] for key, file in objects.items()], "requests": requests}
-    done = subprocess.run(["node", str(HARNESS)], input=json.dumps(given), capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
+    # node in a process group of its own, the workerd miniflare starts with it: all of it goes
+    # at the end, even when node is killed before it could stop workerd (a timeout, Ctrl-C).
+    process = subprocess.Popen(["node", str(HARNESS)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, start_new_session=True,
+                               preexec_fn=stop_with_parent)
+    try:
+        out, err = process.communicate(json.dumps(given), timeout=120)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+    assert process.returncode == 0, err
+    return json.loads(out)

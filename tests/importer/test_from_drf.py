@@ -10,15 +10,13 @@ import pytest
 from click.testing import CliRunner
 
 from conftest import SAMPLE
-from drf_service import MISSING, DrfService, Pair, walk
+from drf_service import DrfService, Pair, walk
 from generator.api.urls import RESOURCES
 from generator.catalogue import synth
 from generator.cli import main
 from generator.compose import build
 from servers import Server
 
-pytestmark = pytest.mark.skipif(bool(MISSING), reason=f"{', '.join(MISSING)} cannot be imported: "
-                                                      "pip install -e '.[test]' installs the DRF service's needs")
 SEED = random.randrange(1_000_000)
 
 
