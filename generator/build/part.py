@@ -55,6 +55,7 @@ class PartResult:
     violation_count: int = 0
     dead: dict[str, set[str]] = field(default_factory=dict)  # ids published before, no longer
     phases: dict[str, float] = field(default_factory=dict)  # seconds of each step of the part
+    sizes: dict[str, list[int]] = field(default_factory=dict)  # shard -> [files, bytes] written
 
 
 class Phases:
@@ -143,7 +144,8 @@ class Part:
                 self.write_pages(BY_COLLECTION[collection])
         self.phases.done("pages")
         return PartResult(self.problems.items, self.published, self.out.files, self.out.bytes,
-                          self.checker.violations, self.checker.total, self.dead, self.phases.seconds)
+                          self.checker.violations, self.checker.total, self.dead, self.phases.seconds,
+                          self.out.sizes)
 
     def _let_go(self, collection: str) -> None:
         """Forget the records no collection after this one needs."""

@@ -111,10 +111,10 @@ def build(data_dir: Path, out_dir: Path, base_url: str | None = None, progress: 
             phases.done("records and pages (parts)")
             phases.seconds.update({f"parts: {step}": seconds for step, seconds in result.phases.items()})
             write_skeleton(target, job.settings)
-            link_shards(target, incremental, job.settings, result)
+            linked = link_shards(target, incremental, job.settings, result)
             phases.done("skeleton and shards")
             state.keep(generation.root, workspace.scratch, incremental, result.published)
-            record_sizes(target, now, before)
+            record_sizes(target, now, before, sum_sizes([result.sizes, linked]))
             phases.done("state for the next build")
             replaced = site.publish(generation)
             phases.done("publish (flush, swap)")
@@ -157,7 +157,7 @@ def produce(job: Job, workspace: Workspace, incremental: state.Incremental = sta
                  for r in BY_COLLECTION.values()}
     slowest = {step: max(r.phases.get(step, 0.0) for r in results) for step in results[0].phases}
     return PartResult([], published, sum(r.files for r in results), sum(r.bytes for r in results),
-                      dead=results[0].dead, phases=slowest)
+                      dead=results[0].dead, phases=slowest, sizes=sum_sizes([r.sizes for r in results]))
 
 
 def write_skeleton(target: Target, settings: Settings) -> None:
@@ -182,9 +182,11 @@ def write_skeleton(target: Target, settings: Settings) -> None:
         site.carry(generation, previous, first_page_path(resource))
 
 
-def link_shards(target: Target, incremental: state.Incremental, settings: Settings, result: PartResult) -> None:
+def link_shards(target: Target, incremental: state.Incremental, settings: Settings,
+                result: PartResult) -> dict[str, list[int]]:
     """Every shard into the new skeleton: those this build wrote into, completed with the
-    files of the old ones that still belong, and the old ones it did not touch."""
+    files of the old ones that still belong, and the old ones it did not touch. Returns
+    the [files, bytes] of old files linked into each new shard."""
     site, previous = target.site, target.previous
     counts = {r.name: result.published[r.name] for r in BY_COLLECTION.values()}
     dead = {BY_COLLECTION[c].name: ids for c, ids in result.dead.items()}
@@ -205,15 +207,27 @@ def link_shards(target: Target, incremental: state.Incremental, settings: Settin
             return shard.limit in settings.page_sizes and (int(key) < counts[shard.resource] or key == "0")
         return key not in dead.get(shard.resource, ())
 
-    site.finish(target.generation, previous, check, live)
+    return site.finish(target.generation, previous, check, live)
 
 
-def record_sizes(target: Target, now: state.Fingerprint, before: state.Fingerprint | None) -> None:
+def sum_sizes(tallies: list[dict[str, list[int]]]) -> dict[str, list[int]]:
+    """[files, bytes] per shard, summed over several tallies."""
+    total: dict[str, list[int]] = {}
+    for tally in tallies:
+        for shard, (files, size) in tally.items():
+            kept = total.setdefault(shard, [0, 0])
+            kept[0] += files
+            kept[1] += size
+    return total
+
+
+def record_sizes(target: Target, now: state.Fingerprint, before: state.Fingerprint | None,
+                 new: dict[str, list[int]]) -> None:
     """The fingerprint with the files and bytes of every shard and of the skeleton, saved
-    with the new generation: shards of earlier builds were measured by them."""
+    with the new generation: the new shards as this build counted what it wrote and
+    linked into them, the others as earlier builds did."""
     site, generation = target.site, target.generation
-    now.shards = {shard: state.shard_sizes(site.store / name)
-                  if shard_of_store(name)[1] == generation.number else before.shards[shard]
+    now.shards = {shard: new[shard] if shard_of_store(name)[1] == generation.number else before.shards[shard]
                   for shard, name in site.shards(generation.root).items()}
     now.skeleton = _skeleton_size(generation.root)
     now.save(generation.root)

@@ -58,6 +58,7 @@ class Output(Protocol):
     """Where a part of a build writes its files (with a tally of them)."""
     files: int
     bytes: int
+    sizes: dict[str, list[int]]  # shard -> [files, bytes] written into it
 
     def write(self, path: str, data: bytes) -> None: ...
 
@@ -70,6 +71,7 @@ class Discard:
     def __init__(self) -> None:
         self.files = 0
         self.bytes = 0
+        self.sizes: dict[str, list[int]] = {}
 
     def write(self, path: str, data: bytes) -> None:
         self.files += 1
@@ -92,6 +94,9 @@ class Generation:
         self._dirs: set[str] = set()
         self.files = 0
         self.bytes = 0
+        # Each shard's files and bytes, counted as they are written: measuring a million
+        # files again afterwards (a stat each) would cost a tenth of the build.
+        self.sizes: dict[str, list[int]] = {}
 
     def writer(self) -> "Generation":
         """Another writer of this generation, for another process (with its own tally)."""
@@ -99,18 +104,25 @@ class Generation:
 
     def write(self, path: str, data: bytes) -> None:
         """A new file, and beside it path.gz for nginx's gzip_static when it is large."""
-        target = self._target(path)
+        shard = shard_of(path)
+        target = self._target(path, shard)
+        written = [1, len(data)]
         self._write(target, data)
         if len(data) >= GZIP_MIN:
-            self._write(target + ".gz", gzip(data))
+            twin = gzip(data)
+            self._write(target + ".gz", twin)
+            written = [2, len(data) + len(twin)]
+        if shard is not None:
+            tally = self.sizes.setdefault(shard, [0, 0])
+            tally[0] += written[0]
+            tally[1] += written[1]
 
     def link(self, path: str, target: str) -> None:
         """A relative symlink in the skeleton."""
         self._make_dir(self._prefix + path.rpartition("/")[0])
         os.symlink(target, self._prefix + path)
 
-    def _target(self, path: str) -> str:
-        shard = shard_of(path)
+    def _target(self, path: str, shard: str | None) -> str:
         if shard is None:
             directory = self._prefix + path.rpartition("/")[0]
         else:
@@ -206,21 +218,23 @@ class Site:
                     found[relative] = os.path.basename(os.readlink(path))
         return found
 
-    def finish(self, generation: Generation, previous: Path | None, check: set[str], live: Live) -> None:
+    def finish(self, generation: Generation, previous: Path | None, check: set[str],
+               live: Live) -> dict[str, list[int]]:
         """Link every shard into the new skeleton: new ones completed with the old one's
         files that still belong (hard links), old ones whose files all still belong as they
         are (`check` lists the old shards that may have lost files; the others are taken
-        as they are)."""
+        as they are). Returns the [files, bytes] linked into each new shard."""
         old = self.shards(previous) if previous is not None else {}
         written = {}
         for entry in os.scandir(self.store):
             shard, number = shard_of_store(entry.name)
             if number == generation.number:
                 written[shard] = entry.name
+        linked: dict[str, list[int]] = {}
         for shard in sorted(set(old) | set(written)):
             source = old.get(shard)
             if shard in written:
-                self._complete(written[shard], source, shard, live)
+                linked[shard] = self._complete(written[shard], source, shard, live)
                 name = written[shard]
             elif shard in check:
                 names = os.listdir(self.store / source)
@@ -229,7 +243,7 @@ class Site:
                 elif any(live(shard, n) for n in names):
                     name = store_name(shard, generation.number)
                     (self.store / name).mkdir()
-                    self._complete(name, source, shard, live)
+                    linked[shard] = self._complete(name, source, shard, live)
                 else:
                     continue  # nothing of it is left
             else:
@@ -237,19 +251,24 @@ class Site:
             link = generation.root / shard
             link.parent.mkdir(parents=True, exist_ok=True)
             os.symlink(os.path.relpath(self.store / name, link.parent), link)
+        return linked
 
-    def _complete(self, name: str, source: str | None, shard: str, live: Live) -> None:
+    def _complete(self, name: str, source: str | None, shard: str, live: Live) -> list[int]:
         """Hard-link into new shard `name` the files of old shard `source` that still belong
-        and were not written anew (nor, for a .gz twin, its document)."""
+        and were not written anew (nor, for a .gz twin, its document): [files, bytes] linked."""
         if source is None:
-            return
+            return [0, 0]
         new = self.store / name
         present = set(os.listdir(new))
+        files = size = 0
         for entry in os.listdir(self.store / source):
             document = entry[:-3] if entry.endswith(".gz") else entry
             if document in present or entry in present or not live(shard, entry):
                 continue
             os.link(self.store / source / entry, new / entry)
+            files += 1
+            size += os.stat(new / entry).st_size
+        return [files, size]
 
     def carry(self, generation: Generation, previous: Path | None, path: str) -> None:
         """A skeleton file no part wrote this time is the previous one, unchanged: link it

@@ -155,15 +155,6 @@ def keep(generation_root: Path, scratch: Path, incremental: Incremental, publish
     (directory / COUNTS).write_bytes(orjson.dumps(published))
 
 
-def shard_sizes(directory: Path) -> list[int]:
-    files = size = 0
-    with os.scandir(directory) as entries:
-        for entry in entries:
-            files += 1
-            size += entry.stat().st_size
-    return [files, size]
-
-
 class Reused(NamedTuple):  # (a million are made: a tuple is made fastest)
     """A row the previous build had, taken over without checking or rendering it again."""
     id: str
