@@ -60,11 +60,12 @@ class Job:
     def settings(self) -> Settings | None:
         return self.input.settings
 
-    def fingerprint(self) -> state.Fingerprint | None:
-        """The input's fingerprint; None while it has problems."""
+    def fingerprint(self, before: state.Fingerprint | None) -> state.Fingerprint | None:
+        """The input's fingerprint (taking over `before`'s hashes of files found as they
+        were); None while it has problems."""
         if self.settings is None or self.input.problems:
             return None
-        return state.fingerprint(self.settings, self.input.sources)
+        return state.fingerprint(self.settings, self.input.sources, before)
 
 
 @dataclass(frozen=True)
@@ -97,7 +98,7 @@ def build(data_dir: Path, out_dir: Path, base_url: str | None = None, progress: 
     with site.locked():
         previous = site.published()
         before = state.Fingerprint.load(previous)
-        now = job.fingerprint()
+        now = job.fingerprint(before)
         phases.done("read the input")
         if now is not None and now.same_output(before):
             return Summary(state.counts(previous), before.files, before.bytes, time.monotonic() - started, 0,

@@ -12,6 +12,7 @@ import fcntl
 import io
 import os
 import re
+import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Iterator, NamedTuple
@@ -75,6 +76,10 @@ class Source:
     # The file's size when the build found it: a build reads no further, so a record
     # appended meanwhile (by the write service) waits whole for the next build.
     size: int | None = None
+    # (size, mtime, ctime, inode, device) as found, when the file had been left alone for
+    # a while (SETTLED_NS): a later build that finds the same may trust what it learned of
+    # the content then. None for a file changed just now, which that same stat could hide.
+    signature: tuple[int, ...] | None = None
 
     def parts(self, count: int) -> list["Source"]:
         """count Sources over consecutive ranges of records; a YAML file (which cannot be cut
@@ -135,7 +140,7 @@ def find_sources(data_dir: Path, problems: Problems) -> dict[str, Source]:
     sources = {}
     for collection in COLLECTIONS:
         candidates = [(data_dir / f"{collection}.{ext}", fmt) for ext, fmt in (("yaml", "yaml"), ("yml", "yaml"), ("csv", "csv"))]
-        found = [Source(collection, path, fmt, size=settled_size(path)) for path, fmt in candidates if path.is_file()]
+        found = [Source(collection, path, fmt, **settled(path)) for path, fmt in candidates if path.is_file()]
         if len(found) == 1:
             sources[collection] = found[0]
         elif not found:
@@ -152,12 +157,20 @@ def find_sources(data_dir: Path, problems: Problems) -> dict[str, Source]:
     return sources
 
 
-def settled_size(path: Path) -> int:
-    """The size of a data file once no append is under way: writers append under an
-    exclusive lock of the file (append.py)."""
+SETTLED_NS = 2_000_000_000
+
+
+def settled(path: Path) -> dict[str, int | tuple[int, ...] | None]:
+    """The size of a data file once no append is under way (writers append under an
+    exclusive lock of the file: append.py) and its signature when it has not changed for
+    SETTLED_NS: any later change gives it another mtime or ctime (git's racy-clean rule)."""
     with path.open("rb") as f:
         fcntl.flock(f, fcntl.LOCK_SH)
-        return os.fstat(f.fileno()).st_size
+        now = time.time_ns()
+        found = os.fstat(f.fileno())
+    signature = (found.st_size, found.st_mtime_ns, found.st_ctime_ns, found.st_ino, found.st_dev)
+    settled = now - max(found.st_mtime_ns, found.st_ctime_ns) > SETTLED_NS
+    return {"size": found.st_size, "signature": signature if settled else None}
 
 
 def read_site(data_dir: Path, problems: Problems) -> tuple[str, dict[str, Any] | None]:

@@ -12,7 +12,7 @@ written in one call and flushed; only then is the journal removed and the caller
 `recover()` completes the picture after a crash: an append found whole in the file
 stays (its request may have been answered), a partial one is cut off (it was not).
 Writers hold an exclusive lock of the file while appending; a build takes a shared
-lock to learn how far to read (catalogue/load.settled_size), so it never sees half a record.
+lock to learn how far to read (catalogue/load.settled), so it never sees half a record.
 """
 from __future__ import annotations
 

@@ -219,6 +219,35 @@ def test_unchanged_collections_are_not_read_again(catalogue: Catalogue, tmp_path
     assert read == ["bookshelves"]
 
 
+def test_files_found_as_hashed_are_not_read_again(catalogue: Catalogue, tmp_path: Path, monkeypatch):
+    """A file whose size, mtime, ctime and inode are those the last build hashed keeps its
+    hash unread; any change to it (even one restoring size and mtime) is read again."""
+    from generator.catalogue import load
+    monkeypatch.setattr(load, "SETTLED_NS", -10**12)  # (files here are seconds old: settled at once)
+    site = tmp_path / "site"
+    build(catalogue.dir, site, processes=1)
+    hashed = []
+    original = state.file_hash
+    monkeypatch.setattr(state, "file_hash", lambda source: hashed.append(source.collection) or original(source))
+    assert build(catalogue.dir, site, processes=1).written == 0
+    assert hashed == []
+    books = catalogue.dir / "books.csv"
+    before = books.stat()
+    text = books.read_bytes()
+    books.write_bytes(text.replace(b"\n", b"\r", 1).replace(b"\r", b"\n", 1))  # same bytes: no change
+    os.utime(books, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert build(catalogue.dir, site, processes=1).written == 0
+    assert hashed == ["books"]
+    header, rows = catalogue.rows("books")
+    title = rows[0][header.index("title")]
+    other = title[:-1] + ("ب" if title[-1] != "ب" else "پ")  # (both two bytes in UTF-8)
+    assert len(other.encode()) == len(title.encode())
+    books.write_bytes(text.replace(title.encode(), other.encode(), 1))
+    os.utime(books, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert books.stat().st_size == before.st_size and books.stat().st_mtime_ns == before.st_mtime_ns
+    assert build(catalogue.dir, site, processes=1).written > 0
+
+
 KILL_IN = """
 import os, signal, sys
 from generator.build import publish as write
