@@ -163,11 +163,11 @@ class Part:
         if LAST_NEEDED.get(collection) not in self.plan.sources:
             return state.counts(previous)[BY_COLLECTION[collection].name]
         before = state.Previous(previous, collection, rows=False)
-        self.known.ids[collection] = {id: 0 for id in before.by_id}
+        self.known.ids[collection] = before.by_id
         if self.renderer is not None and collection in EMBEDDED:
-            for id, data in zip(before.by_id, before.records.read(0, before.count)):
-                self.renderer.embedded[collection][id] = orjson.Fragment(data)
-        before.close()
+            self.renderer.embedded[collection] = before.stored()  # (closed when let go)
+        else:
+            before.close()
         return before.count
 
     def make(self, collection: str) -> int:

@@ -224,6 +224,30 @@ class Previous:
     def close(self) -> None:
         self.records.close()
 
+    def stored(self) -> "Stored":
+        return Stored(self)
+
     @staticmethod
     def exists(generation_root: Path | None, collection: str) -> bool:
         return generation_root is not None and bool(part_files(state_dir(generation_root), keys_name(collection)))
+
+
+class Stored:
+    """The previous build's published records of a collection taken over whole, as the
+    Renderer's embedded records: each read where it lies when a record embeds it. An edit
+    renders a handful of books; loading all 333K authors of a million-book catalogue
+    into every process would cost more than the edit itself."""
+
+    def __init__(self, previous: Previous) -> None:
+        self._previous = previous
+
+    def __getitem__(self, id: str) -> orjson.Fragment:
+        index = self._previous.by_id[id]
+        return orjson.Fragment(next(self._previous.records.read(index, index + 1)))
+
+    def __setitem__(self, id: str, data: orjson.Fragment) -> None:
+        raise TypeError("records taken over are read, not set")
+
+    def clear(self) -> None:
+        """No longer needed: let go of the files."""
+        self._previous.close()
