@@ -13,7 +13,7 @@ import bisect
 import gc
 import time
 from array import array
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Iterable
 
 import orjson
@@ -28,7 +28,9 @@ from ..catalogue.records import REUSED, ROW, Known, Unique, category_tree, recor
 from ..catalogue.settings import Settings
 from ..errors import Problem, Problems
 from . import state
+from .keys import Keys
 from .publish import Output
+from .segments import Segment
 from .spool import Spool, Spools
 from .team import Team
 
@@ -43,6 +45,7 @@ class Plan:
     producing: bool  # the input is sound so far: render and write (else only check)
     make_output: Callable[[], Output]
     incremental: state.Incremental
+    segments: dict[str, list[tuple[Segment, ...]]] = field(default_factory=dict)  # each part's, by collection
 
 
 @dataclass
@@ -90,6 +93,15 @@ class Made:
             self.spool.refer(self.before.location(index))
         else:
             self.spool.append(self.before.bytes(index))
+
+    def keep_range(self, start: int, stop: int) -> None:
+        """Records start to stop of the previous build's, unchanged."""
+        self.origin.extend(range(start, stop))
+        if self.refer:
+            self.spool.refer_range(self.before.records, start, stop)
+        else:
+            for data in self.before.records.read(start, stop):
+                self.spool.append(data)
 
     def add(self, id: str, data: bytes) -> None:
         self.origin.append(-1)
@@ -172,13 +184,23 @@ class Part:
 
     def make(self, collection: str) -> int:
         """This part's range of one collection: rows taken over where the previous build had
-        them and nothing they embed changed; the others checked, rendered and, when their
-        bytes differ from before, written. Then the exchange with the other parts."""
+        them and nothing they embed changed (whole segments of a file at once, where it is
+        read by segment); the others checked, rendered and, when their bytes differ from
+        before, written. Then the exchange with the other parts."""
         resource = BY_COLLECTION[collection]
         source = self.plan.sources[collection][self.number]
         incremental = self.plan.incremental
-        before = (state.Previous(incremental.previous, collection)
-                  if incremental.reuse and state.Previous.exists(incremental.previous, collection) else None)
+        upstream = set().union(*(self.changed.get(d, set()) for d in embeds(collection)))
+        share = self.plan.segments[collection][self.number] if collection in self.plan.segments else None
+        segmented = None
+        before = None
+        if incremental.reuse and state.Previous.exists(incremental.previous, collection):
+            if share is not None and not upstream:
+                every = tuple(s for run in self.plan.segments[collection] for s in run)
+                segmented = state.Segmented.of(incremental.previous, collection, every)
+            before = state.Previous(incremental.previous, collection, only=segmented.dropped if segmented else None)
+            if segmented:
+                segmented.learn(before.keys)
         unique = Unique(source, self.problems)
         # The first part learns every published id (its own here, the others' in the exchange)
         # to tell which of the previous build's records are gone.
@@ -188,20 +210,35 @@ class Part:
         refer = before is not None and before.referable()
         if refer:
             before.link_data(self.team.scratch)
-        # (id, line, published, username, row hash) of every record, for the other parts and the next build
-        with (self.team.spool(state.records_name(collection), self.number) as spool,
-              self.team.writer(state.keys_name(collection), self.number) as keys):
+        keys = Keys()  # of every record, for the other parts and the next build
+        read: list[tuple[int, int]] = []  # the keys of the records read (not taken over by segment)
+        rows: list[int] = []  # records in each segment of the share
+        with self.team.spool(state.records_name(collection), self.number) as spool:
             made = Made(spool, before, refer)
-            for line, record in self._stream(source, before, unique):
-                published = False
-                if self.plan.producing and not self.problems and not self.team.failed:
-                    published = self._publish(collection, record, made)
-                    if published and len(spool) % PROGRESS_EVERY == 0:
-                        self.team.report(self.number, resource.name, len(spool))
-                keys.append((record["id"], line, published, record.get("username"), record[ROW]))
-                if published_ids is not None and published:
-                    published_ids.add(record["id"])
+            for run, segments in self._runs(source, share, segmented):
+                if run is None:  # one segment, taken over
+                    self._take_segment(segments[0], segmented, made, keys)
+                    rows.append(segments[0].rows)
+                    continue
+                first = len(keys)
+                for line, record in self._stream(run, before, unique, upstream):
+                    published = False
+                    if self.plan.producing and not self.problems and not self.team.failed:
+                        published = self._publish(collection, record, made)
+                        if published and len(spool) % PROGRESS_EVERY == 0:
+                            self.team.report(self.number, resource.name, len(spool))
+                    keys.append(record["id"], line, published, record.get("username"), record[ROW])
+                    if published_ids is not None and published:
+                        published_ids.add(record["id"])
+                    if segmented is not None:
+                        self._unique_among_kept(run, record["id"], line, segmented)
+                read.append((first, len(keys)))
+                rows += _rows_by_segment(keys.lines[first:], segments)
             count = len(spool)
+        keys.save(self.team.file(state.keys_name(collection), self.number))
+        self.team.save(f"read-{collection}", self.number, read)
+        if share is not None:
+            self.team.file(state.rows_name(collection), self.number).write_bytes(orjson.dumps(rows))
         self.team.report(self.number, resource.name, count, finished=True)
         if self.problems:
             self.team.fail()
@@ -212,13 +249,47 @@ class Part:
         self._learn_changes(collection, made.new, before, published_ids)
         return count
 
-    def _stream(self, source: Source, before: state.Previous | None, unique: Unique) -> Iterable[tuple[int, dict]]:
+    @staticmethod
+    def _runs(source: Source, share: tuple[Segment, ...] | None,
+              segmented: state.Segmented | None) -> Iterable[tuple[Source | None, tuple[Segment, ...]]]:
+        """The part's range as (range to read, its segments) and (None, (a segment taken over,))."""
+        if share is None:
+            yield source, ()
+            return
+        pending: list[Segment] = []
+        for segment in share + (None,):
+            if segment is None or (segmented is not None and segment.old >= 0):
+                if pending:
+                    yield replace(source, start=pending[0].start, end=pending[-1].end,
+                                  first_line=pending[0].line), tuple(pending)
+                    pending = []
+                if segment is not None:
+                    yield None, (segment,)
+            else:
+                pending.append(segment)
+
+    @staticmethod
+    def _take_segment(segment: Segment, segmented: state.Segmented, made: "Made", keys: Keys) -> None:
+        """An old segment found again: its records' keys (lines moved) and published bytes."""
+        j = segment.old
+        keys.extend(made.before.keys, segmented.starts[j], segmented.starts[j + 1], segmented.moved[j])
+        made.keep_range(segmented.published[j], segmented.published[j + 1])
+
+    def _unique_among_kept(self, source: Source, id: str, line: int, segmented: state.Segmented) -> None:
+        """A record read must not reuse the id of one taken over by segment (in any part)."""
+        other = segmented.line_of_kept(id)
+        if other is not None:
+            first, later = sorted((other, line))
+            self.problems.add(source.name, later, "id",
+                              f"{id} is used twice in {source.collection}: first on line {first}")
+
+    def _stream(self, source: Source, before: state.Previous | None, unique: Unique,
+                upstream: set[str]) -> Iterable[tuple[int, dict]]:
         collection = source.collection
         if collection == "categories":  # a node's path depends on the others: each is made again
             return category_tree(source, self.problems, self.known, unique)
         if before is None:
             return records(source, self.problems, self.known, unique=unique)
-        upstream = set().union(*(self.changed.get(d, set()) for d in embeds(collection)))
 
         def reuse(row: dict, digest: bytes):
             hit = before.by_hash.get(digest)
@@ -265,13 +336,15 @@ class Part:
         for k in range(self.team.count):
             if k == self.number:
                 continue
-            if self.number == 0:  # each later record against everything before it, once
-                for id, line, is_published, username, _ in self.team.items(state.keys_name(collection), k):
-                    if published_ids is not None and is_published:
-                        published_ids.add(id)
-                    unique.id(id, line)
-                    if username is not None:
-                        unique.username(username, line)
+            if self.number == 0:  # each later record read against everything before it, once
+                keys = Keys.load(self.team.file(state.keys_name(collection), k))
+                for start, stop in self.team.load(f"read-{collection}", k):
+                    for id, line, is_published, username, _ in keys.rows(start, stop):
+                        if published_ids is not None and is_published:
+                            published_ids.add(id)
+                        unique.id(id, line)
+                        if username is not None:
+                            unique.username(username, line)
             if referenced:
                 self._learn_records(collection, k)
         if not referenced:
@@ -283,7 +356,7 @@ class Part:
         embed = self.renderer is not None and collection in EMBEDDED and not self.team.failed
         with Spools([self.team.file(state.records_name(collection), k)]) as spool:
             published = spool.read(0, len(spool))
-            for id, line, is_published, _, _ in self.team.items(state.keys_name(collection), k):
+            for id, line, is_published, _, _ in Keys.load(self.team.file(state.keys_name(collection), k)).rows():
                 ids.setdefault(id, line)
                 if embed and is_published:
                     self.renderer.embedded[collection][id] = orjson.Fragment(next(published))
@@ -340,3 +413,9 @@ class Part:
                         self.out.write(path, data)
                     if index:
                         self.out.write(first_page_path(resource), data)
+
+
+def _rows_by_segment(lines: array, segments: tuple[Segment, ...]) -> list[int]:
+    """How many of the records read (starting on these lines, in order) each segment holds."""
+    starts = [bisect.bisect_left(lines, s.line) for s in segments[1:]]
+    return [stop - start for start, stop in zip([0] + starts, starts + [len(lines)])]

@@ -24,12 +24,14 @@ from ..api.urls import (BY_COLLECTION, NOT_FOUND_FILE, OPENAPI_FILE, PAGE_NOT_BU
                         Shard, Urls,
                         default_pages_link, detail_path, first_page_path, key_of, root_path, shard_of)
 from ..catalogue.fields import COLLECTIONS
-from ..catalogue.load import Input, read_catalogue
+from ..catalogue.load import Input, Source, read_catalogue
 from ..catalogue.settings import Settings
 from ..errors import DataError, GeneratorBug
 from . import state
 from .part import Part, PartResult, Phases, Plan
 from .publish import Discard, Generation, Output, Site, shard_of_store
+from . import segments
+from .segments import Segment, Table
 from .team import Progress, Team
 
 
@@ -60,12 +62,13 @@ class Job:
     def settings(self) -> Settings | None:
         return self.input.settings
 
-    def fingerprint(self, before: state.Fingerprint | None) -> state.Fingerprint | None:
+    def fingerprint(self, before: state.Fingerprint | None,
+                    previous: Path | None) -> tuple[state.Fingerprint | None, dict[str, Table]]:
         """The input's fingerprint (taking over `before`'s hashes of files found as they
-        were); None while it has problems."""
+        were) and the segments of the files read by segment; None while it has problems."""
         if self.settings is None or self.input.problems:
-            return None
-        return state.fingerprint(self.settings, self.input.sources, before)
+            return None, {}
+        return state.fingerprint(self.settings, self.input.sources, before, previous)
 
 
 @dataclass(frozen=True)
@@ -98,7 +101,7 @@ def build(data_dir: Path, out_dir: Path, base_url: str | None = None, progress: 
     with site.locked():
         previous = site.published()
         before = state.Fingerprint.load(previous)
-        now = job.fingerprint(before)
+        now, tables = job.fingerprint(before, previous)
         phases.done("read the input")
         if now is not None and now.same_output(before):
             return Summary(state.counts(previous), before.files, before.bytes, time.monotonic() - started, 0,
@@ -108,13 +111,13 @@ def build(data_dir: Path, out_dir: Path, base_url: str | None = None, progress: 
               tempfile.TemporaryDirectory(prefix="scratch-", dir=site.state, ignore_cleanup_errors=True) as scratch):
             target = Target(site, generation, previous)
             workspace = Workspace(generation.writer, Path(scratch), state.data_tag(generation.number))
-            result = produce(job, workspace, incremental)
+            result = produce(job, workspace, incremental, tables)
             phases.done("records and pages (parts)")
             phases.seconds.update({f"parts: {step}": seconds for step, seconds in result.phases.items()})
             write_skeleton(target, job.settings)
             linked = link_shards(target, incremental, job.settings, result)
             phases.done("skeleton and shards")
-            state.keep(generation.root, workspace.scratch, incremental, result.published)
+            state.keep(generation.root, workspace.scratch, incremental, result.published, tables)
             record_sizes(target, now, before, sum_sizes([result.sizes, linked]))
             phases.done("state for the next build")
             replaced = site.publish(generation)
@@ -136,13 +139,13 @@ def check(data_dir: Path, base_url: str | None = None, progress: Progress | None
     return Summary(result.published, result.files, result.bytes, time.monotonic() - started, 0, job.processes)
 
 
-def produce(job: Job, workspace: Workspace, incremental: state.Incremental = state.Incremental()) -> PartResult:
+def produce(job: Job, workspace: Workspace, incremental: state.Incremental = state.Incremental(),
+            tables: dict[str, Table] | None = None) -> PartResult:
     """Every record's documents and every page that changed, made by the job's parts;
     raises the data problems of all parts together, or the schema violations."""
     settings, sources, problems = job.input
-    plan = Plan(settings, {collection: source.parts(job.processes) for collection, source in sources.items()
-                           if collection not in incremental.unchanged},
-                settings is not None and not problems, workspace.make_output, incremental)
+    ranges, shares = share_out(job, incremental, tables or {})
+    plan = Plan(settings, ranges, settings is not None and not problems, workspace.make_output, incremental, shares)
     team = Team(job.processes, workspace.scratch, job.progress, workspace.tag)
     results = team.run(lambda number, team: Part(number, team, plan).run())
     for result in results:
@@ -159,6 +162,24 @@ def produce(job: Job, workspace: Workspace, incremental: state.Incremental = sta
     slowest = {step: max(r.phases.get(step, 0.0) for r in results) for step in results[0].phases}
     return PartResult([], published, sum(r.files for r in results), sum(r.bytes for r in results),
                       dead=results[0].dead, phases=slowest, sizes=sum_sizes([r.sizes for r in results]))
+
+
+def share_out(job: Job, incremental: state.Incremental,
+              tables: dict[str, Table]) -> tuple[dict[str, list[Source]], dict[str, list[tuple[Segment, ...]]]]:
+    """Each collection to make, cut into one range per part: by its segments where it has
+    them (and its header can be read), else by bytes; and each part's segments."""
+    ranges, shares = {}, {}
+    for collection, source in job.input.sources.items():
+        if collection in incremental.unchanged:
+            continue
+        if collection in tables:
+            share = segments.shares(tables[collection].segments, job.processes)
+            ranges[collection] = segments.sources(source, share)
+            if ranges[collection] is not None:
+                shares[collection] = share
+                continue
+        ranges[collection] = source.parts(job.processes)
+    return ranges, shares
 
 
 def write_skeleton(target: Target, settings: Settings) -> None:

@@ -49,6 +49,17 @@ class Spool:
         self._starts.append(start)
         self._ends.append(end)
 
+    def refer_range(self, spools: "Spools", start: int, stop: int) -> None:
+        """Records start to stop of `spools` (data files in this spool's directory), in slices."""
+        for paths, files, starts, ends, low, high in spools.slices(start, stop):
+            numbers = [self._number(path.name) for path in paths]
+            if len(numbers) == 1:
+                self._files.extend(array("H", numbers) * (high - low))
+            else:
+                self._files.extend(array("H", [numbers[f] for f in files[low:high]]))
+            self._starts.extend(starts[low:high])
+            self._ends.extend(ends[low:high])
+
     def _number(self, name: str) -> int:
         number = self._numbers.get(name)
         if number is None:
@@ -105,6 +116,15 @@ class Spools:
 
     def live_bytes(self) -> int:
         return sum(sum(ends) - sum(starts) for _, _, starts, ends in self._parts)
+
+    def slices(self, start: int, stop: int):
+        """(data paths, files, starts, ends, low, high) of each part holding records start to
+        stop: its records low to high are among them."""
+        for part, (paths, files, starts, ends) in enumerate(self._parts):
+            first = self._firsts[part]
+            low, high = max(start - first, 0), min(stop - first, len(files))
+            if low < high:
+                yield paths, files, starts, ends, low, high
 
     def locate(self, index: int) -> tuple[str, int, int]:
         """Record `index` as (data file name, start, end)."""

@@ -3,7 +3,9 @@
     fingerprint.json   generator version, settings, a hash of each input file, the
                        files and bytes of every shard of the site
     records.json       the published records per resource
-    keys-<c>.<part>    every record's (id, line, published, username, row hash)
+    keys-<c>.<part>    every record's id, line, published, username, row hash (keys.py)
+    segments-<c>.json  a CSV file's segments and the records read from each (segments.py),
+                       for the collections no other embeds (BULK)
     records-<c>.<part> where each encoded record lies (a Spool's index)
     records-<c>.<part>.data-<N>  the bytes of records, in files named after the build N
                        that wrote them: each build's own, and the files of earlier builds
@@ -16,6 +18,7 @@ taken over as it is (`Incremental`), and in the others only rows whose text chan
 """
 from __future__ import annotations
 
+import bisect
 import hashlib
 import json
 import os
@@ -26,19 +29,33 @@ from typing import NamedTuple
 import orjson
 
 from ..api.urls import STATE
-from ..catalogue.fields import COLLECTIONS, embeds
+from ..catalogue.fields import COLLECTIONS, EMBEDDED, embeds
 from ..catalogue.load import Source
 from ..catalogue.settings import Settings
+from . import segments
+from .keys import DIGEST_SIZE, Keys
 from .spool import Spools, spool_files
-from .team import part_file, part_files, read_chunks
+from .team import part_file, part_files
 
-VERSION = "8"  # bump when the generator's output or this state changes for the same input
+VERSION = "9"  # bump when the generator's output or this state changes for the same input
 READ_AHEAD = 256  # records read at once when taking over a previous build's records
 # A build refers to the previous records where they lie unless they are spread over more
 # files than this, or the files hold more bytes no longer published than published.
 MAX_DATA_FILES = 32
 FINGERPRINT = "fingerprint.json"
 COUNTS = "records.json"
+# Collections no other embeds: a change to one of their records touches that record alone,
+# so the segments of their CSV files that did not change are taken over unread.
+BULK = tuple(c for c in COLLECTIONS if c not in EMBEDDED)
+
+
+def segments_name(collection: str) -> str:
+    return f"segments-{collection}.json"
+
+
+def rows_name(collection: str) -> str:
+    """What each part's count of the records in each of its segments is named after."""
+    return f"rows-{collection}"
 
 
 def keys_name(collection: str) -> str:
@@ -90,21 +107,37 @@ class Fingerprint:
         return cls(**json.loads(path.read_text(encoding="utf-8")))
 
 
-def fingerprint(settings: Settings, sources: dict[str, Source], before: Fingerprint | None) -> Fingerprint:
-    """The fingerprint of the input; a file with the same settled signature as when the
-    previous build hashed it keeps that hash, unread (a million books are 700 MB)."""
+def fingerprint(settings: Settings, sources: dict[str, Source], before: Fingerprint | None,
+                previous: Path | None) -> tuple[Fingerprint, dict[str, segments.Table]]:
+    """The fingerprint of the input, and the segments of the BULK collections' CSV files
+    (found again in the previous build's where they changed). A file with the same settled
+    signature as when the previous build hashed it keeps that hash, unread (a million books
+    are 700 MB)."""
     settings_as_saved = json.loads(json.dumps(asdict(settings)))  # tuples become lists
-    inputs, signatures = {}, {}
+    inputs, signatures, tables = {}, {}, {}
     for collection, source in sources.items():
         signature = list(source.signature) if source.signature is not None else None
-        if (before is not None and signature is not None and collection in before.inputs
-                and before.signatures.get(collection) == signature):
-            inputs[collection] = before.inputs[collection]
+        same = (before is not None and signature is not None and collection in before.inputs
+                and before.signatures.get(collection) == signature)
+        if collection in BULK and source.format == "csv":
+            old = load_table(previous, collection)
+            if same and old is not None:
+                tables[collection], inputs[collection] = old.found_again(), before.inputs[collection]
+            else:
+                tables[collection] = segments.table(source.path, source.size, old)
+                inputs[collection] = tables[collection].fingerprint()
         else:
-            inputs[collection] = file_hash(source)
+            inputs[collection] = before.inputs[collection] if same else file_hash(source)
         if signature is not None:
             signatures[collection] = signature
-    return Fingerprint(VERSION, settings_as_saved, inputs, signatures)
+    return Fingerprint(VERSION, settings_as_saved, inputs, signatures), tables
+
+
+def load_table(generation_root: Path | None, collection: str) -> segments.Table | None:
+    path = state_dir(generation_root) / segments_name(collection) if generation_root else None
+    if path is None or not path.is_file():
+        return None
+    return segments.Table.from_json(orjson.loads(path.read_bytes()))
 
 
 def file_hash(source: Source) -> str:
@@ -149,10 +182,12 @@ class Incremental:
         return cls(previous, True, frozenset(unchanged), sizes, sizes[0])
 
 
-def keep(generation_root: Path, scratch: Path, incremental: Incremental, published: dict[str, int]) -> None:
+def keep(generation_root: Path, scratch: Path, incremental: Incremental, published: dict[str, int],
+         tables: dict[str, segments.Table]) -> None:
     """What the next build takes over, into a new generation's state: the records and keys
     of every collection (this build's moved from its scratch directory, those it took
-    over linked from the previous state) and the published counts."""
+    over linked from the previous state), the segments of the files it read, each with
+    the records the parts counted in it, and the published counts."""
     directory = state_dir(generation_root)
     directory.mkdir(exist_ok=True)
     for collection in COLLECTIONS:
@@ -165,6 +200,10 @@ def keep(generation_root: Path, scratch: Path, incremental: Incremental, publish
             for name in (index.name, keys.name, *spool_files(index)):
                 if not (directory / name).exists():  # (a data file two parts refer to)
                     os.rename(scratch / name, directory / name)
+        rows = [n for path in part_files(scratch, rows_name(collection)) for n in orjson.loads(path.read_bytes())]
+        if collection in tables and len(rows) == len(tables[collection].segments):  # (read by segment)
+            table = tables[collection].counted(rows).to_json()
+            (directory / segments_name(collection)).write_bytes(orjson.dumps(table))
     (directory / COUNTS).write_bytes(orjson.dumps(published))
 
 
@@ -179,20 +218,27 @@ class Reused(NamedTuple):  # (a million are made: a tuple is made fastest)
 class Previous:
     """The previous build's records of one collection: what each row became, and the bytes."""
 
-    def __init__(self, generation_root: Path, collection: str, rows: bool = True) -> None:
-        """rows=False: only the published records and their ids, not what each row became."""
+    def __init__(self, generation_root: Path, collection: str, rows: bool = True,
+                 only: list[tuple[int, int]] | None = None) -> None:
+        """rows=False: only the published records and their ids, not what each row became;
+        `only`: rows start to stop, for both (the others are taken over by segment)."""
         directory = state_dir(generation_root)
+        self.keys = keys = Keys.joined(part_files(directory, keys_name(collection)))
         self.by_hash: dict[bytes, Reused] = {}
         self.by_id: dict[str, int] = {}
-        position = 0
-        for path in part_files(directory, keys_name(collection)):
-            for id, _line, published, username, digest in read_chunks(path):
+        for start, stop in only if only is not None else [(0, len(keys))]:
+            position = keys.published_before(start)
+            for i in range(start, stop):
+                published = keys.published[i]
+                id = keys.id(i)
                 if rows:
-                    self.by_hash[digest] = Reused(id, published, username, position if published else -1)
+                    digest = bytes(keys.digests[i * DIGEST_SIZE:(i + 1) * DIGEST_SIZE])
+                    self.by_hash[digest] = Reused(id, bool(published), keys.usernames[i],
+                                                  position if published else -1)
                 if published:
                     self.by_id[id] = position
                     position += 1
-        self.count = position
+        self.count = keys.published.count(1)
         self.records = Spools(part_files(directory, records_name(collection)))
         self._block: tuple[int, list[bytes]] = (0, [])
 
@@ -251,3 +297,55 @@ class Stored:
     def clear(self) -> None:
         """No longer needed: let go of the files."""
         self._previous.close()
+
+
+class Segmented:
+    """The previous build's records of a collection read by segment, as the new file's
+    segments find them again: where each old segment's records begin (rows and published
+    records), how far its lines moved, and the rows of the old segments not found again,
+    which alone are looked up by row hash."""
+
+    LOOKUPS = 32  # ids looked for in the kept records one by one before all are indexed
+
+    def __init__(self, old: segments.Table, new: tuple[segments.Segment, ...]) -> None:
+        self.old = old
+        self.starts = [0]  # first row of each old segment
+        for segment in old.segments:
+            self.starts.append(self.starts[-1] + segment.rows)
+        self.moved = {s.old: s.line - old.segments[s.old].line for s in new if s.old >= 0}
+        self.dropped = [(self.starts[j], self.starts[j + 1]) for j in range(len(old.segments)) if j not in self.moved]
+        self.published: list[int] = []
+        self._keys: Keys | None = None
+        self._dropped_ids: set[str] = set()
+        self._index: dict[str, int] | None = None
+        self._lookups = 0
+
+    @classmethod
+    def of(cls, previous: Path, collection: str, new: tuple[segments.Segment, ...]) -> "Segmented | None":
+        old = load_table(previous, collection)
+        if old is None or any(s.rows < 0 for s in old.segments):
+            return None
+        return cls(old, new)
+
+    def learn(self, keys: Keys) -> None:
+        """The previous build's keys (all its parts'), as Previous loaded them."""
+        self._keys = keys
+        self.published = [0]
+        for start, stop in zip(self.starts, self.starts[1:]):
+            self.published.append(self.published[-1] + keys.published.count(1, start, stop))
+        self._dropped_ids = {keys.id(i) for start, stop in self.dropped for i in range(start, stop)}
+
+    def line_of_kept(self, id: str) -> int | None:
+        """The line, in the new file, of the record with this id in a segment taken over."""
+        if id in self._dropped_ids:
+            return None  # (ids were unique in the previous build)
+        self._lookups += 1
+        if self._index is None and self._lookups > self.LOOKUPS:
+            keys = self._keys
+            self._index = {keys.id(i): i for start, stop in zip(self.starts, self.starts[1:])
+                           for i in range(start, stop)}
+        index = self._index.get(id, -1) if self._index is not None else self._keys.find(id)
+        if index < 0:
+            return None
+        j = bisect.bisect_right(self.starts, index) - 1
+        return self._keys.lines[index] + self.moved[j] if j in self.moved else None

@@ -105,12 +105,6 @@ class Team:
         # their own without a clash.
         return Spool(self.file(name, part), tag=self.tag)
 
-    def writer(self, name: str, part: int) -> "ChunkWriter":
-        return ChunkWriter(self.file(name, part))
-
-    def items(self, name: str, part: int) -> Iterator[Any]:
-        return read_chunks(self.file(name, part))
-
     # ---- in the parent ------------------------------------------------------------------
 
     def _show(self, part: int, resource: str, done: int, finished: bool) -> None:
@@ -180,43 +174,3 @@ class Team:
         except BaseException:
             self._barrier.abort()
             self._queue.put(("error", part, traceback.format_exc()))
-
-
-class ChunkWriter:
-    """A long list written as it grows, in pickled chunks, so it never sits in memory whole."""
-
-    CHUNK = 20000
-
-    def __init__(self, path: Path) -> None:
-        self._file = path.open("wb")
-        self._chunk: list = []
-
-    def append(self, item: Any) -> None:
-        self._chunk.append(item)
-        if len(self._chunk) >= self.CHUNK:
-            self._flush()
-
-    def _flush(self) -> None:
-        pickle.dump(self._chunk, self._file, protocol=pickle.HIGHEST_PROTOCOL)
-        self._chunk = []
-
-    def close(self) -> None:
-        self._flush()
-        self._file.close()
-
-    def __enter__(self) -> "ChunkWriter":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-
-def read_chunks(path: Path) -> Iterator[Any]:
-    """The items a ChunkWriter wrote, in order."""
-    with path.open("rb") as f:
-        while True:
-            try:
-                chunk = pickle.load(f)
-            except EOFError:
-                return
-            yield from chunk

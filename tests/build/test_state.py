@@ -187,7 +187,8 @@ def test_an_edit_refers_to_the_records_it_keeps_and_compacts_them(catalogue: Cat
         assert_same_as_clean_build(catalogue, site, tmp_path, f"edit {step}")
 
 
-STATE_FILE = re.compile(r"fingerprint\.json|records\.json|(keys|records)-[a-z]+\.[0-9]+|records-[a-z]+\.[0-9]+\.data-[0-9]{6}")
+STATE_FILE = re.compile(r"fingerprint\.json|records\.json|(keys|records)-[a-z]+\.[0-9]+|records-[a-z]+\.[0-9]+\.data-[0-9]{6}"
+                        r"|segments-(books|bookshelves)\.json")
 
 
 def test_a_published_generation_keeps_only_what_the_next_build_takes_over(catalogue: Catalogue, tmp_path: Path):
@@ -227,8 +228,9 @@ def test_files_found_as_hashed_are_not_read_again(catalogue: Catalogue, tmp_path
     site = tmp_path / "site"
     build(catalogue.dir, site, processes=1)
     hashed = []
-    original = state.file_hash
-    monkeypatch.setattr(state, "file_hash", lambda source: hashed.append(source.collection) or original(source))
+    file_hash, table = state.file_hash, state.segments.table  # (books are hashed by segment)
+    monkeypatch.setattr(state, "file_hash", lambda source: hashed.append(source.collection) or file_hash(source))
+    monkeypatch.setattr(state.segments, "table", lambda path, *rest: hashed.append(path.stem) or table(path, *rest))
     assert build(catalogue.dir, site, processes=1).written == 0
     assert hashed == []
     books = catalogue.dir / "books.csv"
