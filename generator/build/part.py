@@ -231,7 +231,7 @@ class Part:
                     if published_ids is not None and published:
                         published_ids.add(record["id"])
                     if segmented is not None:
-                        self._unique_among_kept(run, record["id"], line, segmented)
+                        self._unique_among_kept(unique, record["id"], line, segmented)
                 read.append((first, len(keys)))
                 rows += _rows_by_segment(keys.lines[first:], segments)
             count = len(spool)
@@ -275,13 +275,12 @@ class Part:
         keys.extend(made.before.keys, segmented.starts[j], segmented.starts[j + 1], segmented.moved[j])
         made.keep_range(segmented.published[j], segmented.published[j + 1])
 
-    def _unique_among_kept(self, source: Source, id: str, line: int, segmented: state.Segmented) -> None:
+    @staticmethod
+    def _unique_among_kept(unique: Unique, id: str, line: int, segmented: state.Segmented) -> None:
         """A record read must not reuse the id of one taken over by segment (in any part)."""
         other = segmented.line_of_kept(id)
         if other is not None:
-            first, later = sorted((other, line))
-            self.problems.add(source.name, later, "id",
-                              f"{id} is used twice in {source.collection}: first on line {first}")
+            unique.twice(id, *sorted((other, line)))
 
     def _stream(self, source: Source, before: state.Previous | None, unique: Unique,
                 upstream: set[str]) -> Iterable[tuple[int, dict]]:
@@ -321,7 +320,11 @@ class Part:
             resource = BY_COLLECTION[collection]
             path = detail_path(resource, record["id"])
             self.checker.check_record(resource.schema, document, path)
-            self.out.write(path, data)
+            try:
+                self.out.write(path, data)
+            except FileExistsError:  # another part's record has the same id: the exchange reports it
+                self.team.fail()
+                return False
             made.add(record["id"], data)
         return True
 
@@ -338,11 +341,13 @@ class Part:
                 continue
             if self.number == 0:  # each later record read against everything before it, once
                 keys = Keys.load(self.team.file(state.keys_name(collection), k))
+                # (the last part's ids need not be kept, unless another collection refers to them)
+                learn = unique.id if referenced or k < self.team.count - 1 else unique.check_id
                 for start, stop in self.team.load(f"read-{collection}", k):
                     for id, line, is_published, username, _ in keys.rows(start, stop):
                         if published_ids is not None and is_published:
                             published_ids.add(id)
-                        unique.id(id, line)
+                        learn(id, line)
                         if username is not None:
                             unique.username(username, line)
             if referenced:

@@ -215,10 +215,19 @@ def link_shards(target: Target, incremental: state.Incremental, settings: Settin
     processed = {BY_COLLECTION[c].name for c in COLLECTIONS if c not in incremental.unchanged}
     old = site.shards(previous) if previous is not None else {}
     losing = {shard_of(detail_path(BY_COLLECTION[c], id)) for c, ids in result.dead.items() for id in ids}
-    # Old shards that may have lost files: those of dead records, and the pages of every
-    # collection made again (the count may have changed); all of them without reuse.
+    before = state.counts(previous) if previous is not None and incremental.reuse else {}
+
+    def may_lose_files(shard: Shard) -> bool:
+        """Old shards that may have lost files: those of dead records, and the pages of a size no
+        longer made or of a collection made again that shrank; all of them without reuse."""
+        if not incremental.reuse:
+            return True
+        if shard.limit is None:
+            return False
+        return shard.limit not in settings.page_sizes or counts[shard.resource] < before[shard.resource]
+
     check = {shard for shard in old if Shard.parse(shard).resource in processed
-             and (not incremental.reuse or Shard.parse(shard).limit is not None or shard in losing)}
+             and (shard in losing or may_lose_files(Shard.parse(shard)))}
 
     def live(directory: str, name: str) -> bool:
         shard = Shard.parse(directory)

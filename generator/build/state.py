@@ -142,7 +142,7 @@ def load_table(generation_root: Path | None, collection: str) -> segments.Table 
 
 def file_hash(source: Source) -> str:
     with source.open() as f:
-        return hashlib.file_digest(f, "blake2b").hexdigest()[:32]
+        return hashlib.file_digest(f, "sha256").hexdigest()[:32]
 
 
 def state_dir(generation_root: Path) -> Path:

@@ -53,9 +53,18 @@ class Unique:
         """Whether this is the id's first use."""
         first = self.ids.setdefault(id, line)
         if first != line:
-            self.problems.add(self.source.name, line, "id",
-                              f"{id} is used twice in {self.source.collection}: first on line {first}")
+            self.twice(id, first, line)
         return first == line
+
+    def check_id(self, id: str, line: int) -> None:
+        """Report the id if it was used before, without learning it."""
+        first = self.ids.get(id, line)
+        if first != line:
+            self.twice(id, first, line)
+
+    def twice(self, id: str, first: int, line: int) -> None:
+        self.problems.add(self.source.name, line, "id",
+                          f"{id} is used twice in {self.source.collection}: first on line {first}")
 
     def username(self, username: str, line: int) -> None:
         first = self.usernames.setdefault(username, line)
