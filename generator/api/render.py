@@ -36,8 +36,11 @@ def drf_time(moment: datetime, zone) -> str:
 
 
 class Renderer:
-    def __init__(self, settings: Settings, urls: Urls) -> None:
+    def __init__(self, settings: Settings, urls: Urls, remember: bool = True) -> None:
+        """remember: keep the bytes of each record others embed as it is rendered (else the
+        caller fills `embedded`)."""
         self.urls = urls
+        self.remember = remember
         self.zone = settings.zone
         self.origin = urls.origin()
         self.embedded: dict[str, dict[str, orjson.Fragment]] = {c: {} for c in EMBEDDED}
@@ -52,7 +55,7 @@ class Renderer:
         if document is None:
             return None
         data = encode(document)
-        if collection in self.embedded:
+        if self.remember and collection in self.embedded:
             # orjson's result can keep a buffer several times its length; copy what is kept.
             self.embedded[collection][record["id"]] = orjson.Fragment(bytes(memoryview(data)))
         return document, data

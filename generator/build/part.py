@@ -117,7 +117,8 @@ class Part:
         self.out = plan.make_output()
         self.problems = Problems()
         self.urls = Urls(plan.settings.base_url, plan.settings.links) if plan.settings else None
-        self.renderer = Renderer(plan.settings, self.urls) if plan.settings else None
+        # (records others embed are read from the record store: the renderer keeps none)
+        self.renderer = Renderer(plan.settings, self.urls, remember=False) if plan.settings else None
         self.checker = SchemaChecker()
         self.known = Known()
         self.published: dict[str, int] = {}
@@ -177,7 +178,7 @@ class Part:
         before = state.Previous(previous, collection, rows=False)
         self.known.ids[collection] = before.by_id
         if self.renderer is not None and collection in EMBEDDED:
-            self.renderer.embedded[collection] = before.stored()  # (closed when let go)
+            self.renderer.embedded[collection] = state.Stored(before.by_id, before.records)  # (closed when let go)
         else:
             before.close()
         return before.count
@@ -246,6 +247,10 @@ class Part:
         self.team.save(f"changed-{collection}", self.number, made.new)
         self.team.wait()
         self._exchange(collection, unique, published_ids)
+        if collection in LAST_NEEDED:
+            self._learn_records(collection)
+        else:
+            self.known.ids.pop(collection, None)  # (only needed for the duplicate check)
         self._learn_changes(collection, made.new, before, published_ids)
         return count
 
@@ -305,8 +310,6 @@ class Part:
         if token is not None:  # taken over, unchecked and unrendered
             if token.published:
                 made.keep(token.index)
-                if collection in EMBEDDED:
-                    self.renderer.embedded[collection][token.id] = orjson.Fragment(made.before.bytes(token.index))
             return token.published
         rendered = self.renderer.render(collection, record)
         if rendered is None:
@@ -329,42 +332,39 @@ class Part:
         return True
 
     def _exchange(self, collection: str, unique: Unique, published_ids: set[str] | None) -> None:
-        """Learn the other parts' records of a collection: the first part checks their ids
-        and usernames against everything before them (and adds those published to
-        `published_ids`); when a later collection refers to it, every part learns their
-        ids and, where they are embedded, their bytes."""
-        referenced = collection in LAST_NEEDED
-        if self.team.count == 1 or (self.number != 0 and not referenced):
+        """The first part checks the other parts' records read of a collection (their ids and
+        usernames) against everything before them, and adds those published to `published_ids`."""
+        if self.team.count == 1 or self.number != 0:
             return
-        for k in range(self.team.count):
-            if k == self.number:
-                continue
-            if self.number == 0:  # each later record read against everything before it, once
-                keys = Keys.load(self.team.file(state.keys_name(collection), k))
-                # (the last part's ids need not be kept, unless another collection refers to them)
-                learn = unique.id if referenced or k < self.team.count - 1 else unique.check_id
-                for start, stop in self.team.load(f"read-{collection}", k):
-                    for id, line, is_published, username, _ in keys.rows(start, stop):
-                        if published_ids is not None and is_published:
-                            published_ids.add(id)
-                        learn(id, line)
-                        if username is not None:
-                            unique.username(username, line)
-            if referenced:
-                self._learn_records(collection, k)
-        if not referenced:
-            self.known.ids.pop(collection, None)  # only needed for the duplicate check
+        referenced = collection in LAST_NEEDED
+        for k in range(1, self.team.count):
+            keys = Keys.load(self.team.file(state.keys_name(collection), k))
+            # (the last part's ids need not be kept, unless another collection refers to them)
+            learn = unique.id if referenced or k < self.team.count - 1 else unique.check_id
+            for start, stop in self.team.load(f"read-{collection}", k):
+                for id, line, is_published, username, _ in keys.rows(start, stop):
+                    if published_ids is not None and is_published:
+                        published_ids.add(id)
+                    learn(id, line)
+                    if username is not None:
+                        unique.username(username, line)
 
-    def _learn_records(self, collection: str, k: int) -> None:
-        """Part k's ids of a collection, and the bytes of those published, to embed."""
-        ids = self.known.ids.setdefault(collection, {})
-        embed = self.renderer is not None and collection in EMBEDDED and not self.team.failed
-        with Spools([self.team.file(state.records_name(collection), k)]) as spool:
-            published = spool.read(0, len(spool))
-            for id, line, is_published, _, _ in Keys.load(self.team.file(state.keys_name(collection), k)).rows():
-                ids.setdefault(id, line)
-                if embed and is_published:
-                    self.renderer.embedded[collection][id] = orjson.Fragment(next(published))
+    def _learn_records(self, collection: str) -> None:
+        """Every part's ids of a collection later ones refer to, each with its place among the
+        published records (-1: not published); those embedded are read where they lie, each
+        when a record embeds it, rather than held by every process."""
+        ids: dict[str, int] = {}
+        position = 0
+        paths = [self.team.file(state.records_name(collection), k) for k in range(self.team.count)]
+        for k in range(self.team.count):
+            keys = Keys.load(self.team.file(state.keys_name(collection), k))
+            published = keys.published
+            for i in range(len(keys)):
+                ids.setdefault(keys.id(i), position if published[i] else -1)
+                position += published[i]
+        self.known.ids[collection] = ids
+        if self.renderer is not None and collection in EMBEDDED:
+            self.renderer.embedded[collection] = state.Stored(ids, Spools(paths))
 
     def _learn_changes(self, collection: str, new: set[str], before: state.Previous | None,
                        published_ids: set[str] | None) -> None:

@@ -126,6 +126,13 @@ class Spools:
             if low < high:
                 yield paths, files, starts, ends, low, high
 
+    def record(self, index: int) -> bytes:
+        """Record `index` alone."""
+        part = bisect.bisect_right(self._firsts, index) - 1
+        paths, files, starts, ends = self._parts[part]
+        i = index - self._firsts[part]
+        return os.pread(self._fd(paths[files[i]]), ends[i] - starts[i], starts[i])
+
     def locate(self, index: int) -> tuple[str, int, int]:
         """Record `index` as (data file name, start, end)."""
         part = bisect.bisect_right(self._firsts, index) - 1

@@ -270,33 +270,30 @@ class Previous:
     def close(self) -> None:
         self.records.close()
 
-    def stored(self) -> "Stored":
-        return Stored(self)
-
     @staticmethod
     def exists(generation_root: Path | None, collection: str) -> bool:
         return generation_root is not None and bool(part_files(state_dir(generation_root), keys_name(collection)))
 
 
 class Stored:
-    """The previous build's published records of a collection taken over whole, as the
-    Renderer's embedded records: each read where it lies when a record embeds it. An edit
-    renders a handful of books; loading all 333K authors of a million-book catalogue
-    into every process would cost more than the edit itself."""
+    """Published records of a collection, as the Renderer's embedded records: each read
+    where it lies in the record store when a record embeds it. Holding them all in every
+    process would cost more memory than anything else in a build (333K authors in a
+    million-book catalogue), and an edit renders only a handful of records."""
 
-    def __init__(self, previous: Previous) -> None:
-        self._previous = previous
+    def __init__(self, ids: dict[str, int], records: Spools) -> None:
+        self._ids = ids  # id -> its place among the published records
+        self._records = records
 
     def __getitem__(self, id: str) -> orjson.Fragment:
-        index = self._previous.by_id[id]
-        return orjson.Fragment(next(self._previous.records.read(index, index + 1)))
+        return orjson.Fragment(self._records.record(self._ids[id]))
 
     def __setitem__(self, id: str, data: orjson.Fragment) -> None:
-        raise TypeError("records taken over are read, not set")
+        raise TypeError("stored records are read, not set")
 
     def clear(self) -> None:
         """No longer needed: let go of the files."""
-        self._previous.close()
+        self._records.close()
 
 
 class Segmented:
