@@ -32,6 +32,13 @@ print(json.dumps({"files": summary.files, "bytes": summary.bytes, "written": sum
                   "processes": summary.processes, "phases": summary.phases}))
 """
 
+DELETE = """
+import os, shutil, sys
+os.nice(19)
+for tree in sys.argv[1:]:
+    shutil.rmtree(tree, ignore_errors=True)
+"""
+
 
 def tree_rss(pid: int) -> int:
     """Resident bytes of a process and all its descendants."""
@@ -171,9 +178,13 @@ def main() -> None:
         print(f"{size:,} books done", file=sys.stderr, flush=True)
     print(table(rows), flush=True)
     print(phase_table(rows), flush=True)
-    # Deleting a large tree slows the file system for minutes: only after measuring.
-    for tree in (tree for row in rows for tree in row["trees"]):  # (this run's own: another may be at work)
-        shutil.rmtree(tree, ignore_errors=True)
+    # Deleting a large tree slows the file system for minutes: only after measuring, in a
+    # process of its own at the lowest priority (this run's trees only: another may be at work).
+    trees = [str(tree) for row in rows for tree in row["trees"]]
+    subprocess.Popen([sys.executable, "-c", DELETE, *trees], start_new_session=True,
+                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    print(f"deleting {len(trees)} trees in the background (the disk stays slower until it is done)",
+          file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -37,18 +37,27 @@ def validators(schemas: dict[str, dict]) -> dict[str, Any]:
 RECORDS = {"author.json", "publisher.json", "category.json", "user.json"}
 
 
-def shallow(schema: dict) -> dict:
-    """The schema with each embedded record (a $ref to one of RECORDS, alone or as the items
-    of an array) only required to be an object: it was checked on its own already."""
+def embedded_properties(schema: dict) -> dict[str, bool]:
+    """The properties that hold an embedded record (a $ref to one of RECORDS), each True when
+    it holds an array of them."""
     def embedded(node: dict) -> bool:
         return isinstance(node, dict) and node.get("$ref") in RECORDS
 
+    found = {}
+    for name, node in schema.get("properties", {}).items():
+        if embedded(node) or embedded(node.get("items")):
+            found[name] = not embedded(node)
+    return found
+
+
+def shallow(schema: dict) -> dict:
+    """The schema with each embedded record (alone or as the items of an array) only
+    required to be an object: it was checked on its own already."""
+    embedded = embedded_properties(schema)
     properties = {}
     for name, node in schema.get("properties", {}).items():
-        if embedded(node):
-            node = {"type": "object"}
-        elif embedded(node.get("items")):
-            node = {**node, "items": {"type": "object"}}
+        if name in embedded:
+            node = {**node, "items": {"type": "object"}} if embedded[name] else {"type": "object"}
         properties[name] = node
     return {**schema, "properties": properties} if "properties" in schema else schema
 
@@ -58,6 +67,7 @@ class SchemaChecker:
         schemas = load_schemas()
         self.validators = validators(schemas)
         self.record_validators = validators({name: shallow(s) for name, s in schemas.items()})
+        self._embedded = {name: embedded_properties(s) for name, s in schemas.items()}
         self.violations: list[str] = []
         self.total = 0
 
@@ -68,13 +78,13 @@ class SchemaChecker:
     def check_record(self, schema: str, document: dict, where: str) -> None:
         """Check a document before it is encoded; its embedded records (orjson Fragments,
         encoded and checked already) stand as empty objects."""
-        view = {}
-        for key, value in document.items():
-            if isinstance(value, orjson.Fragment):
-                value = _EMBEDDED
-            elif isinstance(value, list) and value and isinstance(value[0], orjson.Fragment):
-                value = [_EMBEDDED] * len(value)
-            view[key] = value
+        view = dict(document)
+        for key, many in self._embedded[schema].items():
+            value = view.get(key)
+            if many and isinstance(value, list):
+                view[key] = [_EMBEDDED] * len(value)
+            elif isinstance(value, orjson.Fragment):
+                view[key] = _EMBEDDED
         self._check(self.record_validators[schema], view, where)
 
     def check_document(self, schema: str, document: Any, where: str) -> None:
