@@ -3,8 +3,9 @@
 `pipeline` is the build as a table of contents (and `check`, the same into a tally);
 `part` is one process's share of it, run with the others by `team`; `spool` is the
 record store pages are cut from; `state` is what a build keeps for the next one
-(fingerprints, row hashes, records) so that a rebuild costs what changed; `publish`
-writes a generation into immutable shards and swaps it in atomically.
+(fingerprints, `keys` of every record, `segments` of the large CSV files, records) so
+that a rebuild costs what changed; `publish` writes a generation into immutable shards
+and swaps it in atomically.
 """
 from .pipeline import Summary, build, check
 

@@ -151,6 +151,21 @@ def test_pages_not_built_get_the_400(server, query):
     assert answer.header("Allow") == READ
 
 
+def test_a_400_keeps_the_connection_open(server):
+    """A client probing page sizes asks again on the same connection."""
+    connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+    try:
+        for query in ("?limit=7", "?limit=12", "?limit=8"):
+            connection.request("GET", f"/api/v1/books/{query}")
+            answer = connection.getresponse()
+            answer.read()
+            assert answer.status == (200 if query == "?limit=12" else 400)
+            assert (answer.getheader("Connection") or "").lower() != "close", query
+            assert not answer.will_close, query
+    finally:
+        connection.close()
+
+
 GOLDEN_TABLE = [entry for entry in json.loads((GOLDEN / ROUTES).read_text(encoding="utf-8"))
                 if entry["request"][3] == ""]  # (the sample site has no path prefix)
 
