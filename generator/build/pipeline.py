@@ -115,7 +115,7 @@ def build(data_dir: Path, out_dir: Path, base_url: str | None = None, progress: 
             phases.done("records and pages (parts)")
             phases.seconds.update({f"parts: {step}": seconds for step, seconds in result.phases.items()})
             write_skeleton(target, job.settings)
-            linked = link_shards(target, incremental, job.settings, result)
+            linked = link_shards(target, incremental, job.settings, result, before)
             phases.done("skeleton and shards")
             state.keep(generation.root, workspace.scratch, incremental, result.published, tables)
             record_sizes(target, now, before, sum_sizes([result.sizes, linked]))
@@ -205,7 +205,7 @@ def write_skeleton(target: Target, settings: Settings) -> None:
 
 
 def link_shards(target: Target, incremental: state.Incremental, settings: Settings,
-                result: PartResult) -> dict[str, list[int]]:
+                result: PartResult, before: state.Fingerprint | None) -> dict[str, list[int]]:
     """Every shard into the new skeleton: those this build wrote into, completed with the
     files of the old ones that still belong, and the old ones it did not touch. Returns
     the [files, bytes] of old files linked into each new shard."""
@@ -215,7 +215,7 @@ def link_shards(target: Target, incremental: state.Incremental, settings: Settin
     processed = {BY_COLLECTION[c].name for c in COLLECTIONS if c not in incremental.unchanged}
     old = site.shards(previous) if previous is not None else {}
     losing = {shard_of(detail_path(BY_COLLECTION[c], id)) for c, ids in result.dead.items() for id in ids}
-    before = state.counts(previous) if previous is not None and incremental.reuse else {}
+    old_counts = state.counts(previous) if previous is not None and incremental.reuse else {}
 
     def may_lose_files(shard: Shard) -> bool:
         """Old shards that may have lost files: those of dead records, and the pages of a size no
@@ -224,7 +224,7 @@ def link_shards(target: Target, incremental: state.Incremental, settings: Settin
             return True
         if shard.limit is None:
             return False
-        return shard.limit not in settings.page_sizes or counts[shard.resource] < before[shard.resource]
+        return shard.limit not in settings.page_sizes or counts[shard.resource] < old_counts[shard.resource]
 
     check = {shard for shard in old if Shard.parse(shard).resource in processed
              and (shard in losing or may_lose_files(Shard.parse(shard)))}
@@ -238,7 +238,7 @@ def link_shards(target: Target, incremental: state.Incremental, settings: Settin
             return shard.limit in settings.page_sizes and (int(key) < counts[shard.resource] or key == "0")
         return key not in dead.get(shard.resource, ())
 
-    return site.finish(target.generation, previous, check, live)
+    return site.finish(target.generation, previous, check, live, before.shards if before else {})
 
 
 def sum_sizes(tallies: list[dict[str, list[int]]]) -> dict[str, list[int]]:

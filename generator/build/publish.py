@@ -218,12 +218,13 @@ class Site:
                     found[relative] = os.path.basename(os.readlink(path))
         return found
 
-    def finish(self, generation: Generation, previous: Path | None, check: set[str],
-               live: Live) -> dict[str, list[int]]:
+    def finish(self, generation: Generation, previous: Path | None, check: set[str], live: Live,
+               sizes: dict[str, list[int]]) -> dict[str, list[int]]:
         """Link every shard into the new skeleton: new ones completed with the old one's
         files that still belong (hard links), old ones whose files all still belong as they
         are (`check` lists the old shards that may have lost files; the others are taken
-        as they are). Returns the [files, bytes] linked into each new shard."""
+        as they are). `sizes` holds the [files, bytes] of the old shards. Returns the [files,
+        bytes] linked into each new shard."""
         old = self.shards(previous) if previous is not None else {}
         written = {}
         for entry in os.scandir(self.store):
@@ -234,7 +235,7 @@ class Site:
         for shard in sorted(set(old) | set(written)):
             source = old.get(shard)
             if shard in written:
-                linked[shard] = self._complete(written[shard], source, shard, live)
+                linked[shard] = self._complete(written[shard], source, shard, live, sizes.get(shard))
                 name = written[shard]
             elif shard in check:
                 names = os.listdir(self.store / source)
@@ -243,7 +244,7 @@ class Site:
                 elif any(live(shard, n) for n in names):
                     name = store_name(shard, generation.number)
                     (self.store / name).mkdir()
-                    linked[shard] = self._complete(name, source, shard, live)
+                    linked[shard] = self._complete(name, source, shard, live, sizes.get(shard))
                 else:
                     continue  # nothing of it is left
             else:
@@ -253,22 +254,27 @@ class Site:
             os.symlink(os.path.relpath(self.store / name, link.parent), link)
         return linked
 
-    def _complete(self, name: str, source: str | None, shard: str, live: Live) -> list[int]:
+    def _complete(self, name: str, source: str | None, shard: str, live: Live,
+                  size: list[int] | None) -> list[int]:
         """Hard-link into new shard `name` the files of old shard `source` that still belong
-        and were not written anew (nor, for a .gz twin, its document): [files, bytes] linked."""
+        and were not written anew (nor, for a .gz twin, its document): [files, bytes] linked,
+        worked out from the old shard's `size` and the files left out (an edit leaves out
+        one or two of thousands, whose inodes may no longer be in memory)."""
         if source is None:
             return [0, 0]
-        new = self.store / name
+        new, old = self.store / name, self.store / source
         present = set(os.listdir(new))
-        files = size = 0
-        for entry in os.listdir(self.store / source):
+        entries = os.listdir(old)
+        left_out = set()
+        for entry in entries:
             document = entry[:-3] if entry.endswith(".gz") else entry
             if document in present or entry in present or not live(shard, entry):
+                left_out.add(entry)
                 continue
-            os.link(self.store / source / entry, new / entry)
-            files += 1
-            size += os.stat(new / entry).st_size
-        return [files, size]
+            os.link(old / entry, new / entry)
+        if size is None or size[0] != len(entries):  # (not known: measured)
+            return [len(entries) - len(left_out), sum(os.stat(new / e).st_size for e in entries if e not in left_out)]
+        return [size[0] - len(left_out), size[1] - sum(os.stat(old / e).st_size for e in left_out)]
 
     def carry(self, generation: Generation, previous: Path | None, path: str) -> None:
         """A skeleton file no part wrote this time is the previous one, unchanged: link it
