@@ -151,6 +151,13 @@ def test_pages_not_built_get_the_400(server, query):
     assert answer.header("Allow") == READ
 
 
+def test_a_400_carries_no_validators(server):
+    """DRF sends none, and no server answers a conditional request for a 400 with 304."""
+    answer = server.get("/api/v1/books/?limit=7")
+    assert answer.status == 400
+    assert (answer.header("ETag"), answer.header("Last-Modified")) == (None, None)
+
+
 def test_a_400_keeps_the_connection_open(server):
     """A client probing page sizes asks again on the same connection."""
     connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
