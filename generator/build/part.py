@@ -190,18 +190,9 @@ class Part:
         before, written. Then the exchange with the other parts."""
         resource = BY_COLLECTION[collection]
         source = self.plan.sources[collection][self.number]
-        incremental = self.plan.incremental
         upstream = set().union(*(self.changed.get(d, set()) for d in embeds(collection)))
         share = self.plan.segments[collection][self.number] if collection in self.plan.segments else None
-        segmented = None
-        before = None
-        if incremental.reuse and state.Previous.exists(incremental.previous, collection):
-            if share is not None and not upstream:
-                every = tuple(s for run in self.plan.segments[collection] for s in run)
-                segmented = state.Segmented.of(incremental.previous, collection, every)
-            before = state.Previous(incremental.previous, collection, only=segmented.dropped if segmented else None)
-            if segmented:
-                segmented.learn(before.keys)
+        before, segmented = self._previous(collection, upstream)
         unique = Unique(source, self.problems)
         # The first part learns every published id (its own here, the others' in the exchange)
         # to tell which of the previous build's records are gone.
@@ -253,6 +244,22 @@ class Part:
             self.known.ids.pop(collection, None)  # (only needed for the duplicate check)
         self._learn_changes(collection, made.new, before, published_ids)
         return count
+
+    def _previous(self, collection: str,
+                  upstream: set[str]) -> tuple[state.Previous | None, state.Segmented | None]:
+        """What the previous build made of the collection, and, where whole segments of its
+        file may be taken over (it is read by segment and nothing it embeds changed), which."""
+        incremental = self.plan.incremental
+        if not incremental.reuse or not state.Previous.exists(incremental.previous, collection):
+            return None, None
+        segmented = None
+        if collection in self.plan.segments and not upstream:
+            every = tuple(s for run in self.plan.segments[collection] for s in run)
+            segmented = state.Segmented.of(incremental.previous, collection, every)
+        before = state.Previous(incremental.previous, collection, only=segmented.dropped if segmented else None)
+        if segmented is not None:
+            segmented.learn(before.keys)
+        return before, segmented
 
     @staticmethod
     def _runs(source: Source, share: tuple[Segment, ...] | None,

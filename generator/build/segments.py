@@ -17,7 +17,6 @@ from __future__ import annotations
 import csv
 import hashlib
 import mmap
-import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -25,14 +24,14 @@ from ..catalogue.load import Source, csv_header
 
 SEGMENT = 1 << 20  # bytes: an edit reads again about this much of the file
 SEGMENTS = 256  # at least, in a file of up to SEGMENT * SEGMENTS bytes (so parts can share it)
-SMALLEST = 1 << 14
+SMALLEST = 1 << 14  # bytes: the least a segment is cut to
 LOOKAHEAD = 16  # old segments tried after a change, each as far as WINDOW past its place
 WINDOW = 1 << 24
 HEAD = 64  # bytes of an old segment looked for first
 
 
 def digest(data) -> bytes:
-    return hashlib.sha256(data).digest()[:16]  # (SHA-256 is computed in hardware: twice BLAKE2b's speed here)
+    return hashlib.sha256(data).digest()[:16]  # (with the CPU's SHA instructions, twice BLAKE2b's speed)
 
 
 @dataclass(frozen=True)
@@ -109,19 +108,34 @@ def sources(source: Source, runs: list[tuple[Segment, ...]]) -> list[Source] | N
             if run else replace(source, start=0, end=0) for run in runs]
 
 
-def table(path: Path, size: int, before: Table | None = None) -> Table:
+class Unsegmented(Exception):
+    """A file that cannot be read by segment: one with a lone carriage return, which CSV
+    counts as a line end (and segments count lines by newlines), or no newline at all."""
+
+
+def table(path: Path, size: int, before: Table | None = None) -> Table | None:
     """The file's segments (its first `size` bytes): the previous table's wherever they
-    are found again (their `old` set), the bytes between them cut anew."""
+    are found again (their `old` set), the bytes between them cut anew; None when it
+    cannot be read by segment (Unsegmented): it is read whole."""
     with path.open("rb") as f:
         if size == 0:
             return Table(b"", ())
         with mmap.mmap(f.fileno(), size, access=mmap.ACCESS_READ) as data:
-            header_end = _header_end(data, size)
-            header = data[:header_end]
-            line = header.count(b"\n") + 1
-            if before is None or before.header != header or not before.segments:
-                return Table(header, tuple(cut(data, header_end, size, line)))
-            return Table(header, tuple(_find_again(data, size, header_end, line, before.segments)))
+            try:
+                header_end = _header_end(data, size)
+                header = _lines_end_in_newlines(data[:header_end])
+                line = header.count(b"\n") + 1
+                if before is None or before.header != header or not before.segments:
+                    return Table(header, tuple(cut(data, header_end, size, line)))
+                return Table(header, tuple(_find_again(data, size, header_end, line, before.segments)))
+            except Unsegmented:
+                return None
+
+
+def _lines_end_in_newlines(piece: bytes) -> bytes:
+    if piece.count(b"\r") != piece.count(b"\r\n"):
+        raise Unsegmented
+    return piece
 
 
 def _header_end(data, size: int) -> int:
@@ -129,6 +143,8 @@ def _header_end(data, size: int) -> int:
     while True:  # the header row may hold quoted newlines
         newline = data.find(b"\n", end)
         if newline < 0:
+            if data.find(b"\r") >= 0:
+                raise Unsegmented  # (lines ended by carriage returns alone)
             return size
         end = newline + 1
         if data[:end].count(b'"') % 2 == 0:
@@ -155,7 +171,7 @@ def cut(data, start: int, end: int, line: int) -> list[Segment]:
                     stop = newline + 1
                     break
                 position = newline + 1
-        piece = data[start:stop]
+        piece = _lines_end_in_newlines(data[start:stop])
         lines = piece.count(b"\n")
         segments.append(Segment(start, stop, line, lines, digest(piece), piece[:HEAD]))
         line += lines

@@ -119,13 +119,17 @@ def fingerprint(settings: Settings, sources: dict[str, Source], before: Fingerpr
         signature = list(source.signature) if source.signature is not None else None
         same = (before is not None and signature is not None and collection in before.inputs
                 and before.signatures.get(collection) == signature)
+        table = None
         if collection in BULK and source.format == "csv":
             old = load_table(previous, collection)
             if same and old is not None:
-                tables[collection], inputs[collection] = old.found_again(), before.inputs[collection]
-            else:
-                tables[collection] = segments.table(source.path, source.size, old)
-                inputs[collection] = tables[collection].fingerprint()
+                table, inputs[collection] = old.found_again(), before.inputs[collection]
+            elif not same:
+                table = segments.table(source.path, source.size, old)
+                if table is not None:
+                    inputs[collection] = table.fingerprint()
+        if table is not None:
+            tables[collection] = table
         else:
             inputs[collection] = before.inputs[collection] if same else file_hash(source)
         if signature is not None:

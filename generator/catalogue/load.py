@@ -91,6 +91,8 @@ class Source:
             cuts, lines = _record_boundaries(self, count)
         except (UnicodeDecodeError, csv.Error, OSError):
             return [self] + [replace(self, start=0, end=0)] * (count - 1)  # its reader reports it
+        if cuts[0] == cuts[-1]:  # no newline after the header: lines end in carriage returns alone
+            return [self] + [replace(self, start=0, end=0)] * (count - 1)
         return [replace(self, start=a, end=b, first_line=line, header=header)
                 for a, b, line in zip(cuts, cuts[1:], lines)]
 

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import csv
 import io
+import shutil
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from generator.build import segments
+from conftest import SAMPLE
+from generator.build import build, segments
 
 CELL = st.text(alphabet=st.sampled_from(list('ab ,"\nکتاب')), max_size=12)
 ROW = st.lists(CELL, min_size=3, max_size=3)
@@ -79,3 +82,18 @@ def test_an_unclosed_quote_reads_the_rest_again(tmp_path: Path, monkeypatch):
     new = segments.table(path, len(broken), old)
     first_changed = next(i for i, s in enumerate(new.segments) if s.old < 0)
     assert all(s.old < 0 for s in new.segments[first_changed:])
+
+
+@pytest.mark.parametrize("newline", ["\r", "\n\r"])
+def test_lines_ended_by_carriage_returns_are_read_whole(tmp_path: Path, newline: str):
+    """csv counts a lone carriage return as a line end, and segments count newlines: such a
+    file is not read by segment, and builds as the same file with newlines does."""
+    data = tmp_path / "data"
+    shutil.copytree(SAMPLE, data)
+    expected = build(data, tmp_path / "plain", processes=2).records
+    books = data / "books.csv"
+    text = books.read_bytes()
+    assert b"\r" not in text
+    books.write_bytes(text.replace(b"\n", newline.encode()))
+    assert segments.table(books, books.stat().st_size) is None
+    assert build(data, tmp_path / "site", processes=2).records == expected
