@@ -16,7 +16,7 @@ import tempfile
 import threading
 import traceback
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 from ..errors import CatalogueError
 from .spool import Spool
