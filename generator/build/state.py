@@ -33,7 +33,7 @@ from ..catalogue.fields import COLLECTIONS, EMBEDDED, embeds
 from ..catalogue.load import Source
 from ..catalogue.settings import Settings
 from . import segments
-from .keys import DIGEST_SIZE, Keys
+from .keys import Keys
 from .spool import Spools, spool_files
 from .team import part_file, part_files
 
@@ -232,13 +232,9 @@ class Previous:
         self.by_id: dict[str, int] = {}
         for start, stop in only if only is not None else [(0, len(keys))]:
             position = keys.published_before(start)
-            for i in range(start, stop):
-                published = keys.published[i]
-                id = keys.id(i)
+            for id, _line, published, username, digest in keys.rows(start, stop):
                 if rows:
-                    digest = bytes(keys.digests[i * DIGEST_SIZE:(i + 1) * DIGEST_SIZE])
-                    self.by_hash[digest] = Reused(id, bool(published), keys.usernames[i],
-                                                  position if published else -1)
+                    self.by_hash[digest] = Reused(id, published, username, position if published else -1)
                 if published:
                     self.by_id[id] = position
                     position += 1
@@ -291,9 +287,6 @@ class Stored:
 
     def __getitem__(self, id: str) -> orjson.Fragment:
         return orjson.Fragment(self._records.record(self._ids[id]))
-
-    def __setitem__(self, id: str, data: orjson.Fragment) -> None:
-        raise TypeError("stored records are read, not set")
 
     def clear(self) -> None:
         """No longer needed: let go of the files."""
