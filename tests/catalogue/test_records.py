@@ -11,8 +11,11 @@ from pathlib import Path
 import pytest
 
 from generator.build import build, check
-from generator.catalogue.fields import FieldError, text
-from generator.errors import DataError
+from generator.catalogue import synth
+from generator.catalogue.fields import SPECS, FieldError, text
+from generator.catalogue.load import find_sources
+from generator.catalogue.records import _coerce, quick
+from generator.errors import DataError, Problems
 from conftest import site_state
 
 NEW_ID = "0b9f6a52-3d4e-4f1a-9c2b-7e8d9f0a1b2c"
@@ -413,3 +416,25 @@ def test_site_yaml_unknown_key_and_repeated_page_size(data_dir):
     found = {(p.field, p.message) for p in problems_of(data_dir)}
     assert found == {("theme", "is not a setting; known settings: base_url, cache_control, page_sizes, time_zone"),
                      ("page_sizes", "[12, 24, 12] lists a page size twice")}
+
+
+# ---- the quick path of a CSV row --------------------------------------------------------
+
+def test_a_plain_csv_row_is_made_quickly_into_the_record_the_full_check_makes(tmp_path):
+
+    synth.write(tmp_path, 200)
+    problems = Problems()
+    for collection, source in find_sources(tmp_path, problems).items():
+        for line, row in source.rows(problems):
+            made = quick(row, collection)
+            assert made is not None, (collection, line)
+            assert made == _coerce(row, SPECS[collection], source, line, problems), (collection, line)
+    assert not problems
+
+
+@pytest.mark.parametrize("change", [{"title": "a\x00b"}, {"title": " "}, {"price": "۱۲"}, {"extra": "x"},
+                                    {"authors": f"{NEW_ID}|"}, {"created_time": "2020-01-01T00:00:00"}])
+def test_a_csv_row_needing_care_is_left_to_the_full_check(change):
+    row = {"id": NEW_ID, "title": "t", "isbn": "1", "price": "12", "created_time": "2020-01-01T00:00:00Z"}
+    assert quick(row, "books") is not None
+    assert quick({**row, **change}, "books") is None
