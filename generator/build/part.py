@@ -76,15 +76,16 @@ class Phases:
 
 class Made:
     """What a part makes of its range of one collection: the spool of its published
-    records, the place each had among the previous build's (-1: new or changed) and the
-    ids whose bytes are new."""
+    records, the place each had among the previous build's (-1: new or changed) and, of a
+    collection others embed, the ids whose bytes are new (which are theirs to make again)."""
 
-    def __init__(self, spool: Spool, before: state.Previous | None, refer: bool) -> None:
+    def __init__(self, spool: Spool, before: state.Previous | None, refer: bool, embedded: bool) -> None:
         self.spool = spool
         self.before = before
         self.refer = refer  # refer to the previous records where they lie, rather than copy them
         self.origin = array("q")
         self.new: set[str] = set()
+        self._embedded = embedded
 
     def keep(self, index: int) -> None:
         """A record the previous build published, unchanged."""
@@ -105,7 +106,8 @@ class Made:
 
     def add(self, id: str, data: bytes) -> None:
         self.origin.append(-1)
-        self.new.add(id)
+        if self._embedded:
+            self.new.add(id)
         self.spool.append(data)
 
 
@@ -206,7 +208,7 @@ class Part:
         read: list[tuple[int, int]] = []  # the keys of the records read (not taken over by segment)
         rows: list[int] = []  # records in each segment of the share
         with self.team.spool(state.records_name(collection), self.number) as spool:
-            made = Made(spool, before, refer)
+            made = Made(spool, before, refer, embedded=collection in LAST_NEEDED)
             for run, segments in self._runs(source, share, segmented):
                 if run is None:  # one segment, taken over
                     self._take_segment(segments[0], segmented, made, keys)
@@ -235,7 +237,8 @@ class Part:
         if self.problems:
             self.team.fail()
         self.team.save(f"origin-{collection}", self.number, made.origin)
-        self.team.save(f"changed-{collection}", self.number, made.new)
+        if collection in LAST_NEEDED:
+            self.team.save(f"changed-{collection}", self.number, made.new)
         self.team.wait()
         self._exchange(collection, unique, published_ids)
         if collection in LAST_NEEDED:

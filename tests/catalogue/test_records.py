@@ -421,7 +421,6 @@ def test_site_yaml_unknown_key_and_repeated_page_size(data_dir):
 # ---- the quick path of a CSV row --------------------------------------------------------
 
 def test_a_plain_csv_row_is_made_quickly_into_the_record_the_full_check_makes(tmp_path):
-
     synth.write(tmp_path, 200)
     problems = Problems()
     for collection, source in find_sources(tmp_path, problems).items():
