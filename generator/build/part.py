@@ -401,14 +401,11 @@ class Part:
         collection = resource.collection
         incremental = self.plan.incremental
         settings = self.plan.settings
-        origin = array("q")
-        for k in range(self.team.count):
-            origin.extend(self.team.load(f"origin-{collection}", k))
         old_count = state.counts(incremental.previous)[resource.name] if incremental.reuse else None
         paths = [self.team.file(state.records_name(collection), k) for k in range(self.team.count)]
-        moved = [i for i, old in enumerate(origin) if old != i]  # new, changed or shifted records
         with Spools(paths) as spooled:
             count = len(spooled)
+            moved = self._moved(collection) if count == old_count else []
             for limit in settings.page_sizes:
                 same = limit in incremental.old_sizes and count == old_count
                 first_page = limit == settings.default_page_size
@@ -428,6 +425,13 @@ class Part:
                         self.out.write(path, data)
                     if index:
                         self.out.write(first_page_path(resource), data)
+
+    def _moved(self, collection: str) -> list[int]:
+        """The places of the records new, changed or shifted since the previous build."""
+        origin = array("q")
+        for k in range(self.team.count):
+            origin.extend(self.team.load(f"origin-{collection}", k))
+        return [i for i, old in enumerate(origin) if old != i]
 
 
 def _rows_by_segment(lines: array, segments: tuple[Segment, ...]) -> list[int]:

@@ -140,9 +140,11 @@ class Generation:
     def _write(self, target: str, data: bytes) -> None:
         fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
+            written = os.write(fd, data)
+            if written < len(data):  # (a file takes it all at once, short of a signal or a full disk)
+                view = memoryview(data)[written:]
+                while view:
+                    view = view[os.write(fd, view):]
         finally:
             os.close(fd)
         self.files += 1
