@@ -5,7 +5,7 @@
 For each size: synthesise a catalogue (cached by size and seed), build it into a fresh
 directory, rebuild with no change, change one book's title and rebuild, then measure
 the floor: a minimal writer creating the same directories and files with the same byte
-counts, in as many processes as the build uses. Peak RSS is sampled over the build's
+counts, in as many processes as the build uses. Peak RSS and PSS are sampled over the build's
 whole process tree. Prints one table, then the seconds of each step of each build.
 """
 from __future__ import annotations
@@ -40,30 +40,35 @@ for tree in sys.argv[1:]:
 """
 
 
-def tree_rss(pid: int) -> int:
-    """Resident bytes of a process and all its descendants."""
-    total, stack = 0, [pid]
+def tree_memory(pid: int) -> tuple[int, int]:
+    """Resident bytes of a process and all its descendants, as (RSS, PSS). RSS counts a page
+    shared by several processes (the record files the parts map, pages shared since the
+    fork) in each of them; PSS divides it among them, so that their sum is what the tree
+    holds."""
+    rss, pss, stack = 0, 0, [pid]
     while stack:
         current = stack.pop()
         try:
             with open(f"/proc/{current}/status") as f:
-                total += next(int(l.split()[1]) * 1024 for l in f if l.startswith("VmRSS:"))
+                rss += next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmRSS:"))
+            with open(f"/proc/{current}/smaps_rollup") as f:
+                pss += next(int(line.split()[1]) * 1024 for line in f if line.startswith("Pss:"))
             with open(f"/proc/{current}/task/{current}/children") as f:
                 stack.extend(int(c) for c in f.read().split())
         except (OSError, StopIteration):
             pass
-    return total
+    return rss, pss
 
 
 def run_build(data: Path, out: Path) -> dict:
     started = time.monotonic()
     process = subprocess.Popen([sys.executable, "-c", BUILD, str(data), str(out)], cwd=ROOT,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    peak = [0]
+    peak = [0, 0]
 
     def sample():
         while process.poll() is None:
-            peak[0] = max(peak[0], tree_rss(process.pid))
+            peak[:] = map(max, peak, tree_memory(process.pid))
             time.sleep(0.05)
 
     sampler = threading.Thread(target=sample)
@@ -74,7 +79,7 @@ def run_build(data: Path, out: Path) -> dict:
     if process.returncode != 0:
         raise SystemExit(f"build failed:\n{stderr}")
     result = json.loads(stdout.strip().splitlines()[-1])
-    result.update(seconds=seconds, rss=peak[0])
+    result.update(seconds=seconds, rss=peak[0], pss=peak[1])
     return result
 
 
@@ -141,14 +146,14 @@ def bench(size: int, work: Path) -> dict:
 
 
 def table(rows: list[dict]) -> str:
-    head = ("books", "files", "MB", "full s", "files/s", "MB/s", "peak RSS MB", "no-op s", "no-op files",
-            "edit s", "edit files", "floor s", "build/floor")
+    head = ("books", "files", "MB", "full s", "files/s", "MB/s", "peak RSS MB", "peak PSS MB", "no-op s",
+            "no-op files", "edit s", "edit files", "floor s", "build/floor")
     lines = [head]
     for r in rows:
         f = r["full"]
         lines.append((f"{r['books']:,}", f"{f['files']:,}", f"{f['bytes'] / 1e6:,.0f}", f"{f['seconds']:.1f}",
                       f"{f['files'] / f['seconds']:,.0f}", f"{f['bytes'] / 1e6 / f['seconds']:.1f}",
-                      f"{max(f['rss'], r['noop']['rss'], r['edit']['rss']) / 2**20:,.0f}",
+                      *(f"{max(f[kind], r['noop'][kind], r['edit'][kind]) / 2**20:,.0f}" for kind in ("rss", "pss")),
                       f"{r['noop']['seconds']:.1f}", f"{r['noop']['written']:,}",
                       f"{r['edit']['seconds']:.1f}", f"{r['edit']['written']:,}",
                       f"{r['floor']:.1f}", f"{f['seconds'] / r['floor']:.2f}"))

@@ -37,7 +37,7 @@ from .keys import Keys
 from .spool import Spools, spool_files
 from .team import part_file, part_files
 
-VERSION = "9"  # bump when the generator's output or this state changes for the same input
+VERSION = "10"  # bump when the generator's output or this state changes for the same input
 READ_AHEAD = 256  # records read at once when taking over a previous build's records
 # A build refers to the previous records where they lie unless they are spread over more
 # files than this, or the files hold more bytes no longer published than published.
@@ -276,10 +276,11 @@ class Previous:
 
 
 class Stored:
-    """Published records of a collection, as the Renderer's embedded records: each read
-    where it lies in the record store when a record embeds it. Holding them all in every
-    process would cost more memory than anything else in a build (333K authors in a
-    million-book catalogue), and an edit renders only a handful of records."""
+    """Published records of a collection, as the Renderer's embedded records: each sliced
+    from the record store's data files, mapped into memory, when a record embeds it. Held
+    as objects in every process they would cost more memory than anything else in a build
+    (333K authors in a million-book catalogue); mapped, the processes share the file's
+    pages, and an edit, which renders a handful of records, touches only theirs."""
 
     def __init__(self, ids: dict[str, int], records: Spools) -> None:
         self._ids = ids  # id -> its place among the published records
