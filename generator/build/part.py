@@ -131,14 +131,22 @@ class Part:
     def run(self) -> PartResult:
         """The records make no reference cycles, so the cyclic garbage collector, which
         walks every object held (hundreds of thousands of embedded records) again and
-        again, is off while a part works."""
+        again, is off while a part works. The part ends when its files are written."""
         collecting = gc.isenabled()
         gc.disable()
         try:
-            return self._run()
+            result = self._run()
+        except BaseException:
+            self.out.abandon()
+            raise
         finally:
             if collecting:
                 gc.enable()
+        try:
+            self.out.close()
+        except FileExistsError:  # another part's record has the same id: the exchange reported it
+            self.team.fail()
+        return result
 
     def _run(self) -> PartResult:
         for collection in COLLECTIONS:
@@ -333,11 +341,7 @@ class Part:
             resource = BY_COLLECTION[collection]
             path = detail_path(resource, record["id"])
             self.checker.check_record(resource.schema, document, path)
-            try:
-                self.out.write(path, data)
-            except FileExistsError:  # another part's record has the same id: the exchange reports it
-                self.team.fail()
-                return False
+            self.out.write(path, data)
             made.add(record["id"], data)
         return True
 
