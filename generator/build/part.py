@@ -131,22 +131,14 @@ class Part:
     def run(self) -> PartResult:
         """The records make no reference cycles, so the cyclic garbage collector, which
         walks every object held (hundreds of thousands of embedded records) again and
-        again, is off while a part works. The part ends when its files are written."""
+        again, is off while a part works."""
         collecting = gc.isenabled()
         gc.disable()
         try:
-            result = self._run()
-        except BaseException:
-            self.out.abandon()
-            raise
+            return self._run()
         finally:
             if collecting:
                 gc.enable()
-        try:
-            self.out.close()
-        except FileExistsError:  # another part's record has the same id: the exchange reported it
-            self.team.fail()
-        return result
 
     def _run(self) -> PartResult:
         for collection in COLLECTIONS:
@@ -341,7 +333,11 @@ class Part:
             resource = BY_COLLECTION[collection]
             path = detail_path(resource, record["id"])
             self.checker.check_record(resource.schema, document, path)
-            self.out.write(path, data)
+            try:
+                self.out.write(path, data)
+            except FileExistsError:  # another part's record has the same id: the exchange reports it
+                self.team.fail()
+                return False
             made.add(record["id"], data)
         return True
 

@@ -35,7 +35,6 @@ from ..api.serving import GZIP_MIN
 from ..api.urls import BUILD_DIR, CURRENT, SERVED, is_shard, shard_of
 from ..errors import CatalogueError
 from ..system import fsync_dir, syncfs
-from .writer import FileWriter, create
 
 # Files of GZIP_MIN bytes or more get a .gz twin. A page of 12 books shrinks 3.5-5x, at
 # ~120 MB/s with zlib's level 1 and ~520 MB/s with ISA-L's level 1 (the same ratio).
@@ -65,12 +64,6 @@ class Output(Protocol):
 
     def link(self, path: str, target: str) -> None: ...
 
-    def close(self) -> None:
-        """Every file written: raise the first that could not be (FileExistsError, OSError)."""
-
-    def abandon(self) -> None:
-        """Stop writing: the build failed."""
-
 
 class Discard:
     """An output that keeps only the tally: `catalogue check` runs the whole build into it."""
@@ -87,24 +80,15 @@ class Discard:
     def link(self, path: str, target: str) -> None:
         pass
 
-    def close(self) -> None:
-        pass
-
-    def abandon(self) -> None:
-        pass
-
 
 class Generation:
     """What one build writes: skeleton files in its own directory, shard files into new
     shard directories of the store. Each process of a build has its own writer."""
 
-    def __init__(self, root: Path, store: Path, number: int, background: bool = False) -> None:
-        """background: files are created by a process of its own (writer.py)."""
+    def __init__(self, root: Path, store: Path, number: int) -> None:
         self.root = root
         self.store = store
         self.number = number
-        self._background = background
-        self._writer: FileWriter | None = None
         self._prefix = f"{root}/"  # plain strings: pathlib joins cost more than the write
         self._shards: dict[str, str] = {}
         self._dirs: set[str] = set()
@@ -115,9 +99,8 @@ class Generation:
         self.sizes: dict[str, list[int]] = {}
 
     def writer(self) -> "Generation":
-        """Another writer of this generation, for a part of the build (with its own tally),
-        creating its files in the background."""
-        return Generation(self.root, self.store, self.number, background=True)
+        """Another writer of this generation, for another process (with its own tally)."""
+        return Generation(self.root, self.store, self.number)
 
     def write(self, path: str, data: bytes) -> None:
         """A new file, and beside it path.gz for nginx's gzip_static when it is large."""
@@ -155,24 +138,17 @@ class Generation:
             self._dirs.add(directory)
 
     def _write(self, target: str, data: bytes) -> None:
-        if not self._background:
-            create(target, data)
-        else:
-            if self._writer is None:
-                self._writer = FileWriter()
-            self._writer.write(target, data)
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        try:
+            written = os.write(fd, data)
+            if written < len(data):  # (a file takes it all at once, short of a signal or a full disk)
+                view = memoryview(data)[written:]
+                while view:
+                    view = view[os.write(fd, view):]
+        finally:
+            os.close(fd)
         self.files += 1
         self.bytes += len(data)
-
-    def close(self) -> None:
-        if self._writer is not None:
-            writer, self._writer = self._writer, None
-            writer.close()
-
-    def abandon(self) -> None:
-        if self._writer is not None:
-            writer, self._writer = self._writer, None
-            writer.abandon()
 
 
 def gzip(data: bytes) -> bytes:
