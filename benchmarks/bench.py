@@ -42,9 +42,8 @@ for tree in sys.argv[1:]:
 
 def tree_memory(pid: int) -> tuple[int, int]:
     """Resident bytes of a process and all its descendants, as (RSS, PSS). RSS counts a page
-    shared by several processes (the record files the parts map, pages shared since the
-    fork) in each of them; PSS divides it among them, so that their sum is what the tree
-    holds."""
+    shared by several processes (since the fork, or of a file they map) in each of them;
+    PSS divides it among them, so that their sum is what the tree holds."""
     rss, pss, stack = 0, 0, [pid]
     while stack:
         current = stack.pop()

@@ -276,11 +276,10 @@ class Previous:
 
 
 class Stored:
-    """Published records of a collection, as the Renderer's embedded records: each sliced
-    from the record store's data files, mapped into memory, when a record embeds it. Held
-    as objects in every process they would cost more memory than anything else in a build
-    (333K authors in a million-book catalogue); mapped, the processes share the file's
-    pages, and an edit, which renders a handful of records, touches only theirs."""
+    """Published records of a collection, as the Renderer's embedded records: each read
+    where it lies in the record store when a record embeds it. Holding them all in every
+    process would cost more memory than anything else in a build (333K authors in a
+    million-book catalogue), and an edit renders only a handful of records."""
 
     def __init__(self, ids: dict[str, int], records: Spools) -> None:
         self._ids = ids  # id -> its place among the published records
