@@ -197,7 +197,7 @@ def image_list(value: Any) -> list[dict]:
         url = text(item.get("image") or "").strip()
         if not is_http_url(url) and not url.startswith("/"):
             raise FieldError(f"image {shown(url)} is neither an http(s) URL nor a path starting with '/'")
-        if not is_uri("https://example.org" + url if url.startswith("/") else url):
+        if not is_uri(_resolved(url)):
             raise FieldError(f"image {shown(url)} is not a valid URL: write spaces, quotes, brackets and "
                              "non-ASCII letters percent-escaped (%20, %22, %D8%AA...)")
         kind = item.get("type_image_book")
@@ -207,6 +207,11 @@ def image_list(value: Any) -> list[dict]:
             "type_image_book": None if kind is None else text(kind),
         })
     return images
+
+
+def _resolved(url: str) -> str:
+    """A path resolved against a host, to be checked as a URL."""
+    return "https://example.org" + url if url.startswith("/") else url
 
 
 _HTTP_URL = re.compile(r"https?://[^\s/?#]+[^\s]*")
@@ -236,12 +241,6 @@ _UUID = UUID_RE.fullmatch
 
 def _quick_nonempty_text(value: str) -> str:
     if value.strip():
-        return value
-    raise FieldError
-
-
-def _quick_uuid(value: str) -> str:
-    if _UUID(value):
         return value
     raise FieldError
 
@@ -297,8 +296,7 @@ def _quick_id_list(value: str) -> list[str]:
 def _quick_image_list(value: str) -> list[dict]:
     images = []
     for url in value.split("|"):
-        if not (is_http_url(url) or url.startswith("/")) or not is_uri(
-                "https://example.org" + url if url.startswith("/") else url):
+        if not (is_http_url(url) or url.startswith("/")) or not is_uri(_resolved(url)):
             raise FieldError
         images.append({"id": None, "image": url, "type_image_book": None})
     return images
@@ -306,7 +304,7 @@ def _quick_image_list(value: str) -> list[dict]:
 
 QUICK: dict[Callable[[Any], Any], Callable[[str], Any] | None] = {
     text: None,  # (None: the cell as it is)
-    nonempty_text: _quick_nonempty_text, uuid_id: _quick_uuid, slug: _quick_pattern(SLUG_RE),
+    nonempty_text: _quick_nonempty_text, uuid_id: _quick_pattern(UUID_RE), slug: _quick_pattern(SLUG_RE),
     username: _quick_username, isbn: _quick_pattern(DIGITS_RE), currency: _quick_pattern(CURRENCY_RE),
     whole: _quick_whole, price: _quick_price, boolean: _quick_boolean, timestamp: _quick_timestamp,
     id_list: _quick_id_list, image_list: _quick_image_list,
