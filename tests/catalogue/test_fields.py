@@ -50,9 +50,11 @@ def test_the_cells_near_the_edges_include_accepted_ones():
     # (so that the agreement above is tested on accepted cells, not only on refused ones)
     accepted = set()
     for coerce, quick in QUICK.items():
+        if quick is None:
+            continue  # (text takes every cell: it would make the assertion below hold trivially)
         for cell in _NEAR:
             try:
-                quick(cell) if quick else None
+                quick(cell)
                 accepted.add(cell)
             except (ValueError, KeyError):
                 pass
