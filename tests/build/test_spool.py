@@ -5,6 +5,7 @@ import pytest
 
 from generator.api.pages import pages
 from generator.api.urls import BY_COLLECTION
+from generator.build import spool
 from generator.build.spool import Spool, Spools
 
 BOOKS = BY_COLLECTION["books"]
@@ -52,3 +53,15 @@ def test_spools_read_any_range_across_files(tmp_path):
         for start in range(10):
             for stop in range(start, 10):
                 assert list(records.read(start, stop)) == everything[start:stop], (start, stop)
+
+
+@pytest.mark.parametrize("budget, held", [(1 << 20, True), (10, False)])
+def test_records_looked_up_often_are_held_when_small(tmp_path, monkeypatch, budget, held):
+    """Record by record, the same bytes whether read where they lie or, once looked up
+    often enough, sliced from the data files held whole (only when they are small)."""
+    monkeypatch.setattr(spool, "HOLD_AFTER", 5)
+    monkeypatch.setattr(spool, "HOLD_BYTES", budget)
+    with spools(tmp_path, [3, 0, 4, 2]) as records:
+        for _ in range(3):
+            assert [records.record(i) for i in range(9)] == [b'{"n":%d}' % i for i in range(9)]
+        assert (records._held is not None) == held
