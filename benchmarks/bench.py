@@ -33,11 +33,21 @@ print(json.dumps({"files": summary.files, "bytes": summary.bytes, "written": sum
 """
 
 DELETE = """
-import os, shutil, sys
+import os, shutil, sys, time
 os.nice(19)
-for tree in sys.argv[1:]:
+marker, trees = sys.argv[1], sys.argv[2:]
+with open(marker, "w") as f:
+    f.write(str(os.getpid()))
+for tree in trees:
     shutil.rmtree(tree, ignore_errors=True)
+with open(marker, "w") as f:
+    f.write(f"done {time.time()}")
 """
+# Creating a file right after many were deleted costs several times more on some file systems
+# (ext4 without a journal checks each inode freed in the last minute or so, one by one, before
+# it reuses one): a run that starts while the previous run's trees are being deleted, or just
+# after, measures the deletion. Both the build and the floor must meet a quiet disk.
+SETTLE = 120  # seconds after the last deletion
 
 
 def tree_memory(pid: int) -> tuple[int, int]:
@@ -128,6 +138,24 @@ def floor(site: Path, target: Path, processes: int) -> float:
     return time.monotonic() - started
 
 
+def settle(work: Path) -> None:
+    """Wait until this bench's last deletion is over and SETTLE seconds old."""
+    marker = work / "deleting"
+    while marker.exists():
+        state = marker.read_text()
+        if state.startswith("done "):
+            left = float(state.split()[1]) + SETTLE - time.time()
+            if left <= 0:
+                return
+            print(f"waiting {left:.0f} s for the disk to settle after the last deletion", file=sys.stderr, flush=True)
+            time.sleep(left)
+            return
+        if state and not Path(f"/proc/{state}").exists():
+            return  # (the deleting process was stopped)
+        print("waiting for the previous run's trees to be deleted", file=sys.stderr, flush=True)
+        time.sleep(10)
+
+
 def bench(size: int, work: Path) -> dict:
     data = catalogue(work, size)
     shutil.copy(data / "books.csv", data / "books.csv.orig")
@@ -177,6 +205,7 @@ def main() -> None:
     args = parser.parse_args()
     args.workdir.mkdir(exist_ok=True)
     rows = []
+    settle(args.workdir)
     for size in map(int, args.sizes.split(",")):
         rows.append(bench(size, args.workdir.absolute()))
         print(f"{size:,} books done", file=sys.stderr, flush=True)
@@ -185,7 +214,8 @@ def main() -> None:
     # Deleting a large tree slows the file system for minutes: only after measuring, in a
     # process of its own at the lowest priority (this run's trees only: another may be at work).
     trees = [str(tree) for row in rows for tree in row["trees"]]
-    subprocess.Popen([sys.executable, "-c", DELETE, *trees], start_new_session=True,
+    marker = str(args.workdir.absolute() / "deleting")  # (settle() waits for it)
+    subprocess.Popen([sys.executable, "-c", DELETE, marker, *trees], start_new_session=True,
                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     print(f"deleting {len(trees)} trees in the background (the disk stays slower until it is done)",
           file=sys.stderr)
