@@ -140,36 +140,23 @@ def quick(row: dict[str, str], collection: str) -> dict[str, Any] | None:
     it, in a fraction of the time; None when a cell needs _coerce's care (and maybe words)."""
     if not NAMES[collection].issuperset(row) or "\x00" in "".join(row.values()):
         return None  # (with no NUL in the row, the text checks of _coerce pass)
+    record: dict[str, Any] = {}
     try:
-        record = _QUICK[collection](row)
+        for f, convert in _QUICK[collection]:
+            raw = row.get(f.name)
+            if not raw:
+                if f.required:
+                    return None
+                record[f.name] = _default(f)
+            else:
+                record[f.name] = raw if convert is None else convert(raw)
     except (ValueError, KeyError):
         return None
-    if record is not None:
-        _derive_id(record, row, collection)
+    _derive_id(record, row, collection)
     return record
 
 
-def _quick_fields(spec: list[Field]) -> Callable[[dict[str, str]], dict[str, Any] | None]:
-    """One function of straight-line code for a collection's fields: a loop over them, with
-    its lookups of each field's rule, cost as much again as the rules at a million rows."""
-    lines, names = ["def fields(row):", "    record = {}"], {}
-    for k, f in enumerate(spec):
-        names[f"convert{k}"], names[f"default{k}"] = f.quick, f.default
-        value = "raw" if f.quick is None else f"convert{k}(raw)"
-        if f.required:
-            missing = "return None"
-        elif isinstance(f.default, tuple):
-            missing = f"record[{f.name!r}] = list(default{k})"
-        else:
-            missing = f"record[{f.name!r}] = default{k}"
-        lines += [f"    raw = row.get({f.name!r})", f"    if raw: record[{f.name!r}] = {value}",
-                  f"    else: {missing}"]
-    lines.append("    return record")
-    exec("\n".join(lines), names)
-    return names["fields"]
-
-
-_QUICK = {collection: _quick_fields(spec) for collection, spec in SPECS.items()}
+_QUICK = {collection: [(f, f.quick) for f in spec] for collection, spec in SPECS.items()}
 
 
 def _default(f: Field) -> Any:
