@@ -111,12 +111,44 @@ class Made:
         self.spool.append(data)
 
 
+class Batch:
+    """Detail documents written a batch at a time, in path order. Ids are random, so in input
+    order each document goes to another of a collection's 256 directories; grouped, the file
+    system finds the directory, its block group and inode tables where the last file left
+    them, and creating a file costs less (a tenth to a fifth of the kernel's time, measured)."""
+
+    LIMIT = 8 << 20  # bytes held
+
+    def __init__(self, out: Output, clash: Callable[[], None]) -> None:
+        self.out = out
+        self.clash = clash  # a file was there already: another part's record has the same id
+        self._pending: list[tuple[str, bytes]] = []
+        self._size = 0
+
+    def write(self, path: str, data: bytes) -> None:
+        self._pending.append((path, data))
+        self._size += len(data)
+        if self._size >= self.LIMIT:
+            self.flush()
+
+    def flush(self) -> None:
+        self._pending.sort()
+        for path, data in self._pending:
+            try:
+                self.out.write(path, data)
+            except FileExistsError:  # (the exchange reports the id)
+                self.clash()
+        self._pending.clear()
+        self._size = 0
+
+
 class Part:
     def __init__(self, number: int, team: Team, plan: Plan) -> None:
         self.number = number
         self.team = team
         self.plan = plan
         self.out = plan.make_output()
+        self.details = Batch(self.out, team.fail)
         self.problems = Problems()
         self.urls = Urls(plan.settings.base_url, plan.settings.links) if plan.settings else None
         # (records others embed are read from the record store: the renderer keeps none)
@@ -229,6 +261,7 @@ class Part:
                 read.append((first, len(keys)))
                 rows += _rows_by_segment(keys.lines[first:], segments)
             count = len(spool)
+        self.details.flush()
         keys.save(self.team.file(state.keys_name(collection), self.number))
         self.team.save(f"read-{collection}", self.number, read)
         if share is not None:
@@ -333,11 +366,7 @@ class Part:
             resource = BY_COLLECTION[collection]
             path = detail_path(resource, record["id"])
             self.checker.check_record(resource.schema, document, path)
-            try:
-                self.out.write(path, data)
-            except FileExistsError:  # another part's record has the same id: the exchange reports it
-                self.team.fail()
-                return False
+            self.details.write(path, data)
             made.add(record["id"], data)
         return True
 
