@@ -6,7 +6,8 @@ For each size: synthesise a catalogue (cached by size and seed), build it into a
 directory, rebuild with no change, change one book's title and rebuild, then measure
 the floor: a minimal writer creating the same directories and files with the same byte
 counts, in as many processes as the build uses. Peak RSS and PSS are sampled over the build's
-whole process tree. Prints one table, then the seconds of each step of each build.
+whole process tree. Prints one table, then the seconds of each step of each build. It starts
+only once the previous run's trees are deleted and the disk has settled (see SETTLE).
 """
 from __future__ import annotations
 
