@@ -151,7 +151,9 @@ def settle(work: Path) -> None:
             print(f"waiting {left:.0f} s for the disk to settle after the last deletion", file=sys.stderr, flush=True)
             time.sleep(left)
             return
-        if state and not Path(f"/proc/{state}").exists():
+        try:
+            os.kill(int(state), 0)
+        except (ValueError, ProcessLookupError):
             return  # (the deleting process was stopped)
         print("waiting for the previous run's trees to be deleted", file=sys.stderr, flush=True)
         time.sleep(10)
