@@ -386,9 +386,13 @@ def test_a_streamed_body_over_the_limit_is_refused(server, size):
     connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
     try:
         chunks = (b"x" * 8192 for _ in range(-(-size // 8192)))
-        connection.request("POST", "/api/v1/user/", body=chunks, encode_chunked=True,
-                           headers={"Content-Type": "application/json", "Transfer-Encoding": "chunked"})
-        response = connection.getresponse()
+        try:
+            connection.request("POST", "/api/v1/user/", body=chunks, encode_chunked=True,
+                               headers={"Content-Type": "application/json", "Transfer-Encoding": "chunked"})
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the server answered and closed before the rest was sent, as HTTP allows: read the answer
+        response = http.client.HTTPResponse(connection.sock, method="POST")
+        response.begin()
         assert (response.status, json.loads(response.read())) == (413, {"detail": "Request body is too large."})
     finally:
         connection.close()
