@@ -45,9 +45,15 @@ class Page:
                 "results": []}
 
     def encode(self, urls: Urls, results: list[bytes]) -> bytes:
-        return b'{"count":%d,"next":%b,"previous":%b,"results":[%b]}' % (
-            self.count, orjson.dumps(self.next(urls)), orjson.dumps(self.previous(urls)),
-            b",".join(results))
+        return self.head(urls) + b",".join(results) + TAIL
+
+    def head(self, urls: Urls) -> bytes:
+        """The page's bytes before its first record."""
+        return b'{"count":%d,"next":%b,"previous":%b,"results":[' % (
+            self.count, orjson.dumps(self.next(urls)), orjson.dumps(self.previous(urls)))
+
+
+TAIL = b"]}"  # a page's bytes after its last record
 
 
 def page_count(count: int, limit: int) -> int:

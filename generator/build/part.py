@@ -18,7 +18,7 @@ from typing import Callable, Iterable
 
 import orjson
 
-from ..api.pages import page_count, pages
+from ..api.pages import Page
 from ..api.render import Renderer
 from ..api.schemas import SchemaChecker
 from ..api.urls import BY_COLLECTION, Resource, Urls, detail_path, first_page_path, page_path
@@ -27,7 +27,7 @@ from ..catalogue.load import Source
 from ..catalogue.records import REUSED, ROW, Known, Unique, category_tree, records, references
 from ..catalogue.settings import Settings
 from ..errors import Problem, Problems
-from . import state
+from . import paging, state
 from .keys import Keys
 from .publish import Output
 from .segments import Segment
@@ -190,6 +190,7 @@ class Part:
             for collection in self.plan.sources:
                 self.write_pages(BY_COLLECTION[collection])
         self.phases.done("pages")
+        self.phases.seconds["barriers"] = self.team.waited
         return PartResult(self.problems.items, self.published, self.out.files, self.out.bytes,
                           self.checker.violations, self.checker.total, self.dead, self.phases.seconds,
                           self.out.sizes)
@@ -435,25 +436,22 @@ class Part:
         with Spools(paths) as spooled:
             count = len(spooled)
             moved = self._moved(collection) if count == old_count else []
-            for limit in settings.page_sizes:
+            runs = paging.Runs(spooled, paging.run_size(settings.page_sizes))
+            for offset, limit in paging.share(count, settings.page_sizes, self.number, self.team.count):
                 same = limit in incremental.old_sizes and count == old_count
-                first_page = limit == settings.default_page_size
-                total = page_count(count, limit)
-                for number in range(total * self.number // self.team.count,
-                                    total * (self.number + 1) // self.team.count):
-                    offset = number * limit
-                    clean = same and bisect.bisect_left(moved, offset) == bisect.bisect_left(moved, offset + limit)
-                    index = first_page and offset == 0 and (not clean or incremental.old_default != limit)
-                    if clean and not index:
-                        continue
-                    page, results = next(pages(resource, limit, spooled, number, number + 1))
-                    data = page.encode(self.urls, results)
-                    if not clean:
-                        path = page_path(resource, limit, offset)
-                        self.checker.check_document("page", page.envelope(self.urls), path)
-                        self.out.write(path, data)
-                    if index:
-                        self.out.write(first_page_path(resource), data)
+                clean = same and bisect.bisect_left(moved, offset) == bisect.bisect_left(moved, offset + limit)
+                index = (limit == settings.default_page_size and offset == 0
+                         and (not clean or incremental.old_default != limit))
+                if clean and not index:
+                    continue
+                page = Page(resource, limit, offset, count)
+                data, twin = runs.page(page, self.urls)
+                if not clean:
+                    path = page_path(resource, limit, offset)
+                    self.checker.check_document("page", page.envelope(self.urls), path)
+                    self.out.write(path, data, twin)
+                if index:
+                    self.out.write(first_page_path(resource), data, twin)
 
     def _moved(self, collection: str) -> list[int]:
         """The places of the records new, changed or shifted since the previous build."""

@@ -60,7 +60,7 @@ class Output(Protocol):
     bytes: int
     sizes: dict[str, list[int]]  # shard -> [files, bytes] written into it
 
-    def write(self, path: str, data: bytes) -> None: ...
+    def write(self, path: str, data: bytes, twin: bytes | None = None) -> None: ...
 
     def link(self, path: str, target: str) -> None: ...
 
@@ -73,7 +73,7 @@ class Discard:
         self.bytes = 0
         self.sizes: dict[str, list[int]] = {}
 
-    def write(self, path: str, data: bytes) -> None:
+    def write(self, path: str, data: bytes, twin: bytes | None = None) -> None:
         self.files += 1
         self.bytes += len(data)
 
@@ -102,14 +102,15 @@ class Generation:
         """Another writer of this generation, for another process (with its own tally)."""
         return Generation(self.root, self.store, self.number)
 
-    def write(self, path: str, data: bytes) -> None:
-        """A new file, and beside it path.gz for nginx's gzip_static when it is large."""
+    def write(self, path: str, data: bytes, twin: bytes | None = None) -> None:
+        """A new file, and beside it path.gz for nginx's gzip_static when it is large
+        (`twin`, when the caller has it already)."""
         shard = shard_of(path)
         target = self._target(path, shard)
         written = [1, len(data)]
         self._write(target, data)
         if len(data) >= GZIP_MIN:
-            twin = gzip(data)
+            twin = gzip(data) if twin is None else twin
             self._write(target + ".gz", twin)
             written = [2, len(data) + len(twin)]
         if shard is not None:

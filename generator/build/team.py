@@ -14,6 +14,7 @@ import pickle
 import queue
 import tempfile
 import threading
+import time
 import traceback
 from pathlib import Path
 from typing import Any, Callable
@@ -68,13 +69,16 @@ class Team:
         self._progress = progress
         self._done: dict[str, list[int]] = {}
         self._finished: dict[str, int] = {}
+        self.waited = 0.0  # seconds this part spent waiting for the others (in a part)
 
     # ---- in the parts ---------------------------------------------------------------
 
     def wait(self) -> None:
         """Until every part has come this far."""
         if self._barrier is not None:
+            started = time.monotonic()
             self._barrier.wait()
+            self.waited += time.monotonic() - started
 
     @property
     def failed(self) -> bool:

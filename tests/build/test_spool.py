@@ -1,14 +1,10 @@
-"""The record store: pages cut from the spools of several parts, any range read back."""
+"""The record store: the spools of several parts read back as one, any range."""
 from __future__ import annotations
 
 import pytest
 
-from generator.api.pages import pages
-from generator.api.urls import BY_COLLECTION
 from generator.build import spool
 from generator.build.spool import Spool, Spools
-
-BOOKS = BY_COLLECTION["books"]
 
 
 def spools(tmp_path, sizes: list[int]) -> Spools:
@@ -21,30 +17,6 @@ def spools(tmp_path, sizes: list[int]) -> Spools:
                 n += 1
         paths.append(tmp_path / f"records.{part}")
     return Spools(paths)
-
-
-@pytest.mark.parametrize("count, limit, offsets", [
-    (42, 12, [0, 12, 24, 36]),
-    (36, 12, [0, 12, 24]),
-    (1, 12, [0]),
-    (0, 12, [0]),  # one empty page for an empty collection
-    (5, 1, [0, 1, 2, 3, 4]),
-    (42, 100, [0]),
-])
-@pytest.mark.parametrize("split", [[1.0], [0.5, 0.5], [0.0, 0.3, 0.0, 0.7]])
-def test_pages_cover_the_collection_once(tmp_path, count, limit, offsets, split):
-    sizes = [round(count * share) for share in split]
-    sizes[-1] = count - sum(sizes[:-1])
-    with spools(tmp_path, sizes) as records:
-        assert len(records) == count
-        total = len(offsets)
-        for parts in (1, 2, 3):  # pages cut by several parts, each its range
-            cut = [(page.offset, results) for k in range(parts)
-                   for page, results in pages(BOOKS, limit, records, total * k // parts, total * (k + 1) // parts)]
-            assert [offset for offset, _ in cut] == offsets
-            items = [item for _, results in cut for item in results]
-            assert items == [b'{"n":%d}' % i for i in range(count)]
-            assert all(len(results) <= limit for _, results in cut)
 
 
 def test_spools_read_any_range_across_files(tmp_path):
