@@ -1,7 +1,8 @@
 """Pages as DRF's LimitOffsetPagination serves them, assembled from encoded records.
 
-A page is cut from a sequence of encoded records (the build's record store), its
-links written as DRF writes them; `count` is the length of the whole sequence.
+A page is a sequence of encoded records (the build's record store) between its head
+(count and links, written as DRF writes them) and TAIL; `count` is the length of the
+whole sequence.
 """
 from __future__ import annotations
 
@@ -59,16 +60,3 @@ TAIL = b"]}"  # a page's bytes after its last record
 def page_count(count: int, limit: int) -> int:
     """Pages of one size: an empty collection still has its one, empty, first page."""
     return max(-(-count // limit), 1)
-
-
-def pages(resource: Resource, limit: int, records: Records, first: int = 0,
-          last: int | None = None) -> Iterator[tuple[Page, list[bytes]]]:
-    """The pre-built pages of one page size, numbers first to last (exclusive; all by
-    default): offsets 0, limit, 2*limit, ... below count; an empty collection has one
-    empty page at offset 0."""
-    count = len(records)
-    total = page_count(count, limit)
-    last = total if last is None else min(last, total)
-    for number in range(first, last):
-        offset = number * limit
-        yield Page(resource, limit, offset, count), list(records.read(offset, min(offset + limit, count)))
