@@ -281,12 +281,23 @@ class Stored:
     process would cost more memory than anything else in a build (333K authors in a
     million-book catalogue), and an edit renders only a handful of records."""
 
+    # A collection this small keeps each record once looked up, ready to embed: the few
+    # hundred categories are embedded twice in every book.
+    MEMO = 4096
+
     def __init__(self, ids: dict[str, int], records: Spools) -> None:
         self._ids = ids  # id -> its place among the published records
         self._records = records
+        self._memo: dict[str, orjson.Fragment] | None = {} if len(ids) <= self.MEMO else None
 
     def __getitem__(self, id: str) -> orjson.Fragment:
-        return orjson.Fragment(self._records.record(self._ids[id]))
+        memo = self._memo
+        if memo is None:
+            return orjson.Fragment(self._records.record(self._ids[id]))
+        found = memo.get(id)
+        if found is None:
+            found = memo[id] = orjson.Fragment(self._records.record(self._ids[id]))
+        return found
 
     def clear(self) -> None:
         """No longer needed: let go of the files."""
