@@ -51,6 +51,11 @@ class Keys:
     def id(self, index: int) -> str:
         return self.ids[index * ID_SIZE:(index + 1) * ID_SIZE].decode("ascii")
 
+    def id_list(self, start: int, stop: int) -> list[str]:
+        """The ids of records start to stop."""
+        text = self.ids[start * ID_SIZE:stop * ID_SIZE].decode("ascii")
+        return [text[i:i + ID_SIZE] for i in range(0, len(text), ID_SIZE)]
+
     def published_before(self, index: int) -> int:
         """How many of the records before `index` were published."""
         return self.published.count(1, 0, index)

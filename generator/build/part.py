@@ -13,8 +13,10 @@ import bisect
 import gc
 import time
 from array import array
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from typing import Callable, Iterable
+from itertools import accumulate, compress
+from typing import Callable, Iterable, Iterator
 
 import orjson
 
@@ -72,6 +74,15 @@ class Phases:
         now = time.monotonic()
         self.seconds[step] = self.seconds.get(step, 0.0) + now - self._since
         self._since = now
+
+    @contextmanager
+    def within(self, part: str) -> Iterator[None]:
+        """Time a part of the step under way, adding up its seconds across steps."""
+        started = time.monotonic()
+        try:
+            yield
+        finally:
+            self.seconds[part] = self.seconds.get(part, 0.0) + time.monotonic() - started
 
 
 class Made:
@@ -184,13 +195,14 @@ class Part:
                 continue
             self._let_go(collection)
             self.phases.done(collection)
+        waited = self.team.waited  # (at the barriers within the collections)
         self.team.wait()
         self.phases.done("waiting for the other parts")
         if self.plan.producing and not self.team.failed:
             for collection in self.plan.sources:
                 self.write_pages(BY_COLLECTION[collection])
         self.phases.done("pages")
-        self.phases.seconds["barriers"] = self.team.waited
+        self.phases.seconds["waiting for the other parts (within the collections)"] = waited
         return PartResult(self.problems.items, self.published, self.out.files, self.out.bytes,
                           self.checker.violations, self.checker.total, self.dead, self.phases.seconds,
                           self.out.sizes)
@@ -274,12 +286,13 @@ class Part:
         if collection in LAST_NEEDED:
             self.team.save(f"changed-{collection}", self.number, made.new)
         self.team.wait()
-        self._exchange(collection, unique, published_ids)
-        if collection in LAST_NEEDED:
-            self._learn_records(collection)
-        else:
-            self.known.ids.pop(collection, None)  # (only needed for the duplicate check)
-        self._learn_changes(collection, made.new, before, published_ids)
+        with self.phases.within("exchanging ids (within the collections)"):
+            self._exchange(collection, unique, published_ids)
+            if collection in LAST_NEEDED:
+                self._learn_records(collection)
+            else:
+                self.known.ids.pop(collection, None)  # (only needed for the duplicate check)
+            self._learn_changes(collection, made.new, before, published_ids)
         return count
 
     def _previous(self, collection: str,
@@ -380,14 +393,13 @@ class Part:
         for k in range(1, self.team.count):
             keys = Keys.load(self.team.file(state.keys_name(collection), k))
             # (the last part's ids need not be kept, unless another collection refers to them)
-            learn = unique.id if referenced or k < self.team.count - 1 else unique.check_id
             for start, stop in self.team.load(f"read-{collection}", k):
-                for id, line, is_published, username, _ in keys.rows(start, stop):
-                    if published_ids is not None and is_published:
-                        published_ids.add(id)
-                    learn(id, line)
-                    if username is not None:
-                        unique.username(username, line)
+                ids, lines = keys.id_list(start, stop), keys.lines[start:stop]
+                if published_ids is not None:
+                    published_ids.update(compress(ids, keys.published[start:stop]))
+                unique.many(ids, lines, learn=referenced or k < self.team.count - 1)
+                if collection == "users":
+                    unique.many_usernames(keys.usernames[start:stop], lines)
 
     def _learn_records(self, collection: str) -> None:
         """Every part's ids of a collection later ones refer to, each with its place among the
@@ -398,10 +410,15 @@ class Part:
         paths = [self.team.file(state.records_name(collection), k) for k in range(self.team.count)]
         for k in range(self.team.count):
             keys = Keys.load(self.team.file(state.keys_name(collection), k))
-            published = keys.published
-            for i in range(len(keys)):
-                ids.setdefault(keys.id(i), position if published[i] else -1)
-                position += published[i]
+            found = keys.id_list(0, len(keys))
+            places = [place if published else -1
+                      for place, published in zip(accumulate(keys.published, initial=position), keys.published)]
+            if ids.keys().isdisjoint(found):
+                ids.update(zip(found, places))
+            else:  # (an id used twice, reported already: the first use counts)
+                for id, place in zip(found, places):
+                    ids.setdefault(id, place)
+            position += keys.published.count(1)
         self.known.ids[collection] = ids
         if self.renderer is not None and collection in EMBEDDED:
             self.renderer.embedded[collection] = state.Stored(ids, Spools(paths))
