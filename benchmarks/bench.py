@@ -46,13 +46,14 @@ with open(marker, "w") as f:
     f.write(f"done {time.time()}")
 """
 # Creating a file right after many were deleted costs several times more on some file systems:
-# ext4 without a journal passes over every inode freed in the last 60 seconds, or the last 360
-# while its inode table block is not yet written back, before it reuses one. A run that starts
-# while the previous run's trees are being deleted, or just after, measures the deletion (a
-# 1M build 94 s after one took 202 s, against 127 s on a quiet disk; its floor, minutes later,
-# hardly changed). So the deletion is flushed to disk, and both the build and the floor meet
-# a quiet disk.
-SETTLE = 120  # seconds after the last deletion
+# ext4 without a journal passes over every free inode deleted in the last 60 seconds before it
+# takes one, and over those deleted in the last 360 seconds when their inode table block is
+# dirty, which the build's own new inodes in that block make it. A run that starts within
+# minutes of a large deletion measures the deletion, the build (first) more than the floor
+# (minutes later): 1M builds 94 s and 2 minutes after one took 202 s and 193 s, 16% of the
+# machine's time in that pass, against 127 s on a quiet disk, while their floors took 74 s and
+# 69 s either way. So the bench flushes its deletion and waits out those 360 seconds.
+SETTLE = 400  # seconds after the last deletion
 
 
 def tree_memory(pid: int) -> tuple[int, int]:
@@ -81,9 +82,11 @@ def run_build(data: Path, out: Path) -> dict:
     peak = [0, 0]
 
     def sample():
+        # (PSS costs the kernel a walk of every page table: sampled every 50 ms it took 5% of
+        # the machine's time from the build, which the floor does not pay)
         while process.poll() is None:
             peak[:] = map(max, peak, tree_memory(process.pid))
-            time.sleep(0.05)
+            time.sleep(0.5)
 
     sampler = threading.Thread(target=sample)
     sampler.start()

@@ -32,7 +32,7 @@ from typing import Callable, Iterator, Protocol
 from isal import isal_zlib
 
 from ..api.serving import GZIP_MIN
-from ..api.urls import BUILD_DIR, CURRENT, SERVED, is_shard, shard_of
+from ..api.urls import BUILD_DIR, CURRENT, SERVED, is_shard
 from ..errors import CatalogueError
 from ..system import fsync_dir, syncfs
 
@@ -90,7 +90,7 @@ class Generation:
         self.store = store
         self.number = number
         self._prefix = f"{root}/"  # plain strings: pathlib joins cost more than the write
-        self._shards: dict[str, str] = {}
+        self._places: dict[str, tuple[str | None, str]] = {}  # directory -> (shard, where it is)
         self._dirs: set[str] = set()
         self.files = 0
         self.bytes = 0
@@ -105,8 +105,11 @@ class Generation:
     def write(self, path: str, data: bytes, twin: bytes | None = None) -> None:
         """A new file, and beside it path.gz for nginx's gzip_static when it is large
         (`twin`, when the caller has it already)."""
-        shard = shard_of(path)
-        target = self._target(path, shard)
+        directory, _, name = path.rpartition("/")
+        place = self._places.get(directory)
+        if place is None:
+            place = self._places[directory] = self._place(directory)
+        shard, target = place[0], f"{place[1]}/{name}"
         written = [1, len(data)]
         self._write(target, data)
         if len(data) >= GZIP_MIN:
@@ -123,15 +126,12 @@ class Generation:
         self._make_dir(self._prefix + path.rpartition("/")[0])
         os.symlink(target, self._prefix + path)
 
-    def _target(self, path: str, shard: str | None) -> str:
-        if shard is None:
-            directory = self._prefix + path.rpartition("/")[0]
-        else:
-            directory = self._shards.get(shard)
-            if directory is None:
-                directory = self._shards[shard] = f"{self.store}/{store_name(shard, self.number)}"
-        self._make_dir(directory)
-        return f"{directory}/{path.rpartition('/')[2]}"
+    def _place(self, directory: str) -> tuple[str | None, str]:
+        """A directory of the site as (its shard or None, where its files go), made."""
+        shard = directory if is_shard(directory) else None
+        where = self._prefix + directory if shard is None else f"{self.store}/{store_name(shard, self.number)}"
+        self._make_dir(where)
+        return shard, where
 
     def _make_dir(self, directory: str) -> None:
         if directory not in self._dirs:
