@@ -161,21 +161,22 @@ def quick(row: dict[str, str], collection: str) -> dict[str, Any] | None:
         return None  # (with no NUL in the row, the text checks of _coerce pass)
     record: dict[str, Any] = {}
     try:
-        for f, convert in _QUICK[collection]:
-            raw = row.get(f.name)
+        for name, convert, required, default in _QUICK[collection]:
+            raw = row.get(name)
             if not raw:
-                if f.required:
+                if required:
                     return None
-                record[f.name] = _default(f)
+                record[name] = list(default) if isinstance(default, tuple) else default
             else:
-                record[f.name] = raw if convert is None else convert(raw)
+                record[name] = raw if convert is None else convert(raw)
     except (ValueError, KeyError):
         return None
     _derive_id(record, row, collection)
     return record
 
 
-_QUICK = {collection: [(f, f.quick) for f in spec] for collection, spec in SPECS.items()}
+# (plain tuples: a field's attributes are looked up twenty million times at a million books)
+_QUICK = {collection: [(f.name, f.quick, f.required, f.default) for f in spec] for collection, spec in SPECS.items()}
 
 
 def _default(f: Field) -> Any:
