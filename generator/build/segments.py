@@ -133,7 +133,7 @@ def table(path: Path, size: int, before: Table | None = None) -> Table | None:
 
 
 def _lines_end_in_newlines(piece: bytes) -> bytes:
-    if piece.count(b"\r") != piece.count(b"\r\n"):
+    if b"\r" in piece and piece.count(b"\r") != piece.count(b"\r\n"):  # (`in` finds none at once)
         raise Unsegmented
     return piece
 
@@ -159,8 +159,9 @@ def cut(data, start: int, end: int, line: int) -> list[Segment]:
     while start < end:
         target = min(start + size, end)
         stop = end
+        piece = data[start:target]  # (copied once: the segment is most of it)
         if target < end:
-            quotes = data[start:target].count(b'"')
+            quotes = piece.count(b'"')
             position = target
             while True:
                 newline = data.find(b"\n", position, end)
@@ -171,7 +172,7 @@ def cut(data, start: int, end: int, line: int) -> list[Segment]:
                     stop = newline + 1
                     break
                 position = newline + 1
-        piece = _lines_end_in_newlines(data[start:stop])
+        piece = _lines_end_in_newlines(piece + data[target:stop] if stop > target else piece)
         lines = piece.count(b"\n")
         segments.append(Segment(start, stop, line, lines, digest(piece), piece[:HEAD]))
         line += lines
