@@ -211,6 +211,7 @@ class Part:
         """Forget the records no collection after this one needs."""
         for done in [c for c, last in LAST_NEEDED.items() if last == collection]:
             self.known.ids.pop(done, None)
+            self.changed.pop(done, None)
             if self.renderer:
                 self.renderer.embedded[done].clear()
 
@@ -253,7 +254,7 @@ class Part:
         read: list[tuple[int, int]] = []  # the keys of the records read (not taken over by segment)
         rows: list[int] = []  # records in each segment of the share
         with self.team.spool(state.records_name(collection), self.number) as spool:
-            made = Made(spool, before, refer, embedded=collection in LAST_NEEDED)
+            made = Made(spool, before, refer, embedded=self._embedded_and_reusable(collection))
             for run, segments in self._runs(source, share, segmented):
                 if run is None:  # one segment, taken over
                     self._take_segment(segments[0], segmented, made, keys)
@@ -283,7 +284,7 @@ class Part:
         if self.problems:
             self.team.fail()
         self.team.save(f"origin-{collection}", self.number, made.origin)
-        if collection in LAST_NEEDED:
+        if self._embedded_and_reusable(collection):
             self.team.save(f"changed-{collection}", self.number, made.new)
         self.team.wait()
         with self.phases.within("exchanging ids (within the collections)"):
@@ -294,6 +295,12 @@ class Part:
                 self.known.ids.pop(collection, None)  # (only needed for the duplicate check)
             self._learn_changes(collection, made.new, before, published_ids)
         return count
+
+    def _embedded_and_reusable(self, collection: str) -> bool:
+        """Whether the records of a later collection that embed this one's may be taken over
+        from the previous build, so that the ids whose bytes changed must be known. (Not in
+        a full build: a million ids in every process, for nothing.)"""
+        return collection in LAST_NEEDED and self.plan.incremental.reuse
 
     def _previous(self, collection: str,
                   upstream: set[str]) -> tuple[state.Previous | None, state.Segmented | None]:
@@ -428,7 +435,7 @@ class Part:
         """Which ids of the collection changed or went (for the collections that embed it),
         and, in the first part, which of the previous build's records are gone."""
         changed = set(new)
-        if collection in LAST_NEEDED:
+        if self._embedded_and_reusable(collection):
             for k in range(self.team.count):
                 if k != self.number:
                     changed |= self.team.load(f"changed-{collection}", k)
