@@ -261,12 +261,16 @@ class Part:
                     rows.append(segments[0].rows)
                     continue
                 first = len(keys)
+                # (a plain list, falsy while empty; another part's failure is asked after
+                # every PROGRESS_EVERY records: a shared flag is slow to read a million times)
+                problems, producing = self.problems.items, self.plan.producing and not self.team.failed
                 for line, record in self._stream(run, before, unique, upstream):
                     published = False
-                    if self.plan.producing and not self.problems and not self.team.failed:
+                    if producing and not problems:
                         published = self._publish(collection, record, made)
                         if published and len(spool) % PROGRESS_EVERY == 0:
                             self.team.report(self.number, resource.name, len(spool))
+                            producing = not self.team.failed
                     keys.append(record["id"], line, published, record.get("username"), record[ROW])
                     if published_ids is not None and published:
                         published_ids.add(record["id"])
