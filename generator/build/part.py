@@ -403,11 +403,11 @@ class Part:
         referenced = collection in LAST_NEEDED
         for k in range(1, self.team.count):
             keys = Keys.load(self.team.file(state.keys_name(collection), k))
-            # (the last part's ids need not be kept, unless another collection refers to them)
             for start, stop in self.team.load(f"read-{collection}", k):
                 ids, lines = keys.id_list(start, stop), keys.lines[start:stop]
                 if published_ids is not None:
                     published_ids.update(compress(ids, keys.published[start:stop]))
+                # (the last part's ids need not be kept, unless another collection refers to them)
                 unique.many(ids, lines, learn=referenced or k < self.team.count - 1)
                 if collection == "users":
                     unique.many_usernames(keys.usernames[start:stop], lines)
