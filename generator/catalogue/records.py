@@ -221,16 +221,20 @@ def _coerce(row: dict, spec: list[Field], source: Source, line: int, problems: P
 
 
 def _check_references(record, collection, source, line, problems, known: Known) -> None:
-    for name, target in REFERENCES.get(collection, {}).items():
-        if target == collection:
-            continue  # parents are checked with the whole tree
+    for name, target in _REFERRING[collection]:
         ids = known.ids.get(target)
         if ids is None:
             continue  # that collection's file is missing, which is reported once
-        values = record[name] if isinstance(record[name], list) else [record[name]]
-        for value in values:
+        given = record[name]
+        for value in given if isinstance(given, list) else (given,):
             if value is not None and value not in ids:
                 problems.add(source.name, line, name, f"refers to {target[:-1]} {value}, which does not exist")
+
+
+# Each collection's references to others, as (field, collection): a category's parent is
+# checked with the whole tree.
+_REFERRING = {collection: tuple((name, target) for name, target in REFERENCES.get(collection, {}).items()
+                                if target != collection) for collection in SPECS}
 
 
 def _flatten_children(rows, source: Source, problems: Problems):
