@@ -2,8 +2,10 @@
 read, joined and compressed once for all the page sizes that hold them.
 
 The page sizes of a site are usually multiples of one another (12 and 24): a page of 24
-books is two runs of 12, each also a page of 12. So a collection is cut into runs of
-the sizes' greatest common divisor, and every page is its runs laid side by side.
+books is two runs of 12, each also a page of 12. So every page is laid out as runs of
+the largest divisor of its size up to 12 records, a length that depends on nothing else:
+a page's twin is the same bytes whatever the site's other page sizes, so that a page a
+rebuild takes over is the one a clean build would make.
 
 A deflate stream may be cut into pieces that each end on a byte boundary (a sync flush)
 and refer to nothing before them (a fresh compressor each): such pieces laid side by
@@ -15,7 +17,6 @@ took more of a build than checking every document against its schema.
 """
 from __future__ import annotations
 
-import math
 import struct
 from typing import Iterator
 
@@ -26,8 +27,9 @@ from ..api.serving import GZIP_MIN
 from ..api.urls import Urls
 from .publish import GZIP_LEVEL
 
-# Runs shorter than this compress too poorly alone: sizes with a smaller common divisor
-# (10 and 25, say) have each page compressed whole.
+# The records of a run: at most RUN, and at least MIN_RUN (shorter runs compress too
+# poorly alone): a page of 25 has no such divisor and is compressed whole.
+RUN = 12
 MIN_RUN = 8
 # gzip's header with no name and no time (as publish.gzip writes it): the same bytes
 # always make the same file.
@@ -59,10 +61,12 @@ def gzip_file(data: bytes, pieces: list[bytes]) -> bytes:
 _COMMA, _TAIL = stored(b","), stored(TAIL, final=True)
 
 
-def run_size(sizes: tuple[int, ...]) -> int | None:
-    """The length of the runs every page size is made of, or None: each page a run of its own."""
-    common = math.gcd(*sizes)
-    return common if common >= MIN_RUN else None
+def run_size(limit: int) -> int:
+    """The length of the runs a page of `limit` records is made of (`limit`: one run)."""
+    for size in range(min(limit, RUN), MIN_RUN - 1, -1):
+        if limit % size == 0:
+            return size
+    return limit
 
 
 def share(count: int, sizes: tuple[int, ...], part: int, parts: int) -> list[tuple[int, int]]:
@@ -85,9 +89,8 @@ class Runs:
     once (when a page holding it is large enough to have a twin). Pages must be asked for
     in offset order: the runs before the last page asked for are let go."""
 
-    def __init__(self, records: Records, size: int | None) -> None:
+    def __init__(self, records: Records) -> None:
         self.records = records
-        self.size = size
         self._joined: dict[tuple[int, int], bytes] = {}
         self._deflated: dict[tuple[int, int], bytes] = {}
 
@@ -110,7 +113,7 @@ class Runs:
     def _runs(self, page: Page) -> Iterator[tuple[int, int]]:
         """(start, length) of the runs that make up the page."""
         stop = min(page.offset + page.limit, page.count)
-        size = self.size or page.limit
+        size = run_size(page.limit)
         for start in range(page.offset, stop, size):
             yield start, min(size, stop - start)
 

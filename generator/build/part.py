@@ -464,7 +464,7 @@ class Part:
         with Spools(paths) as spooled:
             count = len(spooled)
             moved = self._moved(collection) if count == old_count else []
-            runs = paging.Runs(spooled, paging.run_size(settings.page_sizes))
+            runs = paging.Runs(spooled)
             for offset, limit in paging.share(count, settings.page_sizes, self.number, self.team.count):
                 same = limit in incremental.old_sizes and count == old_count
                 clean = same and bisect.bisect_left(moved, offset) == bisect.bisect_left(moved, offset + limit)

@@ -49,7 +49,7 @@ def test_every_page_once_with_its_twin(tmp_path, count, sizes, parts):
     with spooled(tmp_path, [count // 3, count - count // 3]) as records:
         made = []
         for part in range(parts):
-            runs = paging.Runs(records, paging.run_size(sizes))
+            runs = paging.Runs(records)
             share = paging.share(count, sizes, part, parts)
             assert share == sorted(share)  # (Runs lets go of the runs before each page asked for)
             for offset, limit in share:
@@ -70,7 +70,7 @@ def test_a_run_is_compressed_once_for_both_page_sizes(tmp_path, monkeypatch):
     deflated = paging.deflated
     monkeypatch.setattr(paging, "deflated", lambda data: compressed.append(data) or deflated(data))
     with spooled(tmp_path, [240]) as records:
-        runs = paging.Runs(records, paging.run_size((12, 24)))
+        runs = paging.Runs(records)
         for offset, limit in paging.share(240, (12, 24), 0, 1):
             runs.page(Page(BOOKS, limit, offset, 240), URLS)
     assert len(compressed) == 20  # 240 records in runs of 12, not 20 + 10 pages compressed
@@ -79,7 +79,7 @@ def test_a_run_is_compressed_once_for_both_page_sizes(tmp_path, monkeypatch):
 
 def test_the_twin_compresses_about_as_well_as_the_page_whole(tmp_path):
     with spooled(tmp_path, [48]) as records:
-        runs = paging.Runs(records, paging.run_size((12, 24)))
+        runs = paging.Runs(records)
         page = Page(BOOKS, 24, 0, 48)
         data, twin = runs.page(page, URLS)
     whole = gzip.compress(data, compresslevel=1)
@@ -92,3 +92,24 @@ def test_stored_blocks_hold_any_length():
         data = data[:length]
         assert zlib.decompress(paging.stored(data, final=True), -15) == data
         assert zlib.decompress(paging.deflated(data) + paging.stored(b"", final=True), -15) == data
+
+
+@pytest.mark.parametrize("limit, size", [(12, 12), (24, 12), (36, 12), (10, 10), (20, 10), (100, 10),
+                                         (16, 8), (25, 25), (7, 7), (1, 1)])
+def test_a_page_is_cut_into_runs_by_its_own_size_alone(limit, size):
+    assert paging.run_size(limit) == size
+
+
+def test_a_pages_twin_is_the_same_whatever_the_other_page_sizes(tmp_path):
+    """A rebuild that changes the page sizes takes over the pages of a size it keeps: their
+    twins must be the bytes a clean build with the new sizes makes."""
+    with spooled(tmp_path, [100]) as records:
+        twins = []
+        for sizes in ((12, 24), (12,), (12, 10), (36, 12)):
+            runs = paging.Runs(records)
+            for offset, limit in paging.share(100, sizes, 0, 1):
+                if limit == 12:
+                    twins.append((sizes, offset, runs.page(Page(BOOKS, 12, offset, 100), URLS)[1]))
+        by_offset = {}
+        for sizes, offset, twin in twins:
+            assert by_offset.setdefault(offset, twin) == twin, (sizes, offset)
