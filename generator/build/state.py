@@ -277,9 +277,9 @@ class Previous:
 
 class Stored:
     """Published records of a collection, as the Renderer's embedded records: each read
-    where it lies in the record store when a record embeds it. Holding them all in every
-    process would cost more memory than anything else in a build (333K authors in a
-    million-book catalogue), and an edit renders only a handful of records."""
+    from the record store when a record embeds it, where it lies or, once the collection is
+    looked up often and small enough, from its data files held whole (Spools.record). An
+    edit renders only a handful of records and reads only theirs."""
 
     # A collection this small keeps each record once looked up, ready to embed: the few
     # hundred categories are embedded twice in every book.
