@@ -465,9 +465,10 @@ class Part:
             count = len(spooled)
             moved = self._moved(collection) if count == old_count else []
             runs = paging.Runs(spooled)
+            kept_sizes = incremental.old_sizes if count == old_count else ()  # (whose pages may be kept)
             for offset, limit in paging.share(count, settings.page_sizes, self.number, self.team.count):
-                same = limit in incremental.old_sizes and count == old_count
-                clean = same and bisect.bisect_left(moved, offset) == bisect.bisect_left(moved, offset + limit)
+                clean = (limit in kept_sizes
+                         and bisect.bisect_left(moved, offset) == bisect.bisect_left(moved, offset + limit))
                 index = (limit == settings.default_page_size and offset == 0
                          and (not clean or incremental.old_default != limit))
                 if clean and not index:

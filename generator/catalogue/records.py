@@ -166,7 +166,7 @@ def quick(row: dict[str, str], collection: str) -> dict[str, Any] | None:
             if not raw:
                 if required:
                     return None
-                record[name] = list(default) if isinstance(default, tuple) else default
+                record[name] = _default(default)
             else:
                 record[name] = raw if convert is None else convert(raw)
     except (ValueError, KeyError):
@@ -179,8 +179,9 @@ def quick(row: dict[str, str], collection: str) -> dict[str, Any] | None:
 _QUICK = {collection: [(f.name, f.quick, f.required, f.default) for f in spec] for collection, spec in SPECS.items()}
 
 
-def _default(f: Field) -> Any:
-    return list(f.default) if isinstance(f.default, tuple) else f.default
+def _default(default: Any) -> Any:
+    """A field's default, a fresh list where it is a tuple (a record's lists are its own)."""
+    return list(default) if isinstance(default, tuple) else default
 
 
 def _derive_id(record: dict[str, Any], row: dict, collection: str) -> None:
@@ -209,7 +210,7 @@ def _coerce(row: dict, spec: list[Field], source: Source, line: int, problems: P
         if raw is None or raw == empty:
             if f.required:
                 problems.add(source.name, line, f.name, "is missing: it is required")
-            record[f.name] = _default(f)
+            record[f.name] = _default(f.default)
             continue
         try:
             record[f.name] = f.coerce(raw)
