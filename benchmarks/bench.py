@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 from workload import catalogue  # noqa: E402
 BUILD = """
 import json, sys
-from generator.build import build
+from generator.sitebuild import build
 summary = build(sys.argv[1], sys.argv[2])
 print(json.dumps({"files": summary.files, "bytes": summary.bytes, "written": summary.written,
                   "processes": summary.processes, "phases": summary.phases}))

@@ -18,7 +18,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
-from generator.build import build  # noqa: E402
+from generator.sitebuild import build  # noqa: E402
 from generator.importer import Options, freeze  # noqa: E402
 from generator.importer.crawl import Progress  # noqa: E402
 from workload import catalogue  # noqa: E402

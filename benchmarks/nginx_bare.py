@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from generator.api.urls import CURRENT, page_file  # noqa: E402
-from generator.build import build  # noqa: E402
+from generator.sitebuild import build  # noqa: E402
 from generator.hosts.nginx import find_nginx  # noqa: E402
 from generator.system import stop_with_parent  # noqa: E402
 from workload import catalogue  # noqa: E402

@@ -25,7 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
-from generator.build import build  # noqa: E402
+from generator.sitebuild import build  # noqa: E402
 from workload import catalogue  # noqa: E402
 from servers import SERVERS, Server, runnable  # noqa: E402
 

@@ -1,4 +1,4 @@
-"""The `catalogue` command: a thin layer over the library (compose.build, build.check,
+"""The `catalogue` command: a thin layer over the library (compose.build, sitebuild.check,
 the hosts' servers and deploy, the write service, tokens and synthetic catalogues)."""
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import click
 from . import compose, importer
 from .api.serving import DEFAULT_LISTEN, DEFAULT_WRITE_SERVICE, LOCAL, PORT, WRITE_PORT
 from .api.urls import API, PREVIEW
-from .build import Summary
-from .build import check as check_data
+from .sitebuild import Summary
+from .sitebuild import check as check_data
 from .catalogue import synth as synthetic
 from .catalogue.settings import LINKS
 from .errors import CatalogueError

@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .api.serving import DEFAULT_LISTEN, DEFAULT_WRITE_SERVICE
-from .build import Summary
-from .build import build as build_site
-from .build.team import Progress
+from .sitebuild import Summary
+from .sitebuild import build as build_site
+from .sitebuild.team import Progress
 from .hosts import cloudflare, cloudfront, netlify, nginx, router
 
 

@@ -114,7 +114,7 @@ def manifest(site_root: Path) -> str:
 
 
 def refresh() -> None:
-    from generator.build import build
+    from generator.sitebuild import build
 
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "site"

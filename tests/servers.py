@@ -168,7 +168,7 @@ class WriteStack:
     @classmethod
     def start(cls, data: Path, work: Path, kind: str = "builtin") -> "WriteStack":
         from generator.writes import tokens
-        from generator.build import build
+        from generator.sitebuild import build
 
         site = work / "site"
         build(data, site)

@@ -12,22 +12,22 @@ from conftest import ROOT
 
 PACKAGE = ROOT / "generator"
 LEAVES = {"errors", "system"}  # shared by every subsystem; they import nothing of the project
-# What each part of generator/ may import (besides itself): catalogue → api → build, hosts,
+# What each part of generator/ may import (besides itself): catalogue → api → sitebuild, hosts,
 # writes, which never import each other; a composer and the CLI on top.
 ALLOWED = {
     "errors": set(),
     "system": set(),
     "catalogue": LEAVES,
     "api": LEAVES | {"catalogue"},
-    "build": LEAVES | {"catalogue", "api"},
+    "sitebuild": LEAVES | {"catalogue", "api"},
     "hosts": LEAVES | {"catalogue", "api"},
     "writes": LEAVES | {"catalogue", "api"},
     "importer": LEAVES | {"catalogue", "api"},
-    "compose": LEAVES | {"catalogue", "api", "build", "hosts"},
-    "cli": LEAVES | {"catalogue", "api", "build", "hosts", "writes", "importer", "compose"},
+    "compose": LEAVES | {"catalogue", "api", "sitebuild", "hosts"},
+    "cli": LEAVES | {"catalogue", "api", "sitebuild", "hosts", "writes", "importer", "compose"},
     "__main__": {"cli"},
 }
-SUBPACKAGES = ("catalogue", "api", "build", "hosts", "writes", "importer")
+SUBPACKAGES = ("catalogue", "api", "sitebuild", "hosts", "writes", "importer")
 
 
 def modules(package: Path) -> list[Path]:
@@ -93,18 +93,18 @@ def test_subsystems_import_only_downward():
 def test_a_forbidden_import_is_caught(tmp_path: Path):
     copy = tmp_path / "generator"
     shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
-    (copy / "build" / "sneaky.py").write_text('"""x"""\nfrom ..hosts.nginx import write_configs\n')
+    (copy / "sitebuild" / "sneaky.py").write_text('"""x"""\nfrom ..hosts.nginx import write_configs\n')
     (copy / "catalogue" / "sneaky.py").write_text('"""x"""\nfrom generator.api import urls\n')
     (copy / "api" / "sneaky.py").write_text('"""x"""\nfrom .. import compose\n')
-    assert violations(copy) == [
+    assert sorted(violations(copy)) == sorted([
         "generator.api.sneaky imports generator.compose: api may import only ['catalogue', 'errors', 'system']",
-        "generator.build.sneaky imports generator.hosts.nginx: build may import only "
+        "generator.sitebuild.sneaky imports generator.hosts.nginx: sitebuild may import only "
         "['api', 'catalogue', 'errors', 'system']",
-        "generator.build.sneaky imports generator.hosts.nginx.write_configs: build may import only "
+        "generator.sitebuild.sneaky imports generator.hosts.nginx.write_configs: sitebuild may import only "
         "['api', 'catalogue', 'errors', 'system']",
         "generator.catalogue.sneaky imports generator.api: catalogue may import only ['errors', 'system']",
         "generator.catalogue.sneaky imports generator.api.urls: catalogue may import only ['errors', 'system']",
-    ]
+    ])
 
 
 @pytest.mark.parametrize("path", modules(PACKAGE), ids=lambda p: str(p.relative_to(PACKAGE)))

@@ -13,7 +13,7 @@ from generator.api import meta, openapi
 from generator.api.routes import ROUTES
 from generator.api.schemas import load_schemas
 from generator.api.urls import API, BY_NAME, CURRENT, OPENAPI_FILE, RESOURCES
-from generator.build import build
+from generator.sitebuild import build
 from generator.catalogue import load
 from generator.catalogue.settings import Settings
 from generator.writes import create

@@ -9,7 +9,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from generator.api.render import drf_time, encode
-from generator.build import build
+from generator.sitebuild import build
 from generator.catalogue.fields import timestamp
 
 TEHRAN = ZoneInfo("Asia/Tehran")

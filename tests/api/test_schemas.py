@@ -9,7 +9,7 @@ import pytest
 from referencing import Registry, Resource
 
 from generator.api import render
-from generator.build import build
+from generator.sitebuild import build
 from generator.errors import GeneratorBug
 from generator.api.schemas import SchemaChecker, load_schemas
 from generator.api.urls import RESOURCES

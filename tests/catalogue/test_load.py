@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from generator.build import build
+from generator.sitebuild import build
 from generator.catalogue.fields import COLLECTIONS, derived_id
 from conftest import served
 

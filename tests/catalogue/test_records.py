@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from generator.build import build, check
+from generator.sitebuild import build, check
 from generator.catalogue import synth
 from generator.catalogue.fields import SPECS, FieldError, text
 from generator.catalogue.load import find_sources

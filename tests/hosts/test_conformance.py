@@ -17,7 +17,7 @@ from urllib.parse import quote, urlsplit
 
 import pytest
 
-from generator.build import build
+from generator.sitebuild import build
 from generator.api.urls import RESOURCES
 from conftest import ROOT, SAMPLE
 from golden_files import GOLDEN, ROUTES, routed
@@ -463,7 +463,7 @@ def test_rebuild_is_served_without_restart(tmp_path: Path, data_dir: Path, kind:
 
 REBUILD_LOOP = """
 import sys
-from generator.build import build
+from generator.sitebuild import build
 for n in range(int(sys.argv[3])):
     build(sys.argv[1], sys.argv[2], base_url=f"https://host{n % 2}.example", processes=1)
 """

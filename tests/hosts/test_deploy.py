@@ -14,7 +14,7 @@ import moto.server as moto_server
 import pytest
 from click.testing import CliRunner
 
-from generator.build import build
+from generator.sitebuild import build
 from generator.cli import main
 from generator.hosts import deploy
 from servers import free_port

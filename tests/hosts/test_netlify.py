@@ -21,7 +21,7 @@ import pytest
 from generator.api import meta
 from generator.api.serving import content_type
 from generator.api.urls import CURRENT
-from generator.build import build
+from generator.sitebuild import build
 from generator.hosts import netlify
 from generator.system import stop_with_parent
 from conftest import SAMPLE

@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from conftest import SAMPLE
-from generator.build import build
+from generator.sitebuild import build
 from generator.cli import main
 from generator.importer import Options, freeze
 from generator.importer.convert import Frozen, _time_zone

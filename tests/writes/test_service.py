@@ -17,7 +17,7 @@ from types import SimpleNamespace
 import pytest
 
 from generator.writes import tokens
-from generator.build import build, check
+from generator.sitebuild import build, check
 from generator.api.urls import ACCEPTED, BY_NAME, detail_path
 from conftest import SAMPLE
 from servers import Server, WriteService, WriteStack, children, server_params, wait_for_port

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import SAMPLE
-from generator.build import build, segments
+from generator.sitebuild import build, segments
 
 CELL = st.text(alphabet=st.sampled_from(list('ab ,"\nکتاب')), max_size=12)
 ROW = st.lists(CELL, min_size=3, max_size=3)

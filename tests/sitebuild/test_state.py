@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from generator.build import build, state
-from generator.build.spool import spool_files
+from generator.sitebuild import build, state
+from generator.sitebuild.spool import spool_files
 from generator.catalogue import synth
 from conftest import served
 from golden_files import served_files
@@ -252,8 +252,8 @@ def test_files_found_as_hashed_are_not_read_again(catalogue: Catalogue, tmp_path
 
 KILL_IN = """
 import os, signal, sys
-from generator.build import publish as write
-from generator.build import build
+from generator.sitebuild import publish as write
+from generator.sitebuild import build
 what, limit, count = sys.argv[3], int(sys.argv[4]), [0]
 
 def dying(original):

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from generator.build import build
+from generator.sitebuild import build
 from generator.errors import DataError
 from conftest import SAMPLE, served, site_state
 

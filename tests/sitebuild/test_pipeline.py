@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from generator.build import build
+from generator.sitebuild import build
 from golden_files import FILES, GOLDEN, MANIFEST, manifest, served_files
 from conftest import SAMPLE
 

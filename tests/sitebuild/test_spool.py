@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from generator.build import spool
-from generator.build.spool import Spool, Spools
+from generator.sitebuild import spool
+from generator.sitebuild.spool import Spool, Spools
 
 
 def spools(tmp_path, sizes: list[int]) -> Spools:

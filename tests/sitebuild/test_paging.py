@@ -12,8 +12,8 @@ import pytest
 from generator.api.pages import Page, page_count
 from generator.api.serving import GZIP_MIN
 from generator.api.urls import BY_COLLECTION, Urls
-from generator.build import paging
-from generator.build.spool import Spool, Spools
+from generator.sitebuild import paging
+from generator.sitebuild.spool import Spool, Spools
 
 BOOKS = BY_COLLECTION["books"]
 URLS = Urls("https://books.example/")

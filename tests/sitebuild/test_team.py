@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from generator.catalogue import synth
-from generator.build import build, check
-from generator.build.part import Part
-from generator.build.team import PartFailed
+from generator.sitebuild import build, check
+from generator.sitebuild.part import Part
+from generator.sitebuild.team import PartFailed
 from generator.errors import DataError
 from conftest import SAMPLE, served
 

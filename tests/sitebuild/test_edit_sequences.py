@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import SAMPLE
-from generator.build import build, segments
+from generator.sitebuild import build, segments
 
 PUBLISHED = ("api", "_meta")  # what a generation serves (its .state/ is the build's own)
 

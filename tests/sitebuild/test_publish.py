@@ -13,14 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from generator.build import build
-from generator.build.publish import Generation, OutputError, Site
+from generator.sitebuild import build
+from generator.sitebuild.publish import Generation, OutputError, Site
 from conftest import ROOT, served, site_state
 
 KILL_AFTER = """
 import os, signal, sys
-from generator.build import publish as write
-from generator.build import build
+from generator.sitebuild import publish as write
+from generator.sitebuild import build
 limit, count = int(sys.argv[3]), [0]
 original = write.Generation.write
 def write_then_die(self, path, data):
@@ -104,7 +104,7 @@ def test_unchanged_data_writes_nothing(data_dir: Path, tmp_path: Path):
 
 REBUILD_LOOP = """
 import sys
-from generator.build import build
+from generator.sitebuild import build
 for n in range(int(sys.argv[3])):
     build(sys.argv[1], sys.argv[2], base_url=f"https://host{n % 2}.example", processes=1, background=False)
 """
