@@ -17,6 +17,7 @@ import jsonschema_rs
 import orjson
 
 from ..catalogue.fields import SCHEMA_DIR
+from ..catalogue.resources import BY_COLLECTION, RESOURCES
 from ..errors import GeneratorBug
 
 MAX_REPORTED = 20
@@ -34,7 +35,7 @@ def validators(schemas: dict[str, dict]) -> dict[str, Any]:
 
 
 # Records that other records embed, and that are checked as documents of their own.
-RECORDS = {"author.json", "publisher.json", "category.json", "user.json"}
+RECORDS = {f"{BY_COLLECTION[f.to].schema}.json" for r in RESOURCES for f in r.relations if f.embedded}
 
 
 def embedded_properties(schema: dict) -> dict[str, bool]:

@@ -36,44 +36,15 @@ import re
 from typing import NamedTuple
 
 from ..catalogue.fields import UUID_RE
+# Each collection as the API names it is its declaration (catalogue/resources.py).
+from ..catalogue.resources import BY_COLLECTION, BY_NAME, RESOURCES, Resource
 
 API = "api/v1"
 PAGE_BUCKET = 10000  # offsets per page shard directory
 BUCKET_DIGITS = 4  # the bucket is the offset without its last four digits
 ID_SHARD = 2  # leading characters of an id that name its shard directory
 DEFAULT_LIMIT = "default"  # pages/default links to the default page size's pages
-
-
-class Resource:
-    """A collection as the API names it and as the data directory names it."""
-
-    def __init__(self, name: str, collection: str, label: str, writable: bool = False) -> None:
-        self.name = name  # URL segment: "books"
-        self.collection = collection  # data file stem: "books"
-        self.label = label  # DRF's verbose name: "Book"
-        self.writable = writable  # clients may POST new records to the collection
-
-    @property
-    def schema(self) -> str:
-        """Name of the JSON Schema of one record: schemas/<schema>.json."""
-        return self.label.lower()
-
-    def __repr__(self) -> str:
-        return f"Resource({self.name!r})"
-
-
-# In the API root's order (DRF's DefaultRouter lists routes as registered).
-RESOURCES = (
-    Resource("author", "authors", "Author"),
-    Resource("books", "books", "Book"),
-    Resource("publisher", "publishers", "Publisher"),
-    Resource("category", "categories", "Category"),
-    Resource("user", "users", "User", writable=True),
-    Resource("bookshelf", "bookshelves", "Bookshelf", writable=True),
-)
-BY_COLLECTION = {r.collection: r for r in RESOURCES}
-BY_NAME = {r.name: r for r in RESOURCES}
-WRITABLE = {r.name: r.collection for r in RESOURCES if r.writable}
+WRITABLE = {r.name: r.collection for r in RESOURCES if r.writable}  # resource -> data file stem
 
 
 class Urls:

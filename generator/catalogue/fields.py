@@ -1,6 +1,6 @@
-"""The fields of each collection and the rules of data.md for one value.
+"""The rules of data.md for one value, and what a field of a collection is.
 
-Each collection is a list of field specs; a row's values go through the same
+Each collection (resources.py) is a list of fields; a row's values go through the same
 coercers whether they came from CSV (all text) or YAML (typed scalars). The
 patterns of ids, slugs and usernames are read from the JSON Schemas, so that the
 data rules and the schemas of the published documents never disagree.
@@ -18,10 +18,6 @@ from typing import Any, Callable
 
 import jsonschema_rs
 
-# Data-file stems in the order the build needs them: a collection comes after the
-# collections its records embed, and users after books so that authors and publishers
-# can be let go before users are held.
-COLLECTIONS = ("categories", "publishers", "authors", "books", "users", "bookshelves")
 SCHEMA_DIR = Path(__file__).resolve().parent.parent.parent / "schemas"
 
 
@@ -311,72 +307,42 @@ QUICK: dict[Callable[[Any], Any], Callable[[str], Any] | None] = {
 }
 
 
-# ---- collections -----------------------------------------------------------------
+# ---- a field of a collection ------------------------------------------------------
 
 @dataclass(frozen=True)
 class Field:
+    """One field of a collection's records, as the data files give it (resources.py
+    declares each collection's), with what the API says of it where clients may POST it."""
     name: str
     coerce: Callable[[Any], Any]
     default: Any = None
     required: bool = False
+    to: str | None = None  # the collection (data file stem) whose ids the field holds
+    embedded: bool = False  # the document shows the records `to` names, not their URLs
+    unique: bool = False  # no two records of the collection may share a value (besides the id)
+    max_length: int | None = None  # the most characters a POST may give (DRF's max_length)
+    help_text: str | None = None  # DRF's help_text, shown in the OPTIONS body
+    example: str | None = None  # a value the OpenAPI document shows for a POST
 
     @property
     def quick(self) -> Callable[[str], Any] | None:
         """The coercer's quick twin for a CSV cell (None: the cell is the value)."""
         return QUICK[self.coerce]
 
+    @property
+    def many(self) -> bool:
+        """Whether the field holds a list of ids (to-many) rather than one (to-one)."""
+        return self.coerce is id_list
 
-def F(name, coerce, default=None) -> Field:
+
+def F(name, coerce, default=None, **more) -> Field:
     """An optional field; an empty CSV cell or a YAML null gives the default."""
-    return Field(name, coerce, default)
+    return Field(name, coerce, default, **more)
 
 
-def R(name, coerce) -> Field:
+def R(name, coerce, **more) -> Field:
     """A required field."""
-    return Field(name, coerce, required=True)
-
-
-SPECS: dict[str, list[Field]] = {
-    "authors": [F("id", uuid_id), R("slug", slug), R("fullName", nonempty_text), F("bio", text, "")],
-    "publishers": [F("id", uuid_id), R("slug", slug), R("company", nonempty_text), F("info", text, "")],
-    "categories": [
-        F("id", uuid_id), R("slug", slug), R("name", nonempty_text), F("code", text, ""),
-        F("parent", uuid_id),
-    ],
-    "books": [
-        F("id", uuid_id), R("title", nonempty_text), R("isbn", isbn), F("code", text, ""),
-        F("code_qoq", text), F("ddc", text, ""), R("price", price),
-        F("price_currency", currency, "IRR"), F("pages", whole, 0), F("weight", whole, 0),
-        F("about", text, ""), F("comment_for_develop", text, ""), F("enable", boolean, True),
-        R("created_time", timestamp), F("authors", id_list, ()), F("translators", id_list, ()),
-        F("publishers", id_list, ()), F("categories", id_list, ()), F("images", image_list, ()),
-    ],
-    "users": [
-        F("id", uuid_id), R("username", username), F("first_name", text, ""),
-        F("last_name", text, ""), F("bio", text, ""), F("following_count", whole, 0),
-        F("followers_count", whole, 0), F("followed", boolean, False),
-    ],
-    "bookshelves": [F("id", uuid_id), R("user", uuid_id), R("title", nonempty_text)],
-}
-
-DERIVED = {"url", "path", "depth", "numchild", "no_child"}
-NAMES = {collection: frozenset(f.name for f in spec) for collection, spec in SPECS.items()}
-
-# What a missing id is derived from (data.md): uuid5(NAMESPACE_URL, "<collection>:<key>"),
-# the key being these fields joined by "/".
-ID_KEYS: dict[str, tuple[str, ...]] = {
-    "authors": ("slug",), "publishers": ("slug",), "categories": ("slug",),
-    "books": ("isbn",), "users": ("username",), "bookshelves": ("user", "title"),
-}
-
-
-# Which collection each reference field points into.
-REFERENCES: dict[str, dict[str, str]] = {
-    "books": {"authors": "authors", "translators": "authors", "publishers": "publishers",
-              "categories": "categories"},
-    "bookshelves": {"user": "users"},
-    "categories": {"parent": "categories"},
-}
+    return Field(name, coerce, required=True, **more)
 
 
 def derived_id(collection: str, key: str) -> str:
@@ -389,16 +355,3 @@ def derived_id(collection: str, key: str) -> str:
 
 
 _NAMESPACE_URL = uuid.NAMESPACE_URL.bytes
-
-
-
-def embeds(collection: str) -> tuple[str, ...]:
-    """The other collections whose records a collection's records refer to (and embed)."""
-    targets = REFERENCES.get(collection, {}).values()
-    return tuple(c for c in COLLECTIONS if c in targets and c != collection)
-
-
-# Collections whose records others embed, and after which collection (in COLLECTIONS'
-# order) they are no longer needed.
-EMBEDDED = tuple(c for c in COLLECTIONS if any(c in embeds(other) for other in COLLECTIONS))
-LAST_NEEDED = {c: [other for other in COLLECTIONS if c in embeds(other)][-1] for c in EMBEDDED}

@@ -20,7 +20,7 @@ from typing import Any, Iterator, NamedTuple
 import yaml
 
 from ..errors import CatalogueError, Problems
-from .fields import COLLECTIONS
+from .resources import BY_COLLECTION, COLLECTIONS
 from .settings import Settings, settings
 
 SITE_FILE = "site.yaml"
@@ -83,8 +83,8 @@ class Source:
 
     def parts(self, count: int) -> list["Source"]:
         """count Sources over consecutive ranges of records; a YAML file (which cannot be cut
-        safely) or the category tree (which needs all its nodes) stays whole in the first."""
-        if count == 1 or self.format != "csv" or self.collection == "categories":
+        safely) or a tree (the categories: it needs all its nodes) stays whole in the first."""
+        if count == 1 or self.format != "csv" or BY_COLLECTION[self.collection].tree:
             return [self] + [replace(self, start=0, end=0)] * (count - 1)
         try:
             header = csv_header(self.path)

@@ -1,22 +1,24 @@
 """Turn raw rows into typed, checked records, applying every rule of data.md to them.
 
 A record with a bad field is still yielded when its id is sound, so references to it
-do not cascade into more, misleading problems; the run fails anyway. Ids (and
-usernames) must be unique in their collection: `Unique` keeps the first use of each
-and reports every later one, whether both are in one process's range or not.
+do not cascade into more, misleading problems; the run fails anyway. Ids (and the
+values of a unique field, such as usernames) must be unique in their collection:
+`Unique` keeps the first use of each and reports every later one, whether both are in
+one process's range or not. What a collection holds comes from its declaration
+(resources.py).
 """
 from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import orjson
 
 from ..errors import Problems
-from .fields import (DERIVED, ID_KEYS, NAMES, REFERENCES, SPECS, Field, FieldError, derived_id, items,
-                     slug, text)
+from .fields import Field, FieldError, derived_id, items, text
 from .load import Source
+from .resources import BY_COLLECTION, DERIVED, Resource
 
 
 @dataclass
@@ -27,6 +29,8 @@ class Known:
 
 ROW = "_row"  # a record's row hash, kept for the next build
 REUSED = "_reused"  # a row taken over from the previous build, unchecked and unrendered
+CHILDREN = "children"  # in YAML, a node of a tree may list the nodes under it
+IMAGES = "images"  # the namespace of images' derived ids
 
 
 def row_hash(row: dict) -> bytes:
@@ -40,14 +44,15 @@ def row_hash(row: dict) -> bytes:
 
 
 class Unique:
-    """The ids (and usernames) of one collection seen so far, each with the line of its
-    first use; a later use is reported against its own line."""
+    """The ids (and the values of its unique field, such as usernames) of one collection
+    seen so far, each with the line of its first use; a later use is reported against its
+    own line."""
 
     def __init__(self, source: Source, problems: Problems) -> None:
         self.source = source
         self.problems = problems
         self.ids: dict[str, int] = {}
-        self.usernames: dict[str, int] = {}
+        self.values: dict[str, int] = {}
 
     def id(self, id: str, line: int) -> bool:
         """Whether this is the id's first use."""
@@ -72,24 +77,26 @@ class Unique:
         for id, line in zip(ids, lines):
             self.id(id, line) if learn else self.check_id(id, line)
 
-    def many_usernames(self, usernames: list[str | None], lines: Sequence[int]) -> None:
-        """Usernames read elsewhere, in order, as many() takes ids."""
-        if self.usernames.keys().isdisjoint(usernames) and len(set(usernames)) == len(usernames):
-            self.usernames.update((u, line) for u, line in zip(usernames, lines) if u is not None)
+    def many_values(self, values: list[str | None], lines: Sequence[int]) -> None:
+        """Values of the unique field read elsewhere, in order, as many() takes ids."""
+        if self.values.keys().isdisjoint(values) and len(set(values)) == len(values):
+            self.values.update((v, line) for v, line in zip(values, lines) if v is not None)
             return
-        for username, line in zip(usernames, lines):
-            if username is not None:
-                self.username(username, line)
+        for value, line in zip(values, lines):
+            if value is not None:
+                self.value(value, line)
 
     def twice(self, id: str, first: int, line: int) -> None:
         self.problems.add(self.source.name, line, "id",
                           f"{id} is used twice in {self.source.collection}: first on line {first}")
 
-    def username(self, username: str, line: int) -> None:
-        first = self.usernames.setdefault(username, line)
+    def value(self, value: str, line: int) -> None:
+        """A value of the collection's unique field (a username), reported if taken before."""
+        first = self.values.setdefault(value, line)
         if first != line:
-            self.problems.add(self.source.name, line, "username",
-                              f"{username!r} is already taken by the user on line {first}")
+            resource = BY_COLLECTION[self.source.collection]
+            self.problems.add(self.source.name, line, resource.unique,
+                              f"{value!r} is already taken by the {resource.label.lower()} on line {first}")
 
 
 def records(source: Source, problems: Problems, known: Known,
@@ -97,31 +104,33 @@ def records(source: Source, problems: Problems, known: Known,
             unique: Unique | None = None) -> Iterator[tuple[int, dict]]:
     """Checked records of one collection, streamed in file order as (line, record).
     reuse(row, hash) may return what the previous build made of an identical row (with
-    .id and .username): the row is then taken over as it was, without checking it again.
-    `unique` (a fresh one by default) learns every id and username."""
+    .id and .username, the value of its unique field): the row is then taken over as it
+    was, without checking it again. `unique` (a fresh one by default) learns every id and
+    every value of the unique field."""
     collection = source.collection
+    resource = BY_COLLECTION[collection]
     unique = unique if unique is not None else Unique(source, problems)
+    unique_field, images = resource.unique, resource.images
     rows = source.rows(problems)
     plain = source.format == "csv"  # (every cell is text: the quick coercers may try it first)
-    if collection == "categories":
+    if resource.tree:
         rows = _flatten_children(rows, source, problems)
     for line, row in rows:
         digest = row_hash(row)
         token = reuse(row, digest) if reuse is not None else None
         if token is not None:
-            record = {"id": token.id, "username": token.username, REUSED: token, ROW: digest}
+            record = {"id": token.id, REUSED: token, ROW: digest}
+            if unique_field is not None:
+                record[unique_field] = token.username
         else:
             record = quick(row, collection) if plain else None
             if record is None:
-                record = _coerce(row, SPECS[collection], source, line, problems)
+                record = _coerce(row, resource.fields, source, line, problems)
             record[ROW] = digest
-            if collection == "books":
-                for image in record["images"] or ():
-                    if image["id"] is None:
-                        key = f"{record['id']}/{image['image']}" if record["id"] else None
-                        image["id"] = derived_id("images", key) if key else None
-        if collection == "users" and record["username"] is not None:
-            unique.username(record["username"], line)
+            for name in images:
+                _derive_image_ids(record, name)
+        if unique_field is not None and record[unique_field] is not None:
+            unique.value(record[unique_field], line)
         if not record["id"]:
             continue  # its id could not be worked out; the cause is reported already
         if not unique.id(record["id"], line):
@@ -132,11 +141,19 @@ def records(source: Source, problems: Problems, known: Known,
     known.ids[collection] = unique.ids
 
 
+def _derive_image_ids(record: dict, name: str) -> None:
+    """An image given no id gets the one derived from its record's id and its URL."""
+    for image in record[name] or ():
+        if image["id"] is None:
+            key = f"{record['id']}/{image['image']}" if record["id"] else None
+            image["id"] = derived_id(IMAGES, key) if key else None
+
+
 def check_row(collection: str, row: dict, source: Source, problems: Problems, known: Known,
               line: int = 0) -> dict:
     """One row as the build checks it, its references included (not whether its id or
-    username is taken): the record it makes. For a record about to be added."""
-    record = _coerce(row, SPECS[collection], source, line, problems)
+    unique value is taken): the record it makes. For a record about to be added."""
+    record = _coerce(row, BY_COLLECTION[collection].fields, source, line, problems)
     if record["id"]:
         _check_references(record, collection, source, line, problems, known)
     return record
@@ -145,10 +162,10 @@ def check_row(collection: str, row: dict, source: Source, problems: Problems, kn
 def references(row: dict, collection: str) -> list[str]:
     """The ids a row refers to, read leniently (for deciding whether to take it over)."""
     found = []
-    for name in REFERENCES.get(collection, {}):
-        value = row.get(name)
+    for relation in BY_COLLECTION[collection].relations:
+        value = row.get(relation.name)
         try:
-            found.extend(items(value) if name != "user" else [text(value).strip()])
+            found.extend(items(value) if relation.many else [text(value).strip()])
         except FieldError:
             pass
     return [str(v).strip() for v in found]
@@ -157,7 +174,7 @@ def references(row: dict, collection: str) -> list[str]:
 def quick(row: dict[str, str], collection: str) -> dict[str, Any] | None:
     """The record of a CSV row every cell of which is plainly valid, as _coerce would make
     it, in a fraction of the time; None when a cell needs _coerce's care (and maybe words)."""
-    if not NAMES[collection].issuperset(row) or "\x00" in "".join(row.values()):
+    if not _NAMES[collection].issuperset(row) or "\x00" in "".join(row.values()):
         return None  # (with no NUL in the row, the text checks of _coerce pass)
     record: dict[str, Any] = {}
     try:
@@ -176,7 +193,8 @@ def quick(row: dict[str, str], collection: str) -> dict[str, Any] | None:
 
 
 # (plain tuples: a field's attributes are looked up twenty million times at a million books)
-_QUICK = {collection: [(f.name, f.quick, f.required, f.default) for f in spec] for collection, spec in SPECS.items()}
+_QUICK = {r.collection: [(f.name, f.quick, f.required, f.default) for f in r.fields] for r in BY_COLLECTION.values()}
+_NAMES = {r.collection: r.names for r in BY_COLLECTION.values()}
 
 
 def _default(default: Any) -> Any:
@@ -187,16 +205,17 @@ def _default(default: Any) -> Any:
 def _derive_id(record: dict[str, Any], row: dict, collection: str) -> None:
     """A record given no id gets the one derived from its key fields (data.md)."""
     if record["id"] is None and row.get("id") in (None, ""):
-        parts = [record[name] for name in ID_KEYS[collection]]
+        parts = [record[name] for name in BY_COLLECTION[collection].id_key]
         if None not in parts:
             record["id"] = derived_id(collection, "/".join(parts))
 
 
-def _coerce(row: dict, spec: list[Field], source: Source, line: int, problems: Problems):
-    names = NAMES[source.collection]
+def _coerce(row: dict, spec: tuple[Field, ...], source: Source, line: int, problems: Problems):
+    resource = BY_COLLECTION[source.collection]
+    names = resource.names
     if not names.issuperset(row):
         for key in row:
-            if key in names or (key == "children" and source.collection == "categories"):
+            if key in names or (key == CHILDREN and resource.tree):
                 continue
             if key in DERIVED:
                 problems.add(source.name, line, key, "is computed by the build and cannot be given: remove it")
@@ -229,58 +248,72 @@ def _check_references(record, collection, source, line, problems, known: Known) 
         given = record[name]
         for value in given if isinstance(given, list) else (given,):
             if value is not None and value not in ids:
+                # (the target's data file stem less its last letter, as these messages have always
+                # named it: "author", "user", and also "categorie")
                 problems.add(source.name, line, name, f"refers to {target[:-1]} {value}, which does not exist")
 
 
-# Each collection's references to others, as (field, collection): a category's parent is
+# Each collection's references to others, as (field, collection): a node's parent is
 # checked with the whole tree.
-_REFERRING = {collection: tuple((name, target) for name, target in REFERENCES.get(collection, {}).items()
-                                if target != collection) for collection in SPECS}
+_REFERRING = {r.collection: tuple((f.name, f.to) for f in r.relations if f.to != r.collection)
+              for r in BY_COLLECTION.values()}
 
 
 def _flatten_children(rows, source: Source, problems: Problems):
-    """Nested YAML categories in top-down order, each child naming its parent."""
+    """Nested YAML nodes of a tree (categories) in top-down order, each child naming its parent."""
+    resource = BY_COLLECTION[source.collection]
+    parent, what = resource.tree.name, resource.label.lower()
     for line, row in rows:
-        children = row.pop("children", None)
+        children = row.pop(CHILDREN, None)
         yield line, row
         if children is None:
             continue
         if not isinstance(children, list):
-            problems.add(source.name, line, "children", "must be a list of categories")
+            problems.add(source.name, line, CHILDREN, f"must be a list of {resource.collection}")
             continue
         parent_id = row.get("id")
         if parent_id in (None, ""):
-            try:
-                parent_id = derived_id("categories", slug(row.get("slug")))
-            except FieldError:
-                parent_id = None
+            parent_id = _derived_parent_id(resource, row)
         for child_line, child in children:
-            given = child.get("parent")
+            given = child.get(parent)
             if given not in (None, "") and given != parent_id:
-                problems.add(source.name, child_line, "parent",
-                             f"{given} contradicts the enclosing category {parent_id}")
-            child["parent"] = parent_id
+                problems.add(source.name, child_line, parent,
+                             f"{given} contradicts the enclosing {what} {parent_id}")
+            child[parent] = parent_id
         yield from _flatten_children(children, source, problems)
+
+
+def _derived_parent_id(resource: Resource, row: dict) -> str | None:
+    """The id a node given none has (data.md), for its children to name; None when its key
+    is not valid (reported with the node itself)."""
+    try:
+        key = "/".join(resource.field(name).coerce(row.get(name)) for name in resource.id_key)
+    except FieldError:
+        return None
+    return derived_id(resource.collection, key)
 
 
 def category_tree(source: Source, problems: Problems, known: Known,
                   unique: Unique | None = None) -> list[tuple[int, dict]]:
-    """Categories as (line, record) in file order, with path, depth and numchild
-    worked out from the parents; the tree needs them all before the first is done."""
+    """The nodes of a tree (categories) as (line, record) in file order, with path, depth,
+    numchild and no_child worked out from the parents; the tree needs them all before the
+    first is done."""
+    resource = BY_COLLECTION[source.collection]
+    parent_field, what = resource.tree.name, resource.label.lower()
     cats = list(records(source, problems, known, unique=unique))
     by_id = {rec["id"]: (line, rec) for line, rec in cats}
     siblings: dict[str | None, list[str]] = {}
     for line, rec in cats:
-        parent = rec["parent"]
+        parent = rec[parent_field]
         if parent is not None and parent not in by_id:
-            problems.add(source.name, line, "parent", f"refers to category {parent}, which does not exist")
-            parent = rec["parent"] = None
+            problems.add(source.name, line, parent_field, f"refers to {what} {parent}, which does not exist")
+            parent = rec[parent_field] = None
         siblings.setdefault(parent, []).append(rec["id"])
     for parent, children in siblings.items():
         if len(children) > 9999:
             line = by_id[children[9999]][0]
-            problems.add(source.name, line, "parent",
-                         "a category can have at most 9999 sub-categories (four digits of its path)")
+            problems.add(source.name, line, parent_field,
+                         f"a {what} can have at most 9999 sub-{resource.collection} (four digits of its path)")
     for parent, children in siblings.items():
         for position, child in enumerate(children, 1):
             by_id[child][1]["_position"] = position
@@ -289,17 +322,17 @@ def category_tree(source: Source, problems: Problems, known: Known,
         chain, node = [], rec["id"]
         while node is not None and node not in paths and node not in chain:
             chain.append(node)
-            node = by_id[node][1]["parent"]
+            node = by_id[node][1][parent_field]
         if node is not None and node in chain:
             cycle = chain[chain.index(node):]
             for member in cycle:
-                problems.add(source.name, by_id[member][0], "parent",
-                             f"category {member} is its own ancestor (a cycle of {len(cycle)})")
+                problems.add(source.name, by_id[member][0], parent_field,
+                             f"{what} {member} is its own ancestor (a cycle of {len(cycle)})")
                 paths[member] = None
         for member in reversed(chain):
             if member in paths:
                 continue
-            parent = by_id[member][1]["parent"]
+            parent = by_id[member][1][parent_field]
             base = "" if parent is None else paths[parent]
             paths[member] = None if base is None else base + f"{by_id[member][1]['_position']:04d}"
     result = []
@@ -310,7 +343,15 @@ def category_tree(source: Source, problems: Problems, known: Known,
         rec["path"] = paths[rec["id"]]
         rec["depth"] = len(rec["path"]) // 4
         rec["numchild"] = len(siblings.get(rec["id"], ()))
+        rec["no_child"] = rec["numchild"] == 0
         result.append((line, rec))
     return result
 
 
+def collection_records(source: Source, problems: Problems, known: Known,
+                       unique: Unique | None = None) -> Iterable[tuple[int, dict]]:
+    """Checked records of any collection, as (line, record): a tree's all at once, with
+    their paths; the others streamed."""
+    if BY_COLLECTION[source.collection].tree:
+        return category_tree(source, problems, known, unique)
+    return records(source, problems, known, unique=unique)

@@ -3,7 +3,8 @@ service's answers say of its settings.
 
 Embedded records become ids (the copy a book embeds must be the record its collection
 lists), a category's parent comes from its `path`, and each value passes the contract's
-own checks (catalogue/fields.py). What the crawl saw is checked for consistency: every
+own checks (catalogue/fields.py); what each collection holds is its declaration's
+(catalogue/resources.py). What the crawl saw is checked for consistency: every
 page of a collection gives the same count, the pages hold that many records, and no
 record appears twice. Every problem names the URL and the field.
 """
@@ -15,19 +16,16 @@ from datetime import datetime
 from urllib.parse import urlsplit
 
 from ..api.schemas import load_schemas
-from ..api.urls import API, BY_NAME, RESOURCES, Urls
-from ..catalogue.fields import SPECS, FieldError, derived_id
+from ..api.urls import API, BY_COLLECTION, BY_NAME, RESOURCES, Resource, Urls
+from ..catalogue.fields import FieldError, derived_id, timestamp
+from ..catalogue.records import IMAGES
 from ..catalogue.settings import DEFAULT_TIME_ZONE
 from ..errors import Problems
 from .crawl import Collection
 
-# Fields of the API that the data contract always writes as null, so cannot keep otherwise.
-ALWAYS_NULL = {"author": ("user", "image_author"), "publisher": ("user", "image_publisher_logo")}
 # Each resource's fields, as the schemas the build checks its own documents with name them.
 _SCHEMAS = load_schemas()
 FIELDS = {r.name: set(_SCHEMAS[r.schema]["properties"]) for r in RESOURCES}
-# A book's embedded records, and the resource each is a record of.
-RELATIONS = {"publishers": "publisher", "authors": "author", "translators": "author", "categories": "category"}
 
 
 @dataclass
@@ -55,10 +53,18 @@ def convert(links: dict[str, str], collections: dict[str, Collection], pages: di
     base_url = links[RESOURCES[0].name].removesuffix(f"/{API}/{RESOURCES[0].name}/")
     frozen = Frozen({"base_url": base_url}, rows, converter.paths, problems=problems)
     _page_sizes(frozen, collections, sizes)
-    _time_zone(frozen, [b["created_time"] for b in documents["books"].values()], time_zone)
-    frozen.notes.append("books: only enabled books are in the API; disabled ones could not be seen and are not "
-                        "in the data")
+    _time_zone(frozen, _timestamps(documents), time_zone)
+    for r in RESOURCES:
+        if r.published_if is not None:
+            frozen.notes.append(f"{r.collection}: only {r.published_if.on} {r.collection} are in the API; "
+                                f"{r.published_if.off} ones could not be seen and are not in the data")
     return frozen
+
+
+def _timestamps(documents: dict[str, dict[str, dict]]) -> list:
+    """Every time the documents give (a book's created_time), as written."""
+    return [document[f.name] for r in RESOURCES for f in r.fields if f.coerce is timestamp
+            for document in documents[r.name].values()]
 
 
 def _documents(collection: Collection, pages: list[dict], problems: Problems) -> dict[str, dict]:
@@ -93,8 +99,9 @@ class _Converter:
     def __init__(self, documents: dict[str, dict[str, dict]], problems: Problems) -> None:
         self.documents = documents
         self.problems = problems
-        self.paths: dict[str, str] = {}
-        self.by_path = {d.get("path"): key for key, d in documents["category"].items()}
+        self.paths: dict[str, str] = {}  # of every node of a tree (a category)
+        self.by_path = {r.name: {d.get("path"): key for key, d in documents[r.name].items()}
+                        for r in RESOURCES if r.tree}
 
     def row(self, name: str, document: dict) -> dict | None:
         where = document.get("url", name) if isinstance(document, dict) else name
@@ -107,43 +114,63 @@ class _Converter:
             self.problems.add(where, 0, extra, "is not a field of the catalogue API: it cannot be kept")
         if known - given:
             return None
-        for null in ALWAYS_NULL.get(name, ()):
+        for null in resource.always_null:
             if document[null] is not None:
                 self.problems.add(where, 0, null, f"is {document[null]!r}: the data contract writes it as null, so it "
                                                   "cannot be kept")
-        held = {spec.name for spec in SPECS[resource.collection]}  # (the data's fields: the others are derived)
+        held = resource.names  # (the data's fields: the others are derived)
         row = {"id": _id(document), **{k: document[k] for k in document if k in held and k != "id"}}
-        getattr(self, f"_{resource.collection}", lambda row, document, where: None)(row, document, where)
-        self._check(resource.collection, row, where)
+        if resource.tree:
+            self._parent(resource, row, document, where)
+        if resource.published_if is not None:
+            self._published(resource, row, document, where)
+        self._relations(resource, row, document, where)
+        for images in resource.images:
+            row[images] = self._images(resource, row, images, document, where)
+        self._check(resource, row, where)
         return row
 
-    def _categories(self, row: dict, document: dict, where: str) -> None:
+    def _parent(self, resource: Resource, row: dict, document: dict, where: str) -> None:
+        """A node's parent, from its path (four digits a level)."""
         path, depth = document["path"], document["depth"]
         self.paths[row["id"]] = path
         if not isinstance(path, str) or len(path) != 4 * depth or not path.isdigit():
             self.problems.add(where, 0, "path", f"{path!r} does not have four digits per level of its depth {depth}")
             return
-        parent = self.by_path.get(path[:-4]) if depth > 1 else None
+        parent = self.by_path[resource.name].get(path[:-4]) if depth > 1 else None
         if depth > 1 and parent is None:
-            self.problems.add(where, 0, "path", f"{path}: no category has the parent's path {path[:-4]}")
-        row["parent"] = parent
+            self.problems.add(where, 0, "path", f"{path}: no {resource.name} has the parent's path {path[:-4]}")
+        row[resource.tree.name] = parent
 
-    def _books(self, row: dict, document: dict, where: str) -> None:
-        if document.get("enable") is not True:
-            self.problems.add(where, 0, "enable", "is not true, yet the book is listed")
-        for relation, target in RELATIONS.items():
-            row[relation] = [self._embedded(target, item, where, relation) for item in document[relation]]
-        images = []
-        for image in document["images"]:
-            if image.get("book") != row["id"]:
-                self.problems.add(where, 0, "images", f"image {image.get('id')} belongs to book {image.get('book')}")
-            images.append({"id": image.get("id"), "image": image.get("image"),
-                           "type_image_book": image.get("type_image_book")})
-        row["images"] = images
-        row["enable"] = True
+    def _published(self, resource: Resource, row: dict, document: dict, where: str) -> None:
+        """A listed record is a published one (an enabled book)."""
+        switch = resource.published_if.field
+        if document.get(switch) is not True:
+            self.problems.add(where, 0, switch, f"is not true, yet the {resource.label.lower()} is listed")
+        row[switch] = True
 
-    def _bookshelves(self, row: dict, document: dict, where: str) -> None:
-        row["user"] = self._embedded("user", document["user"], where, "user")
+    def _relations(self, resource: Resource, row: dict, document: dict, where: str) -> None:
+        """The ids of the records a document embeds or links to, in the document's order."""
+        for field in [resource.field(key) for key in resource.document if key in resource.names]:
+            if field.to is None:
+                continue
+            target = BY_COLLECTION[field.to].name
+            read = self._embedded if field.embedded else self._linked
+            if field.many:
+                row[field.name] = [read(target, item, where, field.name) for item in document[field.name]]
+            else:
+                row[field.name] = read(target, document[field.name], where, field.name)
+
+    def _images(self, resource: Resource, row: dict, name: str, document: dict, where: str) -> list[dict]:
+        """A record's images as the data gives them: each must name the record (its owner)."""
+        owner = resource.label.lower()
+        found = []
+        for image in document[name]:
+            if image.get(owner) != row["id"]:
+                self.problems.add(where, 0, name, f"image {image.get('id')} belongs to {owner} {image.get(owner)}")
+            found.append({"id": image.get("id"), "image": image.get("image"),
+                          "type_image_book": image.get("type_image_book")})
+        return found
 
     def _embedded(self, name: str, item, where: str, relation: str) -> str:
         """The id of an embedded record, which must be its collection's record as listed."""
@@ -156,9 +183,16 @@ class _Converter:
                                                   "(changed during the import?)")
         return key
 
-    def _check(self, collection: str, row: dict, where: str) -> None:
+    def _linked(self, name: str, url, where: str, relation: str) -> str:
+        """The id of a record linked to by its URL, which its collection must list."""
+        key = _id({"url": url})
+        if key not in self.documents[name]:
+            self.problems.add(where, 0, relation, f"refers to {key}, which the {name} collection does not list")
+        return key
+
+    def _check(self, resource: Resource, row: dict, where: str) -> None:
         """Each value as the build will check it (data.md), so the data directory builds."""
-        for spec in SPECS[collection]:
+        for spec in resource.fields:
             value = row.get(spec.name)
             if value is None and not spec.required:
                 continue
@@ -236,4 +270,4 @@ def image_csv_form(book: str, image: dict, base_url: str) -> str | None:
         return None
     origin = Urls(base_url, "api").origin()
     forms = [url] + ([url[len(origin):]] if url.startswith(origin + "/") else [])
-    return next((form for form in forms if derived_id("images", f"{book}/{form}") == image["id"]), None)
+    return next((form for form in forms if derived_id(IMAGES, f"{book}/{form}") == image["id"]), None)

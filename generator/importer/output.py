@@ -18,9 +18,10 @@ from pathlib import Path
 import yaml
 
 from ..api.urls import Urls
-from ..catalogue.fields import COLLECTIONS, SPECS, FieldError
+from ..catalogue.fields import FieldError
 from ..catalogue.load import read_catalogue
-from ..catalogue.records import Known, Unique, category_tree, records
+from ..catalogue.records import Known, Unique, collection_records
+from ..catalogue.resources import BY_COLLECTION, COLLECTIONS
 from ..errors import CatalogueError
 from ..system import fsync_dir
 from .convert import Frozen, image_csv_form
@@ -67,7 +68,7 @@ def _write_collection(directory: Path, frozen: Frozen, collection: str, format: 
         frozen.notes.append(f"{collection}: written as YAML, since CSV cannot hold what they have (image ids "
                             "that are not derived from the URL, a type_image_book, or a code_qoq that is empty "
                             "rather than null)")
-    fields = [f.name for f in SPECS[collection]]
+    fields = [f.name for f in BY_COLLECTION[collection].fields]
     if cells is not None:
         with (directory / f"{collection}.csv").open("w", encoding="utf-8", newline="") as f:
             writer = csv.writer(f, lineterminator="\n")
@@ -87,14 +88,19 @@ def _write_collection(directory: Path, frozen: Frozen, collection: str, format: 
 def _csv_cells(collection: str, rows: list[dict], frozen: Frozen) -> list[list[str]] | None:
     """The rows as CSV cells in the fields' order; None when CSV cannot hold them (a book's
     image whose id its URL does not derive, or an empty code_qoq that CSV would read as null)."""
-    fields = [f.name for f in SPECS[collection]]
+    resource = BY_COLLECTION[collection]
+    fields = [f.name for f in resource.fields]
+    # (an empty cell is a missing value: it gives the field's default, which here is null)
+    nullable = [f.name for f in resource.fields if not f.required and f.default is None]
     cells = []
     for row in rows:
-        if collection == "books":
-            forms = [image_csv_form(row["id"], image, frozen.site["base_url"]) for image in row["images"]]
-            if row.get("code_qoq") == "" or None in forms:
+        if any(row.get(name) == "" for name in nullable):
+            return None
+        for name in resource.images:
+            forms = [image_csv_form(row["id"], image, frozen.site["base_url"]) for image in row[name]]
+            if None in forms:
                 return None
-            row = {**row, "images": forms}
+            row = {**row, name: forms}
         cells.append([_cell(row.get(name)) for name in fields])
     return cells
 
@@ -121,25 +127,24 @@ def _read_back(directory: Path, frozen: Frozen) -> None:
     problems = found.problems
     known = Known()
     for collection in COLLECTIONS:
+        resource = BY_COLLECTION[collection]
         source = found.sources[collection]
-        unique = Unique(source, problems)
-        read = category_tree(source, problems, known, unique) if collection == "categories" else \
-            records(source, problems, known, unique=unique)
+        read = collection_records(source, problems, known, Unique(source, problems))
         expected = frozen.rows[collection]
         got = list(read)
         if len(got) != len(expected):
             problems.add(source.name, 0, "", f"reads back {len(got)} records where {len(expected)} were written")
             continue
         for (line, record), row in zip(got, expected):
-            if collection == "books":  # (a root-relative image is published with the site's origin)
-                record["images"] = [dict(image, image=_absolute(image["image"], frozen.site["base_url"]))
-                                    for image in record["images"]]
-            for spec in SPECS[collection]:
+            for name in resource.images:  # (a root-relative image is published with the site's origin)
+                record[name] = [dict(image, image=_absolute(image["image"], frozen.site["base_url"]))
+                                for image in record[name]]
+            for spec in resource.fields:
                 if _value(spec, row.get(spec.name)) != record[spec.name]:
                     problems.add(source.name, line, spec.name, f"reads back as {record[spec.name]!r}, not as "
                                                                f"{row.get(spec.name)!r}")
-            if collection == "categories" and record["path"] != frozen.paths.get(record["id"]):
-                frozen.notes.append(f"category {record['id']}: its path on the service was "
+            if resource.tree and record["path"] != frozen.paths.get(record["id"]):
+                frozen.notes.append(f"{resource.name} {record['id']}: its path on the service was "
                                     f"{frozen.paths.get(record['id'])}, the build will give {record['path']} "
                                     "(paths follow the order of siblings, without gaps)")
     if problems:

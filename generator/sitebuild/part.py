@@ -24,7 +24,7 @@ from ..api.pages import Page
 from ..api.render import Renderer
 from ..api.schemas import SchemaChecker
 from ..api.urls import BY_COLLECTION, Resource, Urls, detail_path, first_page_path, page_path
-from ..catalogue.fields import COLLECTIONS, EMBEDDED, LAST_NEEDED, embeds
+from ..catalogue.resources import COLLECTIONS, EMBEDDED, LAST_NEEDED, embeds
 from ..catalogue.load import Source
 from ..catalogue.records import REUSED, ROW, Known, Unique, category_tree, records, references
 from ..catalogue.settings import Settings
@@ -237,6 +237,7 @@ class Part:
         read by segment); the others checked, rendered and, when their bytes differ from
         before, written. Then the exchange with the other parts."""
         resource = BY_COLLECTION[collection]
+        unique_field = resource.unique  # (a username: kept with the ids; None, and None kept, for most)
         source = self.plan.sources[collection][self.number]
         upstream = set().union(*(self.changed.get(d, set()) for d in embeds(collection)))
         share = self.plan.segments[collection][self.number] if collection in self.plan.segments else None
@@ -271,7 +272,7 @@ class Part:
                         if published and len(spool) % PROGRESS_EVERY == 0:
                             self.team.report(self.number, resource.name, len(spool))
                             producing = not self.team.failed
-                    keys.append(record["id"], line, published, record.get("username"), record[ROW])
+                    keys.append(record["id"], line, published, record.get(unique_field), record[ROW])
                     if published_ids is not None and published:
                         published_ids.add(record["id"])
                     if segmented is not None:
@@ -358,7 +359,7 @@ class Part:
     def _stream(self, source: Source, before: state.Previous | None, unique: Unique,
                 upstream: set[str]) -> Iterable[tuple[int, dict]]:
         collection = source.collection
-        if collection == "categories":  # a node's path depends on the others: each is made again
+        if BY_COLLECTION[collection].tree:  # a node's path depends on the others: each is made again
             return category_tree(source, self.problems, self.known, unique)
         if before is None:
             return records(source, self.problems, self.known, unique=unique)
@@ -397,7 +398,8 @@ class Part:
 
     def _exchange(self, collection: str, unique: Unique, published_ids: set[str] | None) -> None:
         """The first part checks the other parts' records read of a collection (their ids and
-        usernames) against everything before them, and adds those published to `published_ids`."""
+        the values of its unique field: usernames) against everything before them, and adds
+        those published to `published_ids`."""
         if self.team.count == 1 or self.number != 0:
             return
         referenced = collection in LAST_NEEDED
@@ -409,8 +411,8 @@ class Part:
                     published_ids.update(compress(ids, keys.published[start:stop]))
                 # (the last part's ids need not be kept, unless another collection refers to them)
                 unique.many(ids, lines, learn=referenced or k < self.team.count - 1)
-                if collection == "users":
-                    unique.many_usernames(keys.usernames[start:stop], lines)
+                if BY_COLLECTION[collection].unique:
+                    unique.many_values(keys.usernames[start:stop], lines)
 
     def _learn_records(self, collection: str) -> None:
         """Every part's ids of a collection later ones refer to, each with its place among the

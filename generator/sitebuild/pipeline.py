@@ -23,7 +23,7 @@ from ..api.viewer import viewer
 from ..api.urls import (BY_COLLECTION, NOT_FOUND_FILE, OPENAPI_FILE, PAGE_NOT_BUILT, SITE_INFO, STATE, VIEWER,
                         Shard, Urls,
                         default_pages_link, detail_path, first_page_path, key_of, root_path, shard_of)
-from ..catalogue.fields import COLLECTIONS
+from ..catalogue.resources import COLLECTIONS
 from ..catalogue.load import Input, Source, read_catalogue
 from ..catalogue.settings import Settings
 from ..errors import DataError, GeneratorBug

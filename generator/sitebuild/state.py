@@ -29,7 +29,7 @@ from typing import NamedTuple
 import orjson
 
 from ..api.urls import STATE
-from ..catalogue.fields import COLLECTIONS, EMBEDDED, embeds
+from ..catalogue.resources import COLLECTIONS, EMBEDDED, embeds
 from ..catalogue.load import Source
 from ..catalogue.settings import Settings
 from . import segments

@@ -1,9 +1,11 @@
-"""A new user or bookshelf from a POST body, as the DRF service made them.
+"""A new record of a writable collection (a user, a bookshelf) from a POST body, as the
+DRF service made them.
 
 The body is checked field by field with the messages of DRF's serializers (and
-Django's validators), then by the build's own rules for the data file, so that
-nothing is accepted that the next build would refuse. The record gets its id, is
-rendered exactly as the build will publish it, and is appended to its data file.
+Django's validators), each field as its kind (catalogue/resources.py) asks, then by
+the build's own rules for the data file, so that nothing is accepted that the next
+build would refuse. The record gets its id, is rendered exactly as the build will
+publish it, and is appended to its data file.
 
 `Catalogue` holds what the checks need to know of the data (which users exist, their
 usernames and published bytes, which shelves exist) and reads the files again when
@@ -21,15 +23,21 @@ from urllib.parse import urlsplit
 
 from ..api.meta import read_only_fields, writable_fields
 from ..api.render import Renderer
-from ..api.urls import BY_COLLECTION, WRITABLE, Urls, detail_path
+from ..api.urls import BY_COLLECTION, WRITABLE, Resource, Urls, detail_path
 from ..catalogue import load, records
-from ..catalogue.fields import ID_KEYS, NAME_MAX, REFUSED_CHARACTERS, USERNAME_MAX, USERNAME_RE, derived_id
+from ..catalogue.fields import REFUSED_CHARACTERS, USERNAME_RE, Field, derived_id, text, username
+from ..catalogue.resources import COLLECTIONS, embeds
 from ..errors import CatalogueError, Problems
 from .append import DataFile
 
 # What a POST may give (in the serializer's order), and what it may not, per collection.
 FIELDS = {r.collection: writable_fields(r) for r in BY_COLLECTION.values() if r.writable}
 READ_ONLY = {r.collection: read_only_fields(r) for r in BY_COLLECTION.values() if r.writable}
+# What the checks read, in the build's order: the writable collections and those they refer to.
+READ = tuple(c for c in COLLECTIONS if c in WRITABLE.values() or any(c in embeds(w) for w in WRITABLE.values()))
+# Of those, the ones whose records a new record embeds: rendered as they are read.
+RENDERED = tuple(c for c in READ if any(f.to == c and f.embedded for w in WRITABLE.values()
+                                        for f in BY_COLLECTION[w].relations))
 
 REQUIRED = "This field is required."
 NULL = "This field may not be null."
@@ -40,7 +48,6 @@ SURROGATE = "Surrogate characters are not allowed: U+{:X}."
 TOO_LONG = "Ensure this field has no more than {} characters."
 BAD_USERNAME = ("Enter a valid username. This value may contain only letters, numbers, "
                 "and @/./+/-/_ characters.")
-USERNAME_TAKEN = "A user with that username already exists."
 READ_ONLY_FIELD = "This field is read-only."
 UNKNOWN_FIELD = "This field is not accepted."
 
@@ -91,7 +98,7 @@ class Catalogue:
     # ---- what is known of the data ----------------------------------------------------
 
     def _signature(self) -> tuple:
-        names = [load.SITE_FILE] + [f"{c}.{e}" for c in WRITABLE.values() for e in ("yaml", "yml", "csv")]
+        names = [load.SITE_FILE] + [f"{c}.{e}" for c in READ for e in ("yaml", "yml", "csv")]
         stats = []
         for name in names:
             try:
@@ -112,27 +119,24 @@ class Catalogue:
         self.renderer = Renderer(settings, self.urls)
         self.files = {c: DataFile(sources[c]) for c in WRITABLE.values()}
         known = records.Known()
-        self.usernames: set[str] = set()
-        for _line, record in records.records(sources["users"], problems, known):
-            if not problems:
-                self.renderer.render("users", record)  # (kept, encoded, for the shelves to embed)
-                self.usernames.add(record["username"])
-        for _ in records.records(sources["bookshelves"], problems, known):
-            pass  # (checked, and their ids known)
+        self.taken: dict[str, set[str]] = {c: set() for c in READ}  # the values of each unique field
+        for collection in READ:
+            unique = BY_COLLECTION[collection].unique
+            for _line, record in records.collection_records(sources[collection], problems, known):
+                if not problems and collection in RENDERED:
+                    self.renderer.render(collection, record)  # (kept, encoded, for new records to embed)
+                if not problems and unique is not None:
+                    self.taken[collection].add(record[unique])
         if problems:
             raise Unavailable(_first(problems))
         self.known = known
         self._seen = signature
 
-    @property
-    def users(self) -> dict:
-        """id -> encoded user, of every user."""
-        return self.renderer.embedded["users"]
-
     def _remember(self, collection: str, record: dict) -> None:
         self.known.ids.setdefault(collection, {})[record["id"]] = 0
-        if collection == "users":
-            self.usernames.add(record["username"])
+        unique = BY_COLLECTION[collection].unique
+        if unique is not None:
+            self.taken[collection].add(record[unique])
 
     # ---- checks ---------------------------------------------------------------------------
 
@@ -143,8 +147,9 @@ class Catalogue:
             raise Invalid({"non_field_errors": [f"Invalid data. Expected a dictionary, but got {kind}."]})
         errors: dict[str, list[str]] = {}
         row: dict[str, Any] = {}
+        resource = BY_COLLECTION[collection]
         for name in FIELDS[collection]:
-            messages, value = getattr(self, f"_{collection}_{name}")(body)
+            messages, value = self._field(resource, resource.field(name), body)
             if messages:
                 errors[name] = messages
             elif value is not None:
@@ -169,60 +174,56 @@ class Catalogue:
     def _new_id(self, collection: str, row: dict) -> str:
         if self.files[collection].holds_ids:
             return str(uuid.uuid4())
-        key = "/".join(row[k] for k in ID_KEYS[collection])
-        id = derived_id(collection, key)
+        resource = BY_COLLECTION[collection]
+        id = derived_id(collection, "/".join(row[k] for k in resource.id_key))
         if id in self.known.ids.get(collection, {}):
-            if collection == "users":
-                raise Invalid({"username": [USERNAME_TAKEN]})
-            raise Invalid({"title": ["This user already has a bookshelf with this title."]})
+            raise Invalid({resource.id_key[-1]: [resource.taken]})
         return id
 
-    def _users_username(self, body: dict) -> tuple[list[str], str | None]:
-        messages, value = _text(body, "username", required=True, blank=False)
+    def _field(self, resource: Resource, field: Field, body: dict) -> tuple[list[str], str | None]:
+        """One field of the body: its messages, and its value when it has one."""
+        if field.to is not None:
+            return self._related(field, body)
+        return self._text_field(resource, field, body)
+
+    def _text_field(self, resource: Resource, field: Field, body: dict) -> tuple[list[str], str | None]:
+        """A CharField, with the checks of the model field it writes (a username's letters,
+        its being free, the length)."""
+        messages, value = _text(body, field.name, required=field.required, blank=field.coerce is text)
         if value is None:
             return messages, None
-        if not USERNAME_RE.fullmatch(value):
+        if field.coerce is username and not USERNAME_RE.fullmatch(value):
             messages.append(BAD_USERNAME)
-        if value in self.usernames:
-            messages.append(USERNAME_TAKEN)
-        if len(value) > USERNAME_MAX:
-            messages.append(TOO_LONG.format(USERNAME_MAX))
+        if field.unique and value in self.taken[resource.collection]:
+            messages.append(resource.taken)
+        if field.max_length is not None and len(value) > field.max_length:
+            messages.append(TOO_LONG.format(field.max_length))
         return messages, value
 
-    def _users_first_name(self, body: dict) -> tuple[list[str], str | None]:
-        return _limited(body, "first_name", NAME_MAX)
-
-    def _users_last_name(self, body: dict) -> tuple[list[str], str | None]:
-        return _limited(body, "last_name", NAME_MAX)
-
-    def _users_bio(self, body: dict) -> tuple[list[str], str | None]:
-        return _text(body, "bio")
-
-    def _bookshelves_title(self, body: dict) -> tuple[list[str], str | None]:
-        return _text(body, "title", required=True, blank=False)
-
-    def _bookshelves_user(self, body: dict) -> tuple[list[str], str | None]:
-        """The owner, by id (a primary key) or by url (a hyperlink), as DRF's related fields."""
-        if "user" not in body:
-            return [REQUIRED], None
-        value = body["user"]
+    def _related(self, field: Field, body: dict) -> tuple[list[str], str | None]:
+        """A related record (a shelf's owner), by id (a primary key) or by url (a hyperlink),
+        as DRF's related fields."""
+        if field.name not in body:
+            return ([REQUIRED] if field.required else []), None
+        value = body[field.name]
         if value is None:
             return [NULL], None
         if not isinstance(value, str):
             return [f"Incorrect type. Expected pk value, received {type(value).__name__}."], None
+        existing = self.known.ids.get(field.to, {})
         if "/" in value:
             path = urlsplit(value).path
-            prefix = urlsplit(self.urls.detail(BY_COLLECTION["users"], "x")).path[:-2]
+            prefix = urlsplit(self.urls.detail(BY_COLLECTION[field.to], "x")).path[:-2]
             if not path.startswith(prefix) or path.count("/", len(prefix)) != 1 or not path.endswith("/"):
                 return ["Invalid hyperlink - No URL match."], None
             id = _canonical_uuid(path[len(prefix):-1])
-            if id is None or id not in self.users:
+            if id is None or id not in existing:
                 return ["Invalid hyperlink - Object does not exist."], None
             return [], id
         id = _canonical_uuid(value)
         if id is None:
             return [f"“{value}” is not a valid UUID."], None
-        if id not in self.users:
+        if id not in existing:
             return [f'Invalid pk "{value}" - object does not exist.'], None
         return [], id
 
@@ -251,13 +252,6 @@ def _text(body: dict, name: str, required: bool = False, blank: bool = True) -> 
     if refused:
         return [NUL if refused[0] == "\x00" else SURROGATE.format(ord(refused[0]))], None
     return [], value
-
-
-def _limited(body: dict, name: str, limit: int) -> tuple[list[str], str | None]:
-    messages, value = _text(body, name)
-    if value is not None and len(value) > limit:
-        messages.append(TOO_LONG.format(limit))
-    return messages, value
 
 
 def _canonical_uuid(text: str) -> str | None:

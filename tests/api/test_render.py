@@ -1,4 +1,5 @@
-"""Values as DRF writes them: timestamps in the site's zone, escapes."""
+"""Values as DRF writes them: timestamps in the site's zone, escapes, documents as their
+declarations say."""
 from __future__ import annotations
 
 import csv
@@ -6,11 +7,15 @@ import io
 import json
 from zoneinfo import ZoneInfo
 
+import orjson
 import pytest
 
-from generator.api.render import drf_time, encode
+from generator.api.render import Renderer, drf_time, encode
+from generator.api.urls import Urls
 from generator.sitebuild import build
-from generator.catalogue.fields import timestamp
+from generator.catalogue.fields import F, R, nonempty_text, timestamp, uuid_id
+from generator.catalogue.resources import URL, Resource
+from generator.catalogue.settings import Settings
 
 TEHRAN = ZoneInfo("Asia/Tehran")
 
@@ -48,3 +53,20 @@ def test_a_root_relative_image_resolves_against_the_host_of_a_base_url_with_a_pa
     book = json.loads((tmp_path / "site/api/v1/books/0b/0b9f6a52-3d4e-4f1a-9c2b-7e8d9f0a1b2c.json").read_bytes())
     assert [image["image"] for image in book["images"]] == ["https://ketab.example.ir/media/books/cover.jpg"]
     assert book["url"] == "https://ketab.example.ir/catalogue/api/v1/books/0b9f6a52-3d4e-4f1a-9c2b-7e8d9f0a1b2c/"
+
+
+def test_a_relation_is_shown_embedded_or_as_the_urls_of_its_records():
+    """DRF's nested serializer or its hyperlinked related field, as the declaration says: a
+    collection no sample has (a review, linking its book and embedding its writer)."""
+    reviews = Resource(
+        "review", "reviews", "Review",
+        fields=(F("id", uuid_id), R("book", uuid_id, to="books"), R("user", uuid_id, to="users", embedded=True),
+                R("text", nonempty_text)),
+        id_key=("book", "user"), document=(URL, "id", "book", "user", "text"))
+    urls = Urls("https://k.example")
+    renderer = Renderer(Settings("https://k.example", (12,), "Asia/Tehran", "public"), urls)
+    writer = orjson.Fragment(b'{"username":"sara"}')
+    renderer.embedded["users"]["u1"] = writer
+    made = renderer._document_maker(reviews)({"id": "r1", "book": "b1", "user": "u1", "text": "خوب"})
+    assert made == {"url": "https://k.example/api/v1/review/r1/", "id": "r1",
+                    "book": "https://k.example/api/v1/books/b1/", "user": writer, "text": "خوب"}

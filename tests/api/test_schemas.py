@@ -105,14 +105,18 @@ def test_a_generator_bug_fails_the_build_and_publishes_nothing(tmp_path: Path, m
     out = tmp_path / "site"
     build(SAMPLE, out)
     before = site_state(out)
-    original = render.Renderer._publisher
+    original = render.Renderer._document_maker
 
-    def buggy(self, record):
-        document = original(self, record)
-        document["company"] = ""  # the schema requires a name
-        return document
+    def buggy(self, resource):
+        make = original(self, resource)
 
-    monkeypatch.setattr(render.Renderer, "_publisher", buggy)
+        def publisher(record):
+            document = make(record)
+            document["company"] = ""  # the schema requires a name
+            return document
+        return publisher if resource.name == "publisher" else make
+
+    monkeypatch.setattr(render.Renderer, "_document_maker", buggy)
     with pytest.raises(GeneratorBug) as caught:
         build(SAMPLE, out, base_url="https://other.example")  # a change, so that it builds
     message = str(caught.value)

@@ -8,7 +8,8 @@ import pytest
 import yaml
 
 from generator.sitebuild import build
-from generator.catalogue.fields import COLLECTIONS, derived_id
+from generator.catalogue.fields import derived_id
+from generator.catalogue.resources import COLLECTIONS
 from conftest import served
 
 LISTS = {"authors", "translators", "publishers", "categories", "images"}

@@ -12,7 +12,8 @@ import pytest
 
 from generator.sitebuild import build, check
 from generator.catalogue import synth
-from generator.catalogue.fields import SPECS, FieldError, text
+from generator.catalogue.fields import FieldError, text
+from generator.catalogue.resources import BY_COLLECTION
 from generator.catalogue.load import find_sources
 from generator.catalogue.records import _coerce, quick
 from generator.errors import DataError, Problems
@@ -427,7 +428,7 @@ def test_a_plain_csv_row_is_made_quickly_into_the_record_the_full_check_makes(tm
         for line, row in source.rows(problems):
             made = quick(row, collection)
             assert made is not None, (collection, line)
-            assert made == _coerce(row, SPECS[collection], source, line, problems), (collection, line)
+            assert made == _coerce(row, BY_COLLECTION[collection].fields, source, line, problems), (collection, line)
     assert not problems
 
 

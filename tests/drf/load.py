@@ -14,9 +14,9 @@ from urllib.parse import urlsplit
 
 from django.db import transaction
 
-from generator.catalogue.fields import COLLECTIONS
 from generator.catalogue.load import read_catalogue
-from generator.catalogue.records import Known, category_tree, records
+from generator.catalogue.records import Known, collection_records
+from generator.catalogue.resources import COLLECTIONS
 from generator.errors import DataError
 
 from .app import models
@@ -32,8 +32,7 @@ def load(data_dir: Path, base_url: str | None = None) -> dict[str, int]:
         if collection not in sources:
             continue
         source = sources[collection]
-        found = category_tree(source, problems, known) if collection == "categories" else \
-            records(source, problems, known)
+        found = collection_records(source, problems, known)
         read[collection] = [record for _line, record in found]
     if settings is None or problems:
         raise DataError(problems)

@@ -247,8 +247,8 @@ def test_missing_trailing_slash_is_redirected(server, path, location):
 
 @pytest.mark.parametrize("path, allow", [
     ("/api/v1/", READ),
-    *[(f"/api/v1/{r.name}/", WRITE if r.name in ("user", "bookshelf") else READ) for r in RESOURCES],
-    *[(f"/api/v1/{r.name}/?limit=24", WRITE if r.name in ("user", "bookshelf") else READ) for r in RESOURCES],
+    *[(f"/api/v1/{r.name}/", WRITE if r.writable else READ) for r in RESOURCES],
+    *[(f"/api/v1/{r.name}/?limit=24", WRITE if r.writable else READ) for r in RESOURCES],
     (f"/api/v1/books/{BOOK}/", READ),
 ])
 def test_headers_of_json_answers(server, path, allow):
@@ -323,12 +323,12 @@ def test_options(server, resource):
     document = body(listed)
     actions = document.pop("actions", None)
     assert document == {"name": f"{resource.label} List", **common}
-    if resource.name in ("user", "bookshelf"):
+    if resource.writable:
         assert listed.header("Allow") == WRITE
         fields = actions["POST"]
         assert all({"type", "required", "read_only", "label"} <= set(f) for f in fields.values())
         required = {name for name, f in fields.items() if f["required"]}
-        assert required == ({"username"} if resource.name == "user" else {"user", "title"})
+        assert required == {name for name in resource.post if resource.field(name).required}
     else:
         assert actions is None and listed.header("Allow") == READ
     detail = server.request("OPTIONS", f"/api/v1/{resource.name}/76f9d815-0000-4000-8000-000000000000/")
@@ -355,7 +355,7 @@ def test_methods_not_allowed(server, method, path, allow):
     assert answer.header("Allow") == allow
 
 
-@pytest.mark.parametrize("resource", ["user", "bookshelf"])
+@pytest.mark.parametrize("resource", [r.name for r in RESOURCES if r.writable])
 def test_post_without_write_service(server, resource):
     answer = server.request("POST", f"/api/v1/{resource}/", {"Content-Type": "application/json"}, b'{"username":"x"}')
     assert answer.status == 503
