@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import re
 
-from ..catalogue.fields import NAME_MAX, USERNAME_MAX
+from ..catalogue.fields import boolean, price, timestamp, whole
+from ..catalogue.resources import URL
 from ..catalogue.settings import Settings
 from .render import encode
-from .urls import Resource
+from .urls import RESOURCES, Resource
 
 RENDERS = ["application/json", "text/html"]
 PARSES = ["application/json", "application/x-www-form-urlencoded", "multipart/form-data"]
@@ -20,29 +21,32 @@ PARSES = ["application/json", "application/x-www-form-urlencoded", "multipart/fo
 # serializers: type, required, read_only, label, and the limits where they apply. The
 # write service takes exactly the fields that are not read-only, in this order.
 _READ_ONLY_URL = {"type": "field", "required": False, "read_only": True, "label": "Url"}
-WRITE_ACTIONS = {
-    "user": {
-        "url": _READ_ONLY_URL,
-        "id": {"type": "string", "required": False, "read_only": True, "label": "ID"},
-        "username": {"type": "string", "required": True, "read_only": False, "label": "Username",
-                     "help_text": "Required. 150 characters or fewer. Letters, digits and @/./+/-/_ only.",
-                     "max_length": USERNAME_MAX},
-        "first_name": {"type": "string", "required": False, "read_only": False, "label": "First name",
-                       "max_length": NAME_MAX},
-        "last_name": {"type": "string", "required": False, "read_only": False, "label": "Last name",
-                      "max_length": NAME_MAX},
-        "bio": {"type": "string", "required": False, "read_only": False, "label": "Bio"},
-        "following_count": {"type": "integer", "required": False, "read_only": True, "label": "Following count"},
-        "followers_count": {"type": "integer", "required": False, "read_only": True, "label": "Followers count"},
-        "followed": {"type": "boolean", "required": False, "read_only": True, "label": "Followed"},
-    },
-    "bookshelf": {
-        "url": _READ_ONLY_URL,
-        "user": {"type": "field", "required": True, "read_only": False, "label": "User",
-                 "help_text": "The owner: a user's id or url."},
-        "title": {"type": "string", "required": True, "read_only": False, "label": "Title"},
-    },
-}
+# SimpleMetadata's type of a field of each kind (any other value is text: "string").
+_TYPES = {whole: "integer", boolean: "boolean", price: "decimal", timestamp: "datetime"}
+
+
+def _label(key: str) -> str:
+    """DRF's label of a field: its name as words, capitalised; the primary key's is ID."""
+    words = key.replace("_", " ")
+    return "ID" if key == "id" else words[:1].upper() + words[1:]
+
+
+def _action(resource: Resource, key: str) -> dict:
+    """SimpleMetadata's description of one key of the resource's document."""
+    if key == URL:
+        return _READ_ONLY_URL
+    field = resource.field(key)
+    posted = key in resource.post
+    action = {"type": "field" if field.to is not None else _TYPES.get(field.coerce, "string"),
+              "required": posted and field.required, "read_only": not posted, "label": _label(key)}
+    if field.help_text is not None:
+        action["help_text"] = field.help_text
+    if field.max_length is not None:
+        action["max_length"] = field.max_length
+    return action
+
+
+WRITE_ACTIONS = {r.name: {key: _action(r, key) for key in r.document} for r in RESOURCES if r.writable}
 
 
 def writable_fields(resource: Resource) -> tuple[str, ...]:
