@@ -5,6 +5,8 @@ authors, N/10 publishers, a category tree of a few hundred nodes, N/4 users,
 N/2 bookshelves and a few disabled books, with the quirks of the sample data.
 Text is drawn from word lists and written directly (not through a YAML or CSV
 library's slow paths) so that a million books take well under a minute.
+Every declared collection (resources.py) is written, in the columns of its fields: the
+six above by the makers below, any other from its fields' kinds.
 """
 from __future__ import annotations
 
@@ -12,7 +14,11 @@ import csv
 import json
 import random
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Callable, Iterator
+
+from .fields import (Field, boolean, currency, id_list, image_list, isbn, nonempty_text, price, slug, text,
+                     timestamp, username, uuid_id, whole)
+from .resources import BUILD_ORDER, BY_COLLECTION, Resource
 
 WORDS = (
     "کتاب دریا شب روز خانه باران آینه سایه راه سفر دل جان عشق زمان شهر کوه باغ گل ستاره ماه خورشید "
@@ -34,29 +40,26 @@ OFFSETS = ("+03:30", "+04:30", "Z", "+00:00", "+02:00")
 PERSIAN_DIGITS = str.maketrans("0123456789", "۰۱۲۳۴۵۶۷۸۹")
 TOP_CATEGORIES, SUB_CATEGORIES, LEAF_CATEGORIES = 12, 5, 5  # 12 + 60 + 300 nodes
 PAGE_SIZES = (12, 24)
-
-COLUMNS = {
-    "authors": ("id", "slug", "fullName", "bio"),
-    "publishers": ("id", "slug", "company", "info"),
-    "categories": ("id", "slug", "name", "code", "parent"),
-    "users": ("id", "username", "first_name", "last_name", "bio", "following_count", "followers_count",
-              "followed"),
-    "books": ("id", "title", "isbn", "code", "code_qoq", "ddc", "price", "price_currency", "pages",
-              "weight", "about", "comment_for_develop", "enable", "created_time", "authors",
-              "translators", "publishers", "categories", "images"),
-    "bookshelves": ("id", "user", "title"),
-}
-LISTS = {"authors", "translators", "publishers", "categories"}
+# Books per record of the collections whose ids are drawn before any row is written, in
+# the order they are drawn (the random draws follow the order: a seed writes the same files).
+BOOKS_PER = {"authors": 3, "publishers": 10, "users": 4, "bookshelves": 2}
+OTHERS_PER_BOOK = 0.5  # records of a collection no maker knows, per book
 
 
 class _Synth:
     def __init__(self, books: int, seed: int) -> None:
         self.rng = random.Random(seed)
         self.book_count = books
-        self.counts = {
-            "authors": max(books // 3, 1), "publishers": max(books // 10, 1),
-            "users": max(books // 4, 1), "bookshelves": max(books // 2, 1),
-        }
+        self.ids: dict[str, list[str]] = {}  # of each collection drawn or written so far
+
+    def draw_ids(self) -> None:
+        for collection, per in BOOKS_PER.items():
+            self.ids[collection] = [self.uuid() for _ in range(max(self.book_count // per, 1))]
+
+    def rows(self, resource: Resource) -> Iterator[tuple]:
+        """The rows of a collection, in the columns of its fields."""
+        maker = MAKERS.get(resource.collection)
+        return maker(self) if maker is not None else self.from_kinds(resource)
 
     def uuid(self) -> str:
         h = "%032x" % self.rng.getrandbits(128)
@@ -68,12 +71,9 @@ class _Synth:
     def sentences(self, low: int, high: int) -> str:
         return " ".join(self.words(6, 14) + "." for _ in range(self.rng.randint(low, high)))
 
-    def ids(self, collection: str) -> list[str]:
-        return [self.uuid() for _ in range(self.counts[collection])]
-
-    def authors(self, ids: list[str]) -> Iterator[tuple]:
+    def authors(self) -> Iterator[tuple]:
         rng = self.rng
-        for n, id in enumerate(ids):
+        for n, id in enumerate(self.ids["authors"]):
             first, last = rng.choice(FIRST), rng.choice(LAST)
             name = f"{first} {last}"
             if n % 97 == 5:
@@ -83,8 +83,8 @@ class _Synth:
             bio = "" if n % 3 == 0 else self.sentences(1, 3)
             yield id, f"{first}-{last}-{n}", name, bio
 
-    def publishers(self, ids: list[str]) -> Iterator[tuple]:
-        for n, id in enumerate(ids):
+    def publishers(self) -> Iterator[tuple]:
+        for n, id in enumerate(self.ids["publishers"]):
             word = self.rng.choice(WORDS)
             company = f"نشر {word} {n}" if n % 50 != 7 else f"نشر  {word} {n - 1}"  # spacing twins
             yield id, f"نشر-{word}-{n}", company, "" if n % 2 else self.sentences(1, 2)
@@ -94,38 +94,39 @@ class _Synth:
             id = self.uuid()
             name = self.words(1, 2)
             code = "" if number % 4 == 3 else f"{depth}{number:03d}"
-            return id, f"دسته-{depth}-{number}-{len(self.category_ids)}", name, code, parent
+            return id, f"دسته-{depth}-{number}-{len(made)}", name, code, parent
 
-        self.category_ids = []
+        made = []  # the ids so far, whose number each slug holds
         for t in range(TOP_CATEGORIES):
             top = node("", 1, t)
-            self.category_ids.append(top[0])
+            made.append(top[0])
             yield top
             for s in range(SUB_CATEGORIES):
                 sub = node(top[0], 2, s)
-                self.category_ids.append(sub[0])
+                made.append(sub[0])
                 yield sub
                 for leaf in range(LEAF_CATEGORIES):
                     row = node(sub[0], 3, leaf)
-                    self.category_ids.append(row[0])
+                    made.append(row[0])
                     yield row
 
-    def users(self, ids: list[str]) -> Iterator[tuple]:
+    def users(self) -> Iterator[tuple]:
         rng = self.rng
-        for n, id in enumerate(ids):
+        for n, id in enumerate(self.ids["users"]):
             username = (f"{rng.choice(LETTERS)}{rng.choice(LETTERS)}.{n}" if n % 5
                         else f"{rng.choice(FIRST)}_{n}")
             yield (id, username, rng.choice(FIRST), rng.choice(LAST) if n % 7 else "",
                    "" if n % 2 else self.sentences(1, 2), rng.randint(0, 300), rng.randint(0, 900),
                    "true" if n % 11 == 0 else "false")
 
-    def bookshelves(self, ids: list[str], users: list[str]) -> Iterator[tuple]:
-        for id in ids:
+    def bookshelves(self) -> Iterator[tuple]:
+        users = self.ids["users"]
+        for id in self.ids["bookshelves"]:
             yield id, self.rng.choice(users), self.words(1, 4)
 
-    def books(self, authors: list[str], publishers: list[str]) -> Iterator[tuple]:
+    def books(self) -> Iterator[tuple]:
         rng = self.rng
-        categories = self.category_ids
+        authors, publishers, categories = self.ids["authors"], self.ids["publishers"], self.ids["categories"]
         for n in range(self.book_count):
             id = self.uuid()
             body = f"978{n:09d}"
@@ -160,29 +161,72 @@ class _Synth:
             )
 
 
+    # ---- any other collection --------------------------------------------------------------
+
+    def from_kinds(self, resource: Resource) -> Iterator[tuple]:
+        """Rows of a collection no maker knows, each value drawn as its field's kind asks."""
+        for n in range(max(int(self.book_count * OTHERS_PER_BOOK), 1)):
+            yield tuple(self.value(f, n) for f in resource.fields)
+
+    def value(self, field: Field, n: int) -> Any:
+        """A value of the field for the n-th record: a related record's id (or a few), else
+        one its coercer takes."""
+        if field.to is None:
+            return KINDS[field.coerce](self, n)
+        targets = self.ids.get(field.to)
+        if not targets:
+            return [] if field.many else ""  # (a node of a tree without a parent)
+        if field.many:
+            return self.rng.sample(targets, min(len(targets), self.rng.randint(0, 3)))
+        return self.rng.choice(targets)
+
+
+# The collections written by the makers above, in the order they are written; any other
+# declared collection follows, in the build's order.
+MAKERS: dict[str, Callable[[_Synth], Iterator[tuple]]] = {
+    "categories": _Synth.categories, "publishers": _Synth.publishers, "authors": _Synth.authors,
+    "users": _Synth.users, "books": _Synth.books, "bookshelves": _Synth.bookshelves,
+}
+# A value of each kind of field, for the n-th record of a collection no maker knows.
+KINDS: dict[Callable[[Any], Any], Callable[[_Synth, int], Any]] = {
+    uuid_id: lambda s, n: s.uuid(), slug: lambda s, n: f"slug-{n}", username: lambda s, n: f"user_{n}",
+    text: lambda s, n: s.sentences(0, 2), nonempty_text: lambda s, n: s.words(1, 5),
+    isbn: lambda s, n: f"978{n:010d}", currency: lambda s, n: "IRR", whole: lambda s, n: s.rng.randint(0, 999),
+    price: lambda s, n: s.rng.randint(1, 400) * 10000, boolean: lambda s, n: "true" if n % 2 else "false",
+    timestamp: lambda s, n: f"20{s.rng.randint(15, 24)}-{s.rng.randint(1, 12):02d}-{s.rng.randint(1, 28):02d}"
+                            f"T{s.rng.randint(0, 23):02d}:00:00+03:30",
+    id_list: lambda s, n: [], image_list: lambda s, n: [],
+}
+
+
 def write(out: Path, books: int, seed: int = 1, fmt: str = "csv") -> dict[str, int]:
-    """Write site.yaml and the six collections to out; the number of records of each."""
+    """Write site.yaml and every collection to out; the number of records of each."""
     out.mkdir(parents=True, exist_ok=True)
     synth = _Synth(books, seed)
-    author_ids, publisher_ids = synth.ids("authors"), synth.ids("publishers")
-    user_ids, shelf_ids = synth.ids("users"), synth.ids("bookshelves")
+    synth.draw_ids()
     write_rows = _write_csv if fmt == "csv" else _write_yaml
     counts = {}
-    for collection, rows in (
-        ("categories", synth.categories()),
-        ("publishers", synth.publishers(publisher_ids)),
-        ("authors", synth.authors(author_ids)),
-        ("users", synth.users(user_ids)),
-        ("books", synth.books(author_ids, publisher_ids)),
-        ("bookshelves", synth.bookshelves(shelf_ids, user_ids)),
-    ):
+    written = [BY_COLLECTION[c] for c in MAKERS] + [r for r in BUILD_ORDER if r.collection not in MAKERS]
+    for resource in written:
+        collection = resource.collection
         for stale in ("csv", "yaml"):
             (out / f"{collection}.{stale}").unlink(missing_ok=True)
-        counts[collection] = write_rows(out / f"{collection}.{fmt}", COLUMNS[collection], rows)
+        ids: list[str] = []
+        rows = _noting_ids(synth.rows(resource), ids)
+        counts[collection] = write_rows(out / f"{collection}.{fmt}", tuple(f.name for f in resource.fields), rows)
+        synth.ids[collection] = ids
     (out / "site.yaml").write_text(
         "base_url: https://ketab.example.ir\n"
         f"page_sizes: [{', '.join(map(str, PAGE_SIZES))}]\ntime_zone: Asia/Tehran\n", encoding="utf-8")
     return counts
+
+
+def _noting_ids(rows: Iterator[tuple], ids: list[str]) -> Iterator[tuple]:
+    """The rows, each one's id (its first column) noted as it is written, for the collections
+    written later to refer to."""
+    for row in rows:
+        ids.append(row[0])
+        yield row
 
 
 def _cell(value) -> str:
