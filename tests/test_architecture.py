@@ -121,3 +121,44 @@ def test_the_readme_architecture_names_every_subsystem():
         for module in sorted((PACKAGE / name).glob("*.py")):
             if module.stem != "__init__":
                 assert f"`{module.stem}`" in section, f"{name}/{module.name}"
+
+
+# ---- collections are declared once ----------------------------------------------------------
+# A collection's names (data file stem, URL segment, model name) are written in its
+# declaration (catalogue/resources.py) and in the hand-made rows of the synthetic catalogue,
+# nowhere else in generator/: everything else iterates the declarations, so that a new
+# collection is a declaration, not a hunt through the code.
+NAMING_COLLECTIONS = {"catalogue/resources.py", "catalogue/synth.py"}
+MOST_NAMING = 4  # (the bound the architecture sets: a few modules at most, and none that branches on a name)
+
+
+def collection_names() -> set[str]:
+    from generator.catalogue.resources import RESOURCES
+    return {name for r in RESOURCES for name in (r.collection, r.name, r.label)}
+
+
+def naming_collections(package: Path) -> dict[str, int]:
+    """Each module of the package that writes a collection's name as a string, and how often."""
+    names = collection_names()
+    found = {}
+    for path in modules(package):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        count = sum(1 for node in ast.walk(tree)
+                    if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in names)
+        if count:
+            found[path.relative_to(package).as_posix()] = count
+    return found
+
+
+def test_only_the_declarations_name_collections():
+    assert len(NAMING_COLLECTIONS) <= MOST_NAMING
+    found = naming_collections(PACKAGE)
+    assert set(found) <= NAMING_COLLECTIONS, f"collections named outside their declarations: {found}"
+
+
+def test_a_collection_named_elsewhere_is_caught(tmp_path: Path):
+    copy = tmp_path / "generator"
+    shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    (copy / "api" / "sneaky.py").write_text('"""x"""\ndef f(c):\n    return c == "bookshelves" or c == "Book"\n')
+    assert set(naming_collections(copy)) - NAMING_COLLECTIONS == {"api/sneaky.py"}
+    assert naming_collections(copy)["api/sneaky.py"] == 2
