@@ -7,7 +7,7 @@ ids are made from, the keys of its API document in api.md's order, and what a PO
 give. Everything else iterates these declarations: reading and checking the data,
 rendering, the schemas, the OpenAPI document and the OPTIONS bodies, the write service,
 the importer and the synthetic catalogue. A new collection is a declaration here, its
-JSON Schema in schemas/ and its data file.
+JSON Schema in schemas/ (and its URL in the root's, root.json) and its data file.
 """
 from __future__ import annotations
 
