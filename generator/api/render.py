@@ -93,10 +93,10 @@ class Renderer:
         field = resource.field(key)
         if field.to is not None and field.embedded:  # the related records, encoded once already
             found = f"embedded[{field.to!r}]"
-            return f"[*map({found}.__getitem__, {value})]" if field.many else f"{found}[{value}]"
+            return f"[{found}[i] for i in {value}]" if field.many else f"{found}[{value}]"
         if field.to is not None:  # the related records' URLs
             link = f"link[{field.to!r}]"
-            return f"[*map({link}, {value})]" if field.many else f"{link}({value})"
+            return f"[{link}(i) for i in {value}]" if field.many else f"{link}({value})"
         if field.coerce is timestamp:
             return f"drf_time({value}, zone)"
         if field.coerce is image_list:
