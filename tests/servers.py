@@ -24,11 +24,14 @@ from generator.hosts.nginx import find_nginx, installed
 from generator.system import stop_with_parent
 
 SERVERS = ("builtin", "nginx", "cloudflare")
+WRANGLER = cloudflare.NODE_MODULES / "wrangler" / "bin" / "wrangler.js"  # (make node_modules)
 # Programs the tests need beyond Python; CI (.ci/run) installs them and names them in
 # CATALOGUE_REQUIRE, and then a test that needs one never skips.
 REQUIRED = set(filter(None, os.environ.get("CATALOGUE_REQUIRE", "").split(",")))
 INSTALLED = {"builtin": lambda: True, "nginx": installed, "node": lambda: shutil.which("node") is not None,
              "cloudflare": cloudflare.installed, "deno": lambda: find_deno() is not None,
+             "wrangler": lambda: shutil.which("node") is not None and WRANGLER.is_file(),
+             "rsync": lambda: shutil.which("rsync") is not None,
              "chromium": lambda: shutil.which("chromium") is not None and importlib.util.find_spec("playwright")}
 
 

@@ -29,7 +29,7 @@ from typing import Callable
 from urllib.parse import urlsplit
 
 from ..api.serving import SiteInfo, content_type
-from ..api.urls import API, BY_NAME, CURRENT, OPENAPI_FILE, SCHEMA_PATH, STATE, Shard, key_of, shard_of
+from ..api.urls import API, BY_NAME, CURRENT, OPENAPI_FILE, PUBLISHED, SCHEMA_PATH, Shard, key_of, shard_of
 from ..errors import CatalogueError
 
 DEPLOY_DIR = ".deploy"  # <site>/.deploy/: what each target last received
@@ -63,15 +63,15 @@ class Report:
 
 
 def tree(root: Path) -> dict[str, Signature]:
-    """Every file of a published generation (its shards followed), by relative path."""
+    """Every file a host is given of a published generation (its shards followed), by
+    relative path: what its served directories hold, never the build's state beside them."""
     found = {}
-    for directory, dirs, names in os.walk(root, followlinks=True):
-        dirs[:] = [d for d in dirs if d != STATE]
-        relative = os.path.relpath(directory, root)
-        for name in names:
-            path = os.path.join(directory, name)
-            stat = os.stat(path)
-            found[name if relative == "." else f"{relative}/{name}"] = (stat.st_ino, stat.st_mtime_ns, stat.st_size)
+    for top in PUBLISHED:
+        for directory, _, names in os.walk(root / top, followlinks=True):
+            relative = os.path.relpath(directory, root)
+            for name in names:
+                stat = os.stat(os.path.join(directory, name))
+                found[f"{relative}/{name}"] = (stat.st_ino, stat.st_mtime_ns, stat.st_size)
     return found
 
 

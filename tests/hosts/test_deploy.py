@@ -7,6 +7,7 @@ import csv
 import gzip
 import hashlib
 import io
+import os
 from pathlib import Path
 
 import boto3
@@ -14,6 +15,8 @@ import moto.server as moto_server
 import pytest
 from click.testing import CliRunner
 
+from conftest import published_files
+from generator.api.urls import PUBLISHED, STATE
 from generator.sitebuild import build
 from generator.cli import main
 from generator.hosts import deploy
@@ -77,6 +80,10 @@ def test_deploy_uploads_the_tree_then_only_what_changed(data_dir, tmp_path, buck
     files = published(site)
     assert result.output.splitlines()[0] == f"uploaded {len(files):,} files, deleted 0, 0 unchanged"
     assert objects(client, name) == {f"catalogue/{path}": data for path, data in files.items()}
+    # What the site serves, pages/default as objects of their own (161 for the sample), and
+    # never the build's state beside it.
+    assert set(files) == published_files(site) and len(files) == 161
+    assert any((site / "current" / STATE).iterdir()) and not any(STATE in key for key in objects(client, name))
     head = client.head_object(Bucket=name, Key="catalogue/api/v1/books/index.json")
     assert (head["ContentType"], head["CacheControl"]) == ("application/json", "no-cache")
     zipped = client.head_object(Bucket=name, Key="catalogue/api/v1/books/index.json.gz")
@@ -133,6 +140,12 @@ def test_an_interrupted_deploy_resumes_where_it_stopped(data_dir, tmp_path, buck
     report = deploy.deploy(site, f"s3://{name}", endpoint, progress=lambda line: None)
     assert (report.unchanged, report.uploaded) == (recorded[0], len(published(site)) - recorded[0])
     assert set(objects(client, name)) == set(published(site))
+
+
+def test_a_generation_holds_what_hosts_are_given_and_the_build_state_alone(data_dir, tmp_path):
+    """A new top-level directory must be one hosts are given (PUBLISHED) or the build's own."""
+    build(data_dir, tmp_path / "site")
+    assert sorted(os.listdir(tmp_path / "site" / "current")) == sorted((*PUBLISHED, STATE))
 
 
 def test_a_target_that_is_not_s3(tmp_path):
