@@ -41,7 +41,7 @@ test: $(STAMP)
 serve-cloudflare: $(STAMP) $(NODE_STAMP)
 	$(BIN)/catalogue serve --server cloudflare --site site --port $(PORT) --write-port $(WRITE_PORT)
 
-# workerd, from the miniflare npm package at the version package-lock.json pins (about 170 MB).
+# workerd (the miniflare npm package) and wrangler, at the versions package-lock.json pins (about 370 MB).
 node_modules: $(NODE_STAMP)
 $(NODE_STAMP): package.json package-lock.json
 	@echo "installing node_modules/ (once)"

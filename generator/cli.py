@@ -17,7 +17,7 @@ from .catalogue import synth as synthetic
 from .catalogue.settings import LINKS
 from .errors import CatalogueError
 from .hosts import builtin, cloudflare, nginx
-from .hosts.deploy import deploy as deploy_site
+from .hosts.deploy import Comparison, deploy as deploy_site
 from .importer.output import FORMATS as IMPORT_FORMATS
 from .writes import service, tokens
 
@@ -170,14 +170,33 @@ def write_service(data_dir: Path, out_dir: Path, token_file: Path, host: str, po
 @click.option("--site", "site_dir", default="site", show_default=True,
               type=click.Path(file_okay=False, path_type=Path), help="A built site.")
 @click.option("--endpoint-url", help="An S3-compatible endpoint (R2, MinIO, a local server); default: AWS S3.")
-def deploy(target: str, site_dir: Path, endpoint_url: str | None) -> None:
+@click.option("--check", is_flag=True, help="List PREFIX/api/ and PREFIX/_meta/ and compare them with the site "
+                                            "(sizes, MD5 ETags) instead of trusting the record of the last deploy: "
+                                            "upload what is missing or different, delete what the site lacks.")
+@click.option("--force", is_flag=True, help="Upload every file (after a change of cache_control, say); "
+                                            "delete what the site lacks, as --check does.")
+def deploy(target: str, site_dir: Path, endpoint_url: str | None, check: bool, force: bool) -> None:
     """Upload the published site to TARGET (s3://BUCKET[/PREFIX]): new and changed files, then deletions."""
-    report = _run(lambda: deploy_site(site_dir, target, endpoint_url))
+    report = _run(lambda: deploy_site(site_dir, target, endpoint_url, check=check, force=force))
     click.echo(f"uploaded {report.uploaded:,} files, deleted {report.deleted:,}, {report.unchanged:,} unchanged")
+    if report.compared is not None:
+        _compared_lines(report.compared)
     if report.invalidate:
         click.echo("paths to invalidate in a CDN in front of it:")
         for path in report.invalidate:
             click.echo(f"  {path}")
+
+
+def _compared_lines(compared: Comparison, shown: int = 5) -> None:
+    """What listing the bucket found (on stdout), and the first paths of each kind (on stderr)."""
+    different = "uploaded anyway" if compared.reason == "--force" else f"{len(compared.different):,} different"
+    click.echo(f"compared with the bucket ({compared.reason}): {compared.listed:,} of the site's files there, "
+               f"{len(compared.missing):,} missing, {different}, {len(compared.extra):,} not in the site")
+    for kind, paths in (("missing", compared.missing), ("different", compared.different),
+                        ("not in the site", compared.extra)):
+        if paths and not (kind == "different" and compared.reason == "--force"):
+            more = f" (and {len(paths) - shown:,} more)" if len(paths) > shown else ""
+            click.echo(f"  {kind}: {', '.join(paths[:shown])}{more}", err=True)
 
 
 @main.command("import")

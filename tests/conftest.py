@@ -2,6 +2,7 @@
 line at the end for the tests skipped because a program is not installed."""
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -24,6 +25,15 @@ def data_dir(tmp_path: Path) -> Path:
 def served(out: Path) -> dict[str, bytes]:
     """Every file a server sees under out/api, as relative path -> bytes."""
     return {str(p.relative_to(out)): p.read_bytes() for p in served_files(out)}
+
+
+def published_files(site: Path) -> set[str]:
+    """Every file a host may be given of the published generation: what its api/ and _meta/
+    hold, links followed, as paths relative to it (counted without the code under test)."""
+    root = site / "current"
+    return {os.path.relpath(os.path.join(directory, name), root)
+            for top in ("api", "_meta") for directory, _dirs, names in os.walk(root / top, followlinks=True)
+            for name in names}
 
 
 def site_state(out: Path) -> dict[str, object]:
@@ -58,4 +68,5 @@ def pytest_terminal_summary(terminalreporter) -> None:
 
 
 HOW = {"cloudflare": "workerd: `make node_modules`, which `make test` runs where npm is; ",
-       "deno": "`.venv/bin/pip install deno`; ", "chromium": "the system's chromium package; "}
+       "deno": "`.venv/bin/pip install deno`; ", "chromium": "the system's chromium package; ",
+       "wrangler": "`make node_modules`; ", "rsync": "the system's rsync package; "}

@@ -1,4 +1,5 @@
-"""Real servers for tests and benchmarks, on free loopback ports, stopped with SIGTERM:
+"""Real servers for tests and benchmarks, on free loopback ports (each held from the moment
+it is chosen until its server listens), stopped with SIGTERM:
 `catalogue serve` with either server (nginx or the built-in one) and the write service
 (`catalogue write-service`). Each is started so that it dies with the process that
 started it: an interrupted test run leaves nothing behind."""
@@ -24,11 +25,14 @@ from generator.hosts.nginx import find_nginx, installed
 from generator.system import stop_with_parent
 
 SERVERS = ("builtin", "nginx", "cloudflare")
+WRANGLER = cloudflare.NODE_MODULES / "wrangler" / "bin" / "wrangler.js"  # (make node_modules)
 # Programs the tests need beyond Python; CI (.ci/run) installs them and names them in
 # CATALOGUE_REQUIRE, and then a test that needs one never skips.
 REQUIRED = set(filter(None, os.environ.get("CATALOGUE_REQUIRE", "").split(",")))
 INSTALLED = {"builtin": lambda: True, "nginx": installed, "node": lambda: shutil.which("node") is not None,
              "cloudflare": cloudflare.installed, "deno": lambda: find_deno() is not None,
+             "wrangler": lambda: shutil.which("node") is not None and WRANGLER.is_file(),
+             "rsync": lambda: shutil.which("rsync") is not None,
              "chromium": lambda: shutil.which("chromium") is not None and importlib.util.find_spec("playwright")}
 
 
@@ -49,10 +53,37 @@ def server_params() -> list:
                          pytest.mark.skip(reason=f"{kind} is not installed")) for kind in SERVERS]
 
 
+_held: dict[int, socket.socket] = {}  # ports handed out, still held: bound, not listening
+_handed: set[int] = set()  # every port this process handed out
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A loopback port for a server this process starts, held until the server listens
+    (wait_for_port lets it go): bound, without listening, with SO_REUSEADDR, which every
+    server here sets too, so the server binds it while no one else (this process included)
+    is handed it; and never handed out twice by this process. (A port probed and let go at
+    once, as before, could come back for the next server of the same test.)"""
+    skipped = []
+    while True:
+        probe = socket.socket()
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+        if port not in _handed:
+            break
+        skipped.append(probe)  # (held meanwhile, so that the kernel offers another)
+    for other in skipped:
+        other.close()
+    _handed.add(port)
+    _held[port] = probe
+    return port
+
+
+def release(port: int) -> None:
+    """Let a held port go: its server listens on it, or is gone."""
+    held = _held.pop(port, None)
+    if held is not None:
+        held.close()
 
 
 @dataclass
@@ -69,10 +100,12 @@ class Answer:
 
 
 def wait_for_port(port: int, process: subprocess.Popen, what: str) -> None:
+    """Until the process listens on the port (then the port is no longer held for it)."""
     deadline = time.monotonic() + 15
     while True:
         try:
             socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            release(port)
             return
         except OSError:
             if process.poll() is not None or time.monotonic() > deadline:
@@ -119,7 +152,9 @@ class Server:
 
     def stop(self) -> int:
         self.process.send_signal(signal.SIGTERM)
-        return self.process.wait(timeout=15)
+        status = self.process.wait(timeout=15)
+        release(self.write_port)  # (held while nothing listened there, or while serve's own service did)
+        return status
 
 
 def children(pid: int) -> list[int]:

@@ -166,6 +166,7 @@ def key_of(name: str) -> str:
 
 CURRENT = "current"  # <out>/current: link to the published generation
 SERVED = (API.split("/")[0],)  # top-level names of a generation, each linked from <out>/
+PUBLISHED = (API.split("/")[0], META)  # all a host is given of a generation: never its STATE
 BUILD_DIR = ".build"  # <out>/.build/: the build's generations, store, trash and lock
 PREVIEW = ".preview"  # <out>/.preview/: a site of its own, `catalogue serve --data`'s local build
 STATE = ".state"  # <generation>/.state/: what a build keeps for the next (never served nor deployed)

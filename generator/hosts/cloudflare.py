@@ -2,10 +2,12 @@
 
 Every build writes <site>/hosts/cloudflare/: `worker.js` (the route table's router with the
 Worker's file access around it), `wrangler.toml` (the published generation as the Worker's
-static assets) and `wrangler-r2.toml` (the same Worker over an R2 bucket that `catalogue
-deploy` filled, for sites past the assets' file limit). `catalogue serve --server
-cloudflare` runs that same worker.js in workerd, from the `miniflare` npm package that
-`make node_modules` installs into the project, over the built site (workerd.mjs).
+static assets), `assets/` (the directory wrangler uploads: a link to each directory the
+site serves of the published generation, so never the build's `.state/`) and
+`wrangler-r2.toml` (the same Worker over an R2 bucket that `catalogue deploy` filled, for
+sites past the assets' file limit). `catalogue serve --server cloudflare` runs that same
+worker.js in workerd, from the `miniflare` npm package that `make node_modules` installs
+into the project, over that same assets/ directory (workerd.mjs).
 """
 from __future__ import annotations
 
@@ -22,9 +24,10 @@ from ..api.urls import ACCEPTED, API, CURRENT, HOSTS
 from ..errors import CatalogueError
 from ..system import foreground
 from . import router
-from .files import replace, templates
+from .files import link_published, replace, templates
 
 CONFIG_DIR = f"{HOSTS}/cloudflare"
+ASSETS_DIR = "assets"  # <site>/hosts/cloudflare/assets/: the static assets wrangler uploads
 COMPATIBILITY_DATE = "2025-09-01"
 ASSET_LIMIT = "20,000 files (100,000 on a paid plan)"
 BUCKET = "catalogue"  # the R2 bucket wrangler-r2.toml names until you change it
@@ -38,9 +41,10 @@ def write(site: Path) -> Path:
     """The Worker and its wrangler configurations for the published site; returns worker.js."""
     directory = site / CONFIG_DIR
     replace(directory / "worker.js", worker(SiteInfo.of_site(site)))
+    link_published(directory / ASSETS_DIR, site)
     published = formatdate(os.lstat(site / CURRENT).st_mtime, usegmt=True)  # (each publication swaps the link)
     settings = {"compatibility_date": COMPATIBILITY_DATE, "published": published, "asset_limit": ASSET_LIMIT,
-                "bucket": BUCKET, "config_dir": f"<site>/{CONFIG_DIR}"}
+                "bucket": BUCKET, "config_dir": f"<site>/{CONFIG_DIR}", "assets": ASSETS_DIR}
     for name in ("wrangler.toml", "wrangler-r2.toml"):
         replace(directory / name, templates.get_template(f"{name}.j2").render(settings))
     return directory / "worker.js"
@@ -65,8 +69,8 @@ def serve(site: Path, port: int, host: str = LOCAL, write_service: str = DEFAULT
     serving = SiteInfo.of_site(site)
     write(site)  # (a site built before this version has no Worker yet)
     (site / ACCEPTED).mkdir(exist_ok=True)  # (workerd's disk service wants it there from the start)
-    options = {"site": str(site), "worker": str(site / CONFIG_DIR / "worker.js"), "current": CURRENT,
-               "accepted": ACCEPTED,
+    options = {"site": str(site), "worker": str(site / CONFIG_DIR / "worker.js"),
+               "assets": f"{CONFIG_DIR}/{ASSETS_DIR}", "accepted": ACCEPTED,
                "host": host, "port": port, "writeService": f"http://{write_service}",
                "compatibilityDate": COMPATIBILITY_DATE}
     print(f"serving {site} with the Cloudflare Worker in workerd at "

@@ -1,10 +1,12 @@
 """Deploy the published site to an S3-compatible bucket (S3, R2, MinIO): only what changed.
 
-    catalogue deploy s3://BUCKET[/PREFIX] [--site DIR] [--endpoint-url URL]
+    catalogue deploy s3://BUCKET[/PREFIX] [--site DIR] [--endpoint-url URL] [--check] [--force]
 
-The published generation goes under PREFIX/ with its own relative paths
-(PREFIX/api/v1/books/index.json, ...), each object with Content-Type, Cache-Control and,
-for a `.gz` twin, Content-Encoding: gzip (for a router in front to choose it).
+What the site serves of the published generation (api/ and _meta/, never the build's
+.state/) goes under PREFIX/ with its own relative paths (PREFIX/api/v1/books/index.json,
+...), each object with Content-Type, Cache-Control and, for a `.gz` twin,
+Content-Encoding: gzip (for a router in front to choose it). A deploy touches nothing in
+the bucket but PREFIX/api/, PREFIX/_meta/ and its marker, PREFIX/.catalogue-deploy.
 
 What changed is known without reading the tree: a build never rewrites a file in place
 and keeps every unchanged file's inode, size and modification time (hard links between
@@ -13,12 +15,22 @@ deploy to the same target recorded (`<site>/.deploy/`). New and changed files go
 first (shards, then the skeleton that links to them), then what the new build no longer
 has is deleted. Each finished upload is journalled at once, so an interrupted deploy
 resumes where it stopped. Credentials come from boto3's usual chain.
+
+That record is trusted only while the bucket is the one it describes. Each deploy that
+changes the target first writes a new random token into the marker object and into the
+record; a deploy reads the marker (one request) and, when it is missing (the bucket was
+emptied or re-created, or never deployed to from here) or holds another token (a deploy
+from elsewhere came since), lists PREFIX/api/ and PREFIX/_meta/ instead and compares them
+with the site, as `--check` always does: a key is the same file when its size and its
+ETag (the MD5 of a single-part upload's bytes, as this deploy makes them) match. `--force`
+lists too and uploads every file (after a change of cache_control, which no file shows).
 """
 from __future__ import annotations
 
 import hashlib
 import json
 import os
+import secrets
 import sys
 import threading
 import time
@@ -29,11 +41,13 @@ from typing import Callable
 from urllib.parse import urlsplit
 
 from ..api.serving import SiteInfo, content_type
-from ..api.urls import API, BY_NAME, CURRENT, OPENAPI_FILE, SCHEMA_PATH, STATE, Shard, key_of, shard_of
+from ..api.urls import API, BY_NAME, CURRENT, OPENAPI_FILE, PUBLISHED, SCHEMA_PATH, Shard, key_of, shard_of
 from ..errors import CatalogueError
 
 DEPLOY_DIR = ".deploy"  # <site>/.deploy/: what each target last received
+MARKER = ".catalogue-deploy"  # PREFIX/.catalogue-deploy: the token of the deploy the bucket last had
 WORKERS = 16
+BATCH = 1000  # keys a DeleteObjects request may name
 Signature = tuple[int, int, int]  # inode, modification time (ns), size
 
 
@@ -55,29 +69,41 @@ class Target:
 
 
 @dataclass
+class Comparison:
+    """What listing the bucket found, against the site: why it was listed, how many of the
+    site's keys it holds, and the paths that differ."""
+    reason: str
+    listed: int
+    missing: list[str]
+    different: list[str]  # (with --force, every file the bucket holds: none was compared)
+    extra: list[str]  # under PREFIX/api/ or PREFIX/_meta/, and not in the site
+
+
+@dataclass
 class Report:
     uploaded: int = 0
     deleted: int = 0
     unchanged: int = 0
     invalidate: list[str] = field(default_factory=list)
+    compared: Comparison | None = None  # when the bucket was listed
 
 
 def tree(root: Path) -> dict[str, Signature]:
-    """Every file of a published generation (its shards followed), by relative path."""
+    """Every file a host is given of a published generation (its shards followed), by
+    relative path: what its served directories hold, never the build's state beside them."""
     found = {}
-    for directory, dirs, names in os.walk(root, followlinks=True):
-        dirs[:] = [d for d in dirs if d != STATE]
-        relative = os.path.relpath(directory, root)
-        for name in names:
-            path = os.path.join(directory, name)
-            stat = os.stat(path)
-            found[name if relative == "." else f"{relative}/{name}"] = (stat.st_ino, stat.st_mtime_ns, stat.st_size)
+    for top in PUBLISHED:
+        for directory, _, names in os.walk(root / top, followlinks=True):
+            relative = os.path.relpath(directory, root)
+            for name in names:
+                stat = os.stat(os.path.join(directory, name))
+                found[f"{relative}/{name}"] = (stat.st_ino, stat.st_mtime_ns, stat.st_size)
     return found
 
 
 class Record:
-    """What a target has received: the last finished deploy, and the journal of the one
-    under way (replayed when a deploy was interrupted)."""
+    """What a target has received: the last finished deploy (with the marker token it
+    wrote), and the journal of the one under way (replayed when a deploy was interrupted)."""
 
     def __init__(self, site: Path, target: Target, endpoint: str | None) -> None:
         name = hashlib.sha256(f"{endpoint}|{target.bucket}|{target.prefix}".encode()).hexdigest()[:16]
@@ -85,65 +111,172 @@ class Record:
         self.manifest = self.directory / f"{name}.json"
         self.journal = self.directory / f"{name}.journal"
         self.known: dict[str, list[int]] = {}
+        self.marker: str | None = None
         if self.manifest.is_file():
-            self.known = json.loads(self.manifest.read_text(encoding="utf-8"))
+            saved = json.loads(self.manifest.read_text(encoding="utf-8"))
+            # (a record of an older version is the files alone, and no marker: the next
+            # deploy compares the bucket with the site once)
+            self.known, self.marker = (saved["files"], saved["marker"]) if "files" in saved else (saved, None)
         if self.journal.is_file():
-            for line in self.journal.read_text(encoding="utf-8").splitlines():
-                try:
-                    entry = json.loads(line)
-                except ValueError:
-                    continue  # (the line being written when it was interrupted)
-                if entry[1] is None:
-                    self.known.pop(entry[0], None)
-                else:
-                    self.known[entry[0]] = entry[1]
+            self._replay(self.journal.read_text(encoding="utf-8").splitlines())
         self.directory.mkdir(exist_ok=True)
         self._lock = threading.Lock()
         self._file = self.journal.open("a", encoding="utf-8")
 
-    def done(self, path: str, signature: Signature | None) -> None:
+    def _replay(self, lines: list[str]) -> None:
+        for line in lines:
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                continue  # (the line being written when it was interrupted)
+            if isinstance(entry, dict):
+                self.marker = entry["marker"]
+            elif entry[1] is None:
+                self.known.pop(entry[0], None)
+            else:
+                self.known[entry[0]] = entry[1]
+
+    def _write(self, entry: object) -> None:
         with self._lock:
-            self._file.write(json.dumps([path, None if signature is None else list(signature)]) + "\n")
+            self._file.write(json.dumps(entry) + "\n")
             self._file.flush()
+
+    def done(self, path: str, signature: Signature | None) -> None:
+        self._write([path, None if signature is None else list(signature)])
+
+    def claim(self, marker: str) -> None:
+        """The bucket's marker now holds this token."""
+        self.marker = marker
+        self._write({"marker": marker})
 
     def finish(self, now: dict[str, Signature]) -> None:
         self._file.close()
         temporary = self.manifest.with_suffix(".new")
-        temporary.write_text(json.dumps({k: list(v) for k, v in now.items()}), encoding="utf-8")
+        temporary.write_text(json.dumps({"marker": self.marker, "files": {k: list(v) for k, v in now.items()}}),
+                             encoding="utf-8")
         os.replace(temporary, self.manifest)
         self.journal.unlink()
 
 
 def deploy(site: Path, url: str, endpoint: str | None = None,
-           progress: Callable[[str], None] = lambda line: print(line, file=sys.stderr)) -> Report:
-    """Upload what changed since the last deploy to this target, then delete what is gone."""
+           progress: Callable[[str], None] = lambda line: print(line, file=sys.stderr),
+           check: bool = False, force: bool = False) -> Report:
+    """Upload what changed since the last deploy to this target, then delete what is gone;
+    with check (or when the bucket is not the one the record describes), what differs from
+    the bucket's listing; with force, every file."""
     try:
         import boto3
         from botocore.exceptions import BotoCoreError, ClientError
     except ImportError:
         raise CatalogueError("catalogue deploy needs boto3: pip install boto3") from None
     try:
-        return _deploy(boto3.client("s3", endpoint_url=endpoint), site, url, endpoint, progress)
+        return _deploy(boto3.client("s3", endpoint_url=endpoint), site, url, endpoint, progress, check, force)
     except (BotoCoreError, ClientError) as exc:
         raise CatalogueError(f"deploying to {url} failed: {exc}\nWhat was uploaded is recorded: run the "
                              "same deploy again to go on from there.") from None
 
 
-def _deploy(client, site: Path, url: str, endpoint: str | None, progress: Callable[[str], None]) -> Report:
+def _deploy(client, site: Path, url: str, endpoint: str | None, progress: Callable[[str], None],
+            check: bool, force: bool) -> Report:
     target = Target.parse(url)
     info = SiteInfo.of_site(site)
     root = (site / CURRENT).resolve()
     now = tree(root)
     record = Record(site, target, endpoint)
-    changed = sorted(path for path, signature in now.items() if record.known.get(path) != list(signature))
-    gone = sorted(set(record.known) - set(now))
-    # Shards first, the skeleton (root, first pages) last: a link never names a missing object.
+    found = bucket_marker(client, target)
+    reason = why_list(record, found, check, force)
+    if reason is None:
+        changed = sorted(path for path, signature in now.items() if record.known.get(path) != list(signature))
+        gone, compared = sorted(set(record.known) - set(now)), None
+    else:
+        compared = compare(root, now, listing(client, target), reason, force)
+        changed, gone = sorted(compared.missing + compared.different), compared.extra
+    fresh = None
+    if changed or gone or found is None:  # (before the first change: see the module's docstring)
+        fresh = put_marker(client, target)
+        if compared is None:
+            record.claim(fresh)  # (interrupted, it goes on from its record; a listing one lists again)
+    upload_all(client, target, root, now, changed, info.cache_control, record, progress)
+    delete_all(client, target, gone, record)
+    record.marker = fresh or found  # (nothing changed: the bucket holds the site, trust it from now on)
+    record.finish(now)
+    return Report(uploaded=len(changed), deleted=len(gone), unchanged=len(now) - len(changed),
+                  invalidate=invalidations(changed + gone, urlsplit(info.base_url).path), compared=compared)
+
+
+def put_marker(client, target: Target) -> str:
+    """A new token in the bucket's marker; returns it."""
+    token = secrets.token_hex(16)
+    client.put_object(Bucket=target.bucket, Key=target.key(MARKER), Body=token.encode(),
+                      ContentType="text/plain", CacheControl="no-store")
+    return token
+
+
+def bucket_marker(client, target: Target) -> str | None:
+    """The token the bucket's marker holds, or None when there is none."""
+    try:
+        return client.get_object(Bucket=target.bucket, Key=target.key(MARKER))["Body"].read().decode()
+    except client.exceptions.NoSuchKey:
+        return None
+
+
+def why_list(record: Record, found: str | None, check: bool, force: bool) -> str | None:
+    """Why this deploy must list the bucket rather than trust its record; None: it need not."""
+    if force or check:
+        return "--force" if force else "--check"
+    if record.marker is None:  # (never deployed to from here, or the last one was interrupted)
+        return "no finished deploy to this target recorded here"
+    if found is None:
+        return "the bucket has no deploy marker: emptied or re-created since the last deploy"
+    if found != record.marker:
+        return "another deploy reached the bucket since this site's last one"
+    return None
+
+
+def listing(client, target: Target) -> dict[str, tuple[int, str]]:
+    """Size and ETag of every object under PREFIX/api/ and PREFIX/_meta/, by path in the site."""
+    found = {}
+    pages = client.get_paginator("list_objects_v2")
+    for top in PUBLISHED:
+        for page in pages.paginate(Bucket=target.bucket, Prefix=target.key(f"{top}/")):
+            for entry in page.get("Contents", []):
+                found[entry["Key"].removeprefix(target.prefix)] = (entry["Size"], entry["ETag"].strip('"'))
+    return found
+
+
+def compare(root: Path, now: dict[str, Signature], listed: dict[str, tuple[int, str]], reason: str,
+            force: bool) -> Comparison:
+    """The site's files against the bucket's listing."""
+    held = sorted(path for path in now if path in listed)
+
+    def same(path: str) -> bool:
+        size, etag = listed[path]
+        # (an ETag with a dash is a multipart upload's, no MD5 of the bytes: it counts as different)
+        return size == now[path][2] and "-" not in etag and md5(root / path) == etag
+
+    with ThreadPoolExecutor(WORKERS) as pool:
+        kept = [False] * len(held) if force else list(pool.map(same, held))
+    return Comparison(reason, len(held), missing=sorted(set(now) - set(listed)),
+                      different=[path for path, ok in zip(held, kept) if not ok],
+                      extra=sorted(set(listed) - set(now)))
+
+
+def md5(path: Path) -> str:
+    digest = hashlib.md5(usedforsecurity=False)
+    with open(path, "rb") as file:
+        while chunk := file.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def upload_all(client, target: Target, root: Path, now: dict[str, Signature], changed: list[str],
+               cache_control: str, record: Record, progress: Callable[[str], None]) -> None:
+    """Shards first, the skeleton (root, first pages) last: a link never names a missing object."""
     stages = ([p for p in changed if shard_of(p) is not None], [p for p in changed if shard_of(p) is None])
-    report = Report(unchanged=len(now) - len(changed))
     uploaded, last = [0], [time.monotonic()]
 
     def upload(path: str) -> None:
-        extra = {"ContentType": content_type(path.removesuffix(".gz")), "CacheControl": info.cache_control}
+        extra = {"ContentType": content_type(path.removesuffix(".gz")), "CacheControl": cache_control}
         if path.endswith(".gz"):
             extra["ContentEncoding"] = "gzip"
         client.put_object(Bucket=target.bucket, Key=target.key(path), Body=(root / path).read_bytes(), **extra)
@@ -156,16 +289,15 @@ def _deploy(client, site: Path, url: str, endpoint: str | None, progress: Callab
     for stage in stages:
         with ThreadPoolExecutor(WORKERS) as pool:
             list(pool.map(upload, stage))  # (re-raises the first failure)
-    for start in range(0, len(gone), 1000):
-        batch = gone[start:start + 1000]
+
+
+def delete_all(client, target: Target, gone: list[str], record: Record) -> None:
+    for start in range(0, len(gone), BATCH):
+        batch = gone[start:start + BATCH]
         client.delete_objects(Bucket=target.bucket,
                               Delete={"Objects": [{"Key": target.key(p)} for p in batch], "Quiet": True})
         for path in batch:
             record.done(path, None)
-    record.finish(now)
-    report.uploaded, report.deleted = len(changed), len(gone)
-    report.invalidate = invalidations(changed + gone, urlsplit(info.base_url).path)
-    return report
 
 
 def invalidations(paths: list[str], prefix: str) -> list[str]:

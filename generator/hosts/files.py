@@ -1,11 +1,14 @@
-"""What every host's generated file shares: the templates they are rendered from, and
-writing one so that an unchanged file keeps its mtime and a reader never sees half of it."""
+"""What every host's generated file shares: the templates they are rendered from, writing
+one so that an unchanged file keeps its mtime and a reader never sees half of it, and a
+directory that holds only what a host serves of the published generation."""
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
 import jinja2
+
+from ..api.urls import CURRENT, PUBLISHED
 
 templates = jinja2.Environment(
     loader=jinja2.PackageLoader("generator.hosts", "templates"), autoescape=False,
@@ -20,3 +23,22 @@ def replace(path: Path, text: str) -> None:
     temporary = path.with_name(path.name + ".new")
     temporary.write_text(text, encoding="utf-8")
     os.replace(temporary, path)
+
+
+def link_published(directory: Path, site: Path) -> None:
+    """Make directory hold a link to each published directory of <site>/current and nothing
+    else: an upload that walks it never meets the build's private state. The links are
+    relative and go through `current`, so each publication is followed and the site may move."""
+    directory.mkdir(parents=True, exist_ok=True)
+    for name in PUBLISHED:
+        target = os.path.relpath(site / CURRENT / name, directory)
+        link = directory / name
+        if link.is_symlink() and os.readlink(link) == target:
+            continue  # unchanged: keep it
+        temporary = directory / f".{name}.new"
+        temporary.unlink(missing_ok=True)
+        temporary.symlink_to(target)
+        os.replace(temporary, link)
+    for entry in directory.iterdir():
+        if entry.name not in PUBLISHED and (entry.is_symlink() or entry.is_file()):
+            entry.unlink()  # (what an older version linked: never upload it)

@@ -2,9 +2,11 @@
 
 Every build writes, into OUT/hosts/netlify/ (the directory `netlify deploy` runs in):
 
-    netlify.toml                    the publish directory (`public/`, a plain copy of the
-                                    published generation), the edge functions directory,
-                                    and the one function declared on every path ("/*")
+    netlify.toml                    the publish directory (`public/`, a plain copy of what
+                                    the site serves of the published generation, never its
+                                    .state/, made by the command it names), the edge
+                                    functions directory, and the one function declared on
+                                    every path ("/*")
     edge-functions/catalogue.js     the function: router.js (api/routes.py as JavaScript)
                                     and the Netlify wrapper that carries out its answers
     file-key                        the secret that marks the function's own reads of files
@@ -26,14 +28,14 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from ..api.serving import ACCEPTS_GZIP, GZIP_MIN, SiteInfo
-from ..api.urls import HOSTS
+from ..api.urls import CURRENT, HOSTS, PUBLISHED
 from .files import replace, templates
 from .router import answer_values, javascript, js_regex
 
 NETLIFY = f"{HOSTS}/netlify"  # <site>/hosts/netlify/: the Netlify base directory
 FUNCTION = "catalogue"  # edge-functions/catalogue.js, as netlify.toml names it
 FUNCTIONS_DIR = "edge-functions"
-PUBLISH_DIR = "public"  # filled by `rsync -aL` from <site>/current (see README: Deploying)
+PUBLISH_DIR = "public"  # filled by fill_command() from <site>/current (see README: Deploying)
 KEY_FILE = "file-key"
 FILE_HEADER = "x-catalogue-file"  # on the function's own reads of files: the key
 WRITE_SERVICE = "CATALOGUE_WRITE_SERVICE"  # the environment variable naming the write service's URL
@@ -47,8 +49,17 @@ def write(site: Path) -> Path:
     replace(root / FUNCTIONS_DIR / f"{FUNCTION}.js",
             edge_function(urlsplit(info.base_url).path, info.cache_control, key))
     replace(root / "netlify.toml", templates.get_template("netlify.toml.j2").render(
-        publish=PUBLISH_DIR, functions=FUNCTIONS_DIR, function=FUNCTION))
+        publish=PUBLISH_DIR, functions=FUNCTIONS_DIR, function=FUNCTION, fill=fill_command()))
     return root
+
+
+def fill_command(site: str = "SITE") -> str:
+    """The command, run in <site>/hosts/netlify/, that makes the publish directory a plain
+    copy (links followed: the shards and pages/default are links) of the directories the
+    site serves; --delete-excluded takes anything else out of it, a .state/ an older
+    command copied included, so that `netlify deploy` never uploads the build's state."""
+    served = " ".join(f"--include '/{name}/***'" for name in PUBLISHED)
+    return f"rsync -aL --delete-excluded {served} --exclude '*' {site}/{CURRENT}/ {PUBLISH_DIR}/"
 
 
 def file_key(path: Path) -> str:

@@ -2,14 +2,15 @@
 // workerd, through the miniflare package, as `catalogue serve --server cloudflare` does,
 // with the write service bound as WRITE_SERVICE.
 //
-// The Worker's static assets (env.ASSETS) are the published generation, read through
-// workerd's own disk service by a small file worker that answers as the assets binding
-// does (the file, its ETag, 404 when there is none). Each request opens <site>/current
-// afresh, so a rebuild is served at once, as a new deployment is on Cloudflare; miniflare's
-// own assets would list the files once, when the Worker starts. A record the write service
-// accepted and no build has published yet is read from <site>/.accepted/, as the other
-// local servers do.
-// Usage: node workerd.mjs '{"site", "worker", "current", "accepted", "host", "port", "writeService",
+// The Worker's static assets (env.ASSETS) are the directory wrangler uploads
+// (<site>/hosts/cloudflare/assets/, links to the published generation's served directories),
+// read through workerd's own disk service by a small file worker that answers as the assets
+// binding does (the file, its ETag, 404 when there is none). Each request goes through
+// <site>/current afresh, so a rebuild is served at once, as a new deployment is on
+// Cloudflare; miniflare's own assets would list the files once, when the Worker starts. A
+// record the write service accepted and no build has published yet is read from
+// <site>/.accepted/, as the other local servers do.
+// Usage: node workerd.mjs '{"site", "worker", "assets", "accepted", "host", "port", "writeService",
 //                            "compatibilityDate"}'
 import path from "node:path";
 import { Miniflare } from "miniflare";
@@ -20,7 +21,7 @@ const given = JSON.parse(process.argv[2]);
 const FILES = `export default {
   async fetch(request, env) {
     const key = new URL(request.url).pathname;
-    let found = await env.DISK.fetch(new Request("http://disk/${given.current}" + key));
+    let found = await env.DISK.fetch(new Request("http://disk/${given.assets}" + key));
     if (found.status !== 200) {  // a record the write service accepted, not published yet
       found = await env.ACCEPTED.fetch(new Request("http://disk" + key));
     }

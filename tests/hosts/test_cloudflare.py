@@ -17,15 +17,16 @@ import moto.server as moto_server
 import pytest
 from click.testing import CliRunner
 
-from conftest import SAMPLE
+from conftest import SAMPLE, published_files
 from generator.cli import main
 from generator.compose import build
 from generator.hosts import cloudflare
 from generator.system import stop_with_parent
-from servers import Server, free_port, runnable
+from servers import WRANGLER, Server, free_port, runnable
 
 BOOK = "76f9d815-44dc-545f-890b-4419e8e5e6da"
 needs_workerd = pytest.mark.skipif(not runnable("cloudflare"), reason="cloudflare is not installed")
+needs_wrangler = pytest.mark.skipif(not runnable("wrangler"), reason="wrangler is not installed")
 
 
 @pytest.fixture(scope="module")
@@ -39,13 +40,50 @@ def test_wrangler_serves_the_published_generation_through_the_worker(site):
     config = tomllib.loads((site / cloudflare.CONFIG_DIR / "wrangler.toml").read_text(encoding="utf-8"))
     here = site / cloudflare.CONFIG_DIR
     assert (here / config["main"]).is_file()
-    assert (here / config["assets"]["directory"]).resolve() == (site / "current").resolve()
+    assets = here / config["assets"]["directory"]
+    assert {entry.name: entry.resolve() for entry in assets.iterdir()} == {
+        name: (site / "current" / name).resolve() for name in ("api", "_meta")}  # (never .state)
     assert config["assets"]["run_worker_first"] is True  # (else a query string would never reach the router)
     assert config["vars"]["PUBLISHED"] == formatdate(os.lstat(site / "current").st_mtime, usegmt=True)
     r2 = tomllib.loads((here / "wrangler-r2.toml").read_text(encoding="utf-8"))
     assert "assets" not in r2 and r2["main"] == config["main"]
     assert r2["r2_buckets"] == [{"binding": "BUCKET", "bucket_name": cloudflare.BUCKET}]
     assert r2["vars"]["PREFIX"] == ""
+
+
+def uploaded_by_wrangler(site: Path, work: Path) -> set[str]:
+    """What `wrangler deploy` would upload as the Worker's static assets: the files of the
+    assets directory that its dry run reads (its debug log names each entry it read, and
+    each it ignores), as paths relative to that directory."""
+    config = site / cloudflare.CONFIG_DIR / "wrangler.toml"
+    environment = {**os.environ, "WRANGLER_LOG": "debug", "WRANGLER_SEND_METRICS": "false",
+                   "XDG_CONFIG_HOME": str(work / "config")}  # (its logs and settings stay in work/)
+    run = subprocess.run(["node", str(WRANGLER), "deploy", "--dry-run", "--outdir", str(work / "out"),
+                          "--config", str(config)], cwd=work, env=environment, capture_output=True, text=True,
+                         timeout=120)
+    assert run.returncode == 0, run.stdout + run.stderr
+    lines = run.stdout.splitlines()
+    start = next(i for i, line in enumerate(lines) if "from the assets directory" in line)
+    read = {line[1:] for line in lines[start + 1:] if line.startswith("/")}
+    ignored = {line.split("Ignoring asset:", 1)[1].strip() for line in lines if "Ignoring asset:" in line}
+    assets = config.parent / tomllib.loads(config.read_text(encoding="utf-8"))["assets"]["directory"]
+    return {path for path in read - ignored if (assets / path).is_file()}
+
+
+@needs_wrangler
+def test_wrangler_uploads_what_the_site_serves_and_never_the_build_state(tmp_path):
+    site = tmp_path / "site"
+    build(SAMPLE, site)
+    state = site / "current" / ".state"
+    assert any(state.iterdir())  # (the build's own: what must not leave the machine)
+    with open(state / "records-books.big", "wb") as part:  # a record part past an asset's 25 MiB
+        part.truncate(26 << 20)  # (sparse: no disk for it)
+    uploaded = uploaded_by_wrangler(site, tmp_path)
+    assert uploaded == published_files(site)
+    assert not any(".state" in path for path in uploaded)
+    # The sample: the build's 145 files and, as files of their own, the 16 of the six
+    # collections' pages/default (the default page size's pages, which the router names).
+    assert len(uploaded) == 161 and sum("/pages/default/" in path for path in uploaded) == 16
 
 
 def test_a_rebuild_that_publishes_nothing_leaves_the_configuration_alone(site):

@@ -7,6 +7,8 @@ import csv
 import gzip
 import hashlib
 import io
+import os
+import time
 from pathlib import Path
 
 import boto3
@@ -14,6 +16,8 @@ import moto.server as moto_server
 import pytest
 from click.testing import CliRunner
 
+from conftest import published_files
+from generator.api.urls import PUBLISHED, STATE
 from generator.sitebuild import build
 from generator.cli import main
 from generator.hosts import deploy
@@ -42,10 +46,11 @@ def bucket(endpoint, monkeypatch, request):
     return client, name
 
 
-def objects(client, bucket: str) -> dict[str, str]:
-    """Every object's key and ETag (the MD5 of its bytes, for a single PUT)."""
+def objects(client, bucket: str, markers: bool = False) -> dict[str, str]:
+    """Every object's key and ETag (the MD5 of its bytes, for a single PUT); the deploys'
+    markers only when asked for."""
     return {o["Key"]: o["ETag"].strip('"') for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket)
-            for o in page.get("Contents", [])}
+            for o in page.get("Contents", []) if markers or not o["Key"].endswith(deploy.MARKER)}
 
 
 def published(site: Path) -> dict[str, str]:
@@ -75,8 +80,16 @@ def test_deploy_uploads_the_tree_then_only_what_changed(data_dir, tmp_path, buck
     result = run("deploy", f"s3://{name}/catalogue", "--site", str(site), "--endpoint-url", endpoint)
     assert result.exit_code == 0, result.output
     files = published(site)
-    assert result.output.splitlines()[0] == f"uploaded {len(files):,} files, deleted 0, 0 unchanged"
+    assert result.output.splitlines()[:2] == [
+        f"uploaded {len(files):,} files, deleted 0, 0 unchanged",
+        "compared with the bucket (no finished deploy to this target recorded here): 0 of the site's files there, "
+        f"{len(files)} missing, 0 different, 0 not in the site"]
     assert objects(client, name) == {f"catalogue/{path}": data for path, data in files.items()}
+    assert set(objects(client, name, markers=True)) - set(objects(client, name)) == {"catalogue/.catalogue-deploy"}
+    # What the site serves, pages/default as objects of their own (161 for the sample), and
+    # never the build's state beside it.
+    assert set(files) == published_files(site) and len(files) == 161
+    assert any((site / "current" / STATE).iterdir()) and not any(STATE in key for key in objects(client, name))
     head = client.head_object(Bucket=name, Key="catalogue/api/v1/books/index.json")
     assert (head["ContentType"], head["CacheControl"]) == ("application/json", "no-cache")
     zipped = client.head_object(Bucket=name, Key="catalogue/api/v1/books/index.json.gz")
@@ -126,13 +139,141 @@ def test_an_interrupted_deploy_resumes_where_it_stopped(data_dir, tmp_path, buck
         real(self, path, signature)
         recorded[0] += 1
 
-    monkeypatch.setattr(deploy.Record, "done", failing)
-    with pytest.raises(OSError, match="interrupted"):
-        deploy.deploy(site, f"s3://{name}", endpoint, progress=lambda line: None)
-    monkeypatch.setattr(deploy.Record, "done", real)
+    def interrupted() -> None:
+        calls[0] = recorded[0] = 0
+        monkeypatch.setattr(deploy.Record, "done", failing)
+        with pytest.raises(OSError, match="interrupted"):
+            deploy.deploy(site, f"s3://{name}", endpoint, progress=lambda line: None)
+        monkeypatch.setattr(deploy.Record, "done", real)
+
+    # The first deploy, interrupted, has recorded no marker: the next one lists the bucket,
+    # and finds there the upload that was under way too (done, not recorded).
+    interrupted()
     report = deploy.deploy(site, f"s3://{name}", endpoint, progress=lambda line: None)
-    assert (report.unchanged, report.uploaded) == (recorded[0], len(published(site)) - recorded[0])
+    assert report.compared.reason == "no finished deploy to this target recorded here"
+    assert (report.unchanged, report.uploaded) == (recorded[0] + 1, len(published(site)) - recorded[0] - 1)
     assert set(objects(client, name)) == set(published(site))
+    # A later one, interrupted, goes on from its record (it wrote the bucket's marker first).
+    (data_dir / "site.yaml").write_text("base_url: https://ketab.example.ir\npage_sizes: [5, 12]\n", encoding="utf-8")
+    build(data_dir, site)  # pages of 5 where there were pages of 24: more than 40 files change
+    there = objects(client, name)
+    changed = {path for path, data in published(site).items() if there.get(path) != data}
+    interrupted()
+    report = deploy.deploy(site, f"s3://{name}", endpoint, progress=lambda line: None)
+    assert report.compared is None and report.uploaded == len(changed) - recorded[0]
+    assert objects(client, name) == published(site)
+
+
+def empty(client, bucket: str) -> None:
+    keys = [{"Key": key} for key in objects(client, bucket, markers=True)]
+    client.delete_objects(Bucket=bucket, Delete={"Objects": keys, "Quiet": True})  # (fewer than 1,000)
+
+
+def test_a_bucket_emptied_or_re_created_behind_the_deploy_is_filled_again(data_dir, tmp_path, bucket, endpoint):
+    client, name = bucket
+    site = tmp_path / "site"
+    build(data_dir, site)
+    target = f"s3://{name}/catalogue"
+    run("deploy", target, "--site", str(site), "--endpoint-url", endpoint)
+    files = {f"catalogue/{path}": data for path, data in published(site).items()}
+    empty(client, name)
+    result = run("deploy", target, "--site", str(site), "--endpoint-url", endpoint)
+    assert result.output.splitlines()[:2] == [
+        f"uploaded {len(files)} files, deleted 0, 0 unchanged",
+        "compared with the bucket (the bucket has no deploy marker: emptied or re-created since the last "
+        f"deploy): 0 of the site's files there, {len(files)} missing, 0 different, 0 not in the site"]
+    assert objects(client, name) == files
+    empty(client, name)
+    client.delete_bucket(Bucket=name)
+    client.create_bucket(Bucket=name)
+    assert run("deploy", target, "--site", str(site), "--endpoint-url", endpoint).output.startswith(
+        f"uploaded {len(files)} files, deleted 0, 0 unchanged\n")
+    assert objects(client, name) == files
+    assert run("deploy", target, "--site", str(site), "--endpoint-url", endpoint).output == (
+        f"uploaded 0 files, deleted 0, {len(files)} unchanged\n")  # (one request: the marker)
+
+
+def test_a_deploy_from_elsewhere_since_the_last_one_is_noticed(data_dir, tmp_path, bucket, endpoint):
+    """Another site (another machine's, or an edited copy) deployed to the same target:
+    this site's record no longer describes the bucket, and its next deploy puts back its own."""
+    client, name = bucket
+    ours, theirs = tmp_path / "ours", tmp_path / "theirs"
+    build(data_dir, ours)
+    deploy.deploy(ours, f"s3://{name}", endpoint, progress=lambda line: None)
+    edit_title(data_dir, "کلیدر", "کلیدر (ویرایش تازه)")
+    (data_dir / "site.yaml").write_text("base_url: https://ketab.example.ir\npage_sizes: [12]\n", encoding="utf-8")
+    build(data_dir, theirs)
+    deploy.deploy(theirs, f"s3://{name}", endpoint, progress=lambda line: None)
+    assert objects(client, name) == published(theirs)
+    report = deploy.deploy(ours, f"s3://{name}", endpoint, progress=lambda line: None)
+    assert report.compared.reason == "another deploy reached the bucket since this site's last one"
+    # The book and its first pages of 12 (three objects, and their twins), and the five files
+    # of _meta/ that name the page sizes, are theirs; the pages of 24 are gone with them.
+    assert len(report.compared.different) == 12 and sum(p.startswith("_meta/") for p in report.compared.different) == 5
+    assert len(report.compared.missing) == 11 and all("/pages/24/" in path for path in report.compared.missing)
+    assert report.compared.extra == []
+    assert objects(client, name) == published(ours)
+
+
+def test_check_compares_the_bucket_with_the_site_and_touches_nothing_outside_the_prefix(
+        data_dir, tmp_path, bucket, endpoint):
+    client, name = bucket
+    site = tmp_path / "site"
+    build(data_dir, site)
+    outside = {"other.txt": b"kept", "catalogue-old/api/v1/index.json": b"{}", "elsewhere/api/v1/x.json": b"{}",
+               "catalogue/notes.txt": b"kept: the deploy owns catalogue/api/ and catalogue/_meta/ alone"}
+    for key, body in outside.items():
+        client.put_object(Bucket=name, Key=key, Body=body)
+    target = f"s3://{name}/catalogue"
+    run("deploy", target, "--site", str(site), "--endpoint-url", endpoint)
+    files = {f"catalogue/{path}": data for path, data in published(site).items()}
+    # By hand, behind the deploy's back: one object deleted, one changed, one added.
+    client.delete_object(Bucket=name, Key="catalogue/api/v1/user/index.json")
+    client.put_object(Bucket=name, Key="catalogue/_meta/site.json", Body=b"{}")
+    client.put_object(Bucket=name, Key="catalogue/api/v1/books/stale.json", Body=b"{}")
+    plain = run("deploy", target, "--site", str(site), "--endpoint-url", endpoint)
+    assert plain.output == f"uploaded 0 files, deleted 0, {len(files)} unchanged\n"  # (its record is trusted)
+    checked = run("deploy", target, "--site", str(site), "--endpoint-url", endpoint, "--check")
+    assert checked.output.splitlines() == [
+        f"uploaded 2 files, deleted 1, {len(files) - 2} unchanged",
+        f"compared with the bucket (--check): {len(files) - 1} of the site's files there, 1 missing, 1 different, "
+        "1 not in the site",
+        "  missing: api/v1/user/index.json", "  different: _meta/site.json", "  not in the site: api/v1/books/stale.json",
+        "paths to invalidate in a CDN in front of it:", "  /api/v1/books/", "  /api/v1/books/?*",
+        "  /api/v1/user/", "  /api/v1/user/?*"]
+    everything = objects(client, name)
+    assert {key: everything.pop(key) for key in outside} == {
+        key: hashlib.md5(body).hexdigest() for key, body in outside.items()}
+    assert everything == files
+    again = run("deploy", target, "--site", str(site), "--endpoint-url", endpoint, "--check")
+    assert again.output.splitlines()[:2] == [
+        f"uploaded 0 files, deleted 0, {len(files)} unchanged",
+        f"compared with the bucket (--check): {len(files)} of the site's files there, 0 missing, 0 different, "
+        "0 not in the site"]
+
+
+def test_force_uploads_every_file(data_dir, tmp_path, bucket, endpoint):
+    client, name = bucket
+    site = tmp_path / "site"
+    build(data_dir, site)
+    run("deploy", f"s3://{name}", "--site", str(site), "--endpoint-url", endpoint)
+    client.put_object(Bucket=name, Key="api/v1/books/stale.json", Body=b"{}")
+    before = {o["Key"]: o["LastModified"] for o in client.list_objects_v2(Bucket=name)["Contents"]}
+    time.sleep(1)  # (LastModified counts whole seconds)
+    forced = run("deploy", f"s3://{name}", "--site", str(site), "--endpoint-url", endpoint, "--force")
+    files = published(site)
+    assert forced.output.splitlines()[:2] == [
+        f"uploaded {len(files)} files, deleted 1, 0 unchanged",
+        f"compared with the bucket (--force): {len(files)} of the site's files there, 0 missing, uploaded anyway, "
+        "1 not in the site"]
+    after = {o["Key"]: o["LastModified"] for o in client.list_objects_v2(Bucket=name)["Contents"]}
+    assert all(after[path] > before[path] for path in files) and objects(client, name) == files
+
+
+def test_a_generation_holds_what_hosts_are_given_and_the_build_state_alone(data_dir, tmp_path):
+    """A new top-level directory must be one hosts are given (PUBLISHED) or the build's own."""
+    build(data_dir, tmp_path / "site")
+    assert sorted(os.listdir(tmp_path / "site" / "current")) == sorted((*PUBLISHED, STATE))
 
 
 def test_a_target_that_is_not_s3(tmp_path):

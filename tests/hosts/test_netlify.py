@@ -24,7 +24,7 @@ from generator.api.urls import CURRENT
 from generator.sitebuild import build
 from generator.hosts import netlify
 from generator.system import stop_with_parent
-from conftest import SAMPLE
+from conftest import SAMPLE, published_files
 from golden_files import GOLDEN, ROUTES
 from servers import Server, WriteStack, find_deno, free_port, runnable, wait_for_port
 
@@ -131,6 +131,26 @@ def test_the_build_writes_the_function_and_netlify_toml(tmp_path):
     build_and_host(SAMPLE, site)  # a rebuild keeps the key, so the function is unchanged
     assert (root / netlify.KEY_FILE).read_text(encoding="ascii").strip() == key
     assert (root / "edge-functions" / "catalogue.js").stat().st_mtime_ns == before
+
+
+@pytest.mark.skipif(not runnable("rsync"), reason="rsync is not installed")
+def test_the_publish_directory_holds_what_the_site_serves_and_never_the_build_state(tmp_path):
+    """The command netlify.toml names, run as it says: a plain copy of api/ and _meta/, and
+    whatever else the directory held (a .state/ an older command copied) taken out."""
+    from generator.compose import build as build_and_host
+    site = tmp_path / "site"
+    build_and_host(SAMPLE, site)
+    root = site / netlify.NETLIFY
+    toml = (root / "netlify.toml").read_text(encoding="utf-8")
+    command = next(line for line in toml.splitlines() if line.startswith("#   rsync ")).removeprefix("#   ")
+    (root / "public" / ".state").mkdir(parents=True)
+    (root / "public" / ".state" / "keys-books.0").write_bytes(b"private")
+    subprocess.run(["bash", "-c", command.replace("SITE/", f"{site}/")], cwd=root, check=True)
+    public = root / "public"
+    copied = {str(p.relative_to(public)) for p in public.rglob("*") if not p.is_dir()}
+    assert copied == published_files(site) and not any(p.is_symlink() for p in public.rglob("*"))
+    assert sorted(p.name for p in public.iterdir()) == ["_meta", "api"]
+    assert len(copied) == 161  # the build's 145 files and the 16 of pages/default, as files
 
 
 # ---- (a) the golden request table -------------------------------------------------------
