@@ -6,82 +6,58 @@ configuration is rendered from these patterns (its `map`s and `location`s), and 
 built-in server calls `resolve()`, which applies the very same patterns. The patterns
 are written in the common subset of Python's and PCRE's regular expressions.
 
-Paths are matched after the base_url's path prefix, query strings as they arrive
-(still percent-encoded): the last `limit` and `offset` count, as Django reads them;
-the spellings Python's int() reads in ASCII are numbers; other plain values mean
-DRF's defaults; anything else that int() might read names no pre-built page (400).
+Paths are matched after the base_url's path prefix. A collection's query string is read
+as Django reads it, its parameters as params.py's objects read them: a request names a
+pre-built page or is put together at request time (`params.Paging.file()` decides).
 """
 from __future__ import annotations
 
 import re
+import itertools
 from dataclasses import dataclass
 from urllib.parse import quote
 
-from . import meta
-from .serving import ALLOW_READ, allow
-from .urls import (API, BUCKET_DIGITS, DEFAULT_LIMIT, ID_SHARD, OPENAPI_FILE, PAGE_NOT_BUILT, RESOURCES,
-                   SCHEMA_PATH, VIEWER, Resource, detail_file, page_file, root_path)
+from . import meta, querystring
+from .params import LIMIT, OFFSET, Paging
+from .serving import ALLOW_READ, SiteInfo, allow
+from .urls import (API, BUCKET_DIGITS, ID_SHARD, OPENAPI_FILE, RESOURCES, SCHEMA_PATH, VIEWER, Resource,
+                   detail_file, root_path)
 
 # ---- query strings ---------------------------------------------------------------------
-
-WS = "(?:[+]|%20|%09|%0[AaBbCcDd])"  # white space int() strips, as a query string writes it
-LIMIT = rf"{WS}*(?:%2[Bb])?0*(?P<n>[1-9][0-9]*){WS}*"  # a positive whole number: that page size
-OFFSET = rf"{WS}*(?:%2[Bb])?0*(?P<n>[0-9]+){WS}*"  # a whole number: that offset
-PLAIN = r"[-+.~A-Za-z0-9]*"  # any other value without escapes: the default (limit) or 0 (offset)
-ESCAPED_NAME = r"(?:^|&)[^=&]*%"  # a percent-escaped parameter name might be limit or offset
-BUCKET = rf"(?P<b>[0-9]+)[0-9]{{{BUCKET_DIGITS}}}"  # an offset's block: all but its last digits
-INVALID = "invalid"  # a value that names no page file
-
-
-def last(name: str) -> str:
-    """The last value of a parameter in a query string (greedy: the last one wins)."""
-    return rf"^(?:.*&)?{name}=(?P<value>[^&]*)"
+# How a collection's query string is read is params.py's (each parameter an object); here,
+# the plain spellings a host may map to a page file by pattern alone (nginx), in the
+# common subset of Python's and PCRE's regular expressions: every other spelling, and
+# every page not built, is put together at request time (params.Paging).
 
 
 @dataclass(frozen=True)
-class Spelling:
-    """How a parameter's value becomes part of a page file's name."""
-    name: str
-    number: str  # a value that is a number, its digits in group n
-    otherwise: str  # what a plain value that is not a number means
-
-    def read(self, query: str) -> str:
-        """The part of the page file's name the query string gives (INVALID: no page)."""
-        found = re.match(last(self.name), query)
-        value = found["value"] if found else ""
-        if re.search(ESCAPED_NAME, query):
-            return INVALID
-        if number := re.fullmatch(self.number, value):
-            return number["n"]
-        return self.otherwise if re.fullmatch(PLAIN, value) else INVALID
+class PlainSpelling:
+    """A query string of pagination parameters only, spelled plainly: its pattern (named
+    groups), and the parts of the page file it names (group names or literal parts)."""
+    pattern: str
+    limit: str  # a group's name, or the literal part (DEFAULT_LIMIT)
+    bucket: str
+    offset: str
 
 
-LIMIT_SPELLING = Spelling("limit", LIMIT, DEFAULT_LIMIT)
-OFFSET_SPELLING = Spelling("offset", OFFSET, "0")
+def plain_spellings() -> list[PlainSpelling]:
+    """Every plain spelling, none, one or both parameters in either order."""
+    limit = [(f"{LIMIT.name}=(?P<catalogue_limit>{LIMIT.plain})", {"limit": "catalogue_limit"})]
+    offset = [(f"{OFFSET.name}=(?P<catalogue_offset>{SMALL_OFFSET})", {"offset": "catalogue_offset"}),
+              (f"{OFFSET.name}=(?P<catalogue_offset>(?P<catalogue_bucket>{BIG_OFFSET_BLOCK})[0-9]{{{BUCKET_DIGITS}}})",
+               {"offset": "catalogue_offset", "bucket": "catalogue_bucket"})]
+    found = []
+    for order in ((), (limit,), (offset,), (limit, offset), (offset, limit)):
+        for chosen in itertools.product(*order):
+            parts = {"limit": LIMIT.default_part, "bucket": "0", "offset": OFFSET.default_part}
+            for _, named in chosen:
+                parts.update(named)
+            found.append(PlainSpelling("&".join(pattern for pattern, _ in chosen), **parts))
+    return found
 
 
-def bucket(offset: str) -> str:
-    found = re.fullmatch(BUCKET, offset)
-    return found["b"] if found else "0"
-
-
-# The spelling of the site's own links, `limit=12&offset=24` with an offset in the first
-# block: what the rules above make of it, read with one pattern (hosts try it first).
-CANONICAL = rf"limit=(?P<cl>[1-9][0-9]*)&offset=(?P<co>0|[1-9][0-9]{{0,{BUCKET_DIGITS - 1}}})"
-_CANONICAL = re.compile(CANONICAL)
-
-
-def page_of(resource: Resource, query: str) -> str:
-    """The page file a collection's query string names (it may not exist: a 400)."""
-    if found := _CANONICAL.fullmatch(query):
-        return page_file(resource.name, found["cl"], "0", found["co"])
-    return spelled_page(resource, query)
-
-
-def spelled_page(resource: Resource, query: str) -> str:
-    """The page file by DRF's rules for any spelling of the query string."""
-    limit, offset = LIMIT_SPELLING.read(query), OFFSET_SPELLING.read(query)
-    return page_file(resource.name, limit, bucket(offset), offset)
+SMALL_OFFSET = f"0|[1-9][0-9]{{0,{BUCKET_DIGITS - 1}}}"  # an offset of the first block
+BIG_OFFSET_BLOCK = "[1-9][0-9]{0,10}"  # the block of a larger one (15 digits in all, at most)
 
 
 # ---- paths -----------------------------------------------------------------------------
@@ -152,8 +128,9 @@ _PATTERNS = [(re.compile(route.pattern), route) for route in ROUTES if route.kin
 class Answer:
     """What a host answers. Either a file of the generation (`file`), served with 200 when
     it exists and otherwise with `missing_status` and the body of `missing_file` or
-    `body`; or `status` with `body`; or a redirect to `location`; or, for a write, the
-    write service's own answer (`forward`). `allow` is the Allow header ("": none)."""
+    `body`, or, for a collection, the `page` put together (api/assemble.py; `file` may
+    then be None); or `status` with `body`; or a redirect to `location`; or, for a write,
+    the write service's own answer (`forward`). `allow` is the Allow header ("": none)."""
     status: int = 200
     body: bytes | None = None
     file: str | None = None
@@ -162,6 +139,7 @@ class Answer:
     location: str | None = None
     forward: bool = False
     allow: str = ""
+    page: Paging | None = None
 
 
 class Bodies:
@@ -187,9 +165,10 @@ class Bodies:
         return meta.detail(f'Method "{method}" not allowed.')
 
 
-def resolve(method: str, path: str, query: str, prefix: str, bodies: Bodies, accept: str = "") -> Answer:
-    """The answer to a request; `path` is normalised and percent-decoded, `query` is raw,
-    `accept` the Accept header."""
+def resolve(method: str, path: str, query: str, site: SiteInfo, bodies: Bodies, accept: str = "") -> Answer:
+    """The answer to a request; `path` is normalised and percent-decoded, `query` is raw
+    (as received, read as latin-1), `accept` the Accept header."""
+    prefix = site.prefix
     if not path.startswith(prefix + "/"):
         return Answer(404, bodies.not_found)
     path = path[len(prefix):]
@@ -216,8 +195,11 @@ def resolve(method: str, path: str, query: str, prefix: str, bodies: Bodies, acc
         return Answer(file=root_path() if route.kind == "root" else OPENAPI_FILE, body=bodies.not_found,
                       allow=route.allow)
     if route.kind == "list":
-        return Answer(file=page_of(route.resource, query), missing_status=400, missing_file=PAGE_NOT_BUILT,
-                      allow=route.allow)
+        try:
+            paging = Paging.read(route.resource.name, query, site)
+        except querystring.TooManyFields:
+            return Answer(400, meta.TOO_MANY_FIELDS, allow=route.allow)
+        return Answer(file=paging.file(), page=paging, allow=route.allow)
     if route.kind == "detail":
         shard, rest = found["catalogue_shard"], found["catalogue_rest"]
         return Answer(file=detail_file(route.resource.name, shard, shard + rest),

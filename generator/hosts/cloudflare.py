@@ -22,6 +22,7 @@ from ..api.urls import ACCEPTED, API, CURRENT, HOSTS
 from ..errors import CatalogueError
 from ..system import foreground
 from . import router
+from .contract import Host, Local
 from .files import replace, templates
 
 CONFIG_DIR = f"{HOSTS}/cloudflare"
@@ -56,13 +57,14 @@ def installed() -> bool:
     return shutil.which("node") is not None and (NODE_MODULES / "miniflare" / "package.json").is_file()
 
 
-def serve(site: Path, port: int, host: str = LOCAL, write_service: str = DEFAULT_WRITE_SERVICE) -> int:
+def serve(site: Path, local: Local) -> int:
     """Run the site's Worker in workerd in the foreground until Ctrl-C or SIGTERM; its exit status."""
     node = shutil.which("node")
     if node is None or not installed():
         raise CatalogueError(INSTALL_HINT)
     site = site.absolute()
     serving = SiteInfo.of_site(site)
+    host, port, write_service = local.host, local.port, local.write_service
     write(site)  # (a site built before this version has no Worker yet)
     (site / ACCEPTED).mkdir(exist_ok=True)  # (workerd's disk service wants it there from the start)
     options = {"site": str(site), "worker": str(site / CONFIG_DIR / "worker.js"), "current": CURRENT,
@@ -72,3 +74,7 @@ def serve(site: Path, port: int, host: str = LOCAL, write_service: str = DEFAULT
     print(f"serving {site} with the Cloudflare Worker in workerd at "
           f"http://{host}:{port}{urlsplit(serving.base_url).path}/{API}/ (Ctrl-C stops)", file=sys.stderr, flush=True)
     return foreground([node, str(RUNNER), json.dumps(options)])
+
+
+HOST = Host("cloudflare", "a Cloudflare Worker in front of static assets or R2 (hosts/cloudflare/), run here in workerd",
+            lambda site, hosting: write(site), serve, installed)

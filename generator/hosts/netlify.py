@@ -27,6 +27,7 @@ from urllib.parse import urlsplit
 
 from ..api.serving import ACCEPTS_GZIP, GZIP_MIN, SiteInfo
 from ..api.urls import HOSTS
+from .contract import Host
 from .files import replace, templates
 from .router import answer_values, javascript, js_regex
 
@@ -69,3 +70,6 @@ def edge_function(prefix: str, cache_control: str, key: str) -> str:
         router=javascript(prefix), file_header=json.dumps(FILE_HEADER), key=json.dumps(key),
         write_service=json.dumps(WRITE_SERVICE), gzip_min=GZIP_MIN, accepts_gzip=js_regex(ACCEPTS_GZIP, whole=False)[0],
         **answer_values(cache_control))
+
+
+HOST = Host("netlify", "a Netlify Edge Function in front of the files (hosts/netlify/)", lambda site, hosting: write(site))
