@@ -6,59 +6,21 @@ configuration is rendered from these patterns (its `map`s and `location`s), and 
 built-in server calls `resolve()`, which applies the very same patterns. The patterns
 are written in the common subset of Python's and PCRE's regular expressions.
 
-Paths are matched after the base_url's path prefix. A collection's query string is read
-as Django reads it, its parameters as params.py's objects read them: a request names a
-pre-built page or is put together at request time (`params.Paging.file()` decides).
+Paths are matched after the base_url's path prefix. A collection's query string that
+names a page file plainly names it here (params.plain_page, the same patterns nginx's
+map holds); every other page is put together by the host from the query string, read as
+Django reads it, each parameter as params.py's objects read it.
 """
 from __future__ import annotations
 
 import re
-import itertools
 from dataclasses import dataclass
 from urllib.parse import quote
 
-from . import meta, querystring
-from .params import LIMIT, OFFSET, Paging
+from . import meta
+from .params import plain_page
 from .serving import ALLOW_READ, SiteInfo, allow
-from .urls import (API, BUCKET_DIGITS, ID_SHARD, OPENAPI_FILE, RESOURCES, SCHEMA_PATH, VIEWER, Resource,
-                   detail_file, root_path)
-
-# ---- query strings ---------------------------------------------------------------------
-# How a collection's query string is read is params.py's (each parameter an object); here,
-# the plain spellings a host may map to a page file by pattern alone (nginx), in the
-# common subset of Python's and PCRE's regular expressions: every other spelling, and
-# every page not built, is put together at request time (params.Paging).
-
-
-@dataclass(frozen=True)
-class PlainSpelling:
-    """A query string of pagination parameters only, spelled plainly: its pattern (named
-    groups), and the parts of the page file it names (group names or literal parts)."""
-    pattern: str
-    limit: str  # a group's name, or the literal part (DEFAULT_LIMIT)
-    bucket: str
-    offset: str
-
-
-def plain_spellings() -> list[PlainSpelling]:
-    """Every plain spelling, none, one or both parameters in either order."""
-    limit = [(f"{LIMIT.name}=(?P<catalogue_limit>{LIMIT.plain})", {"limit": "catalogue_limit"})]
-    offset = [(f"{OFFSET.name}=(?P<catalogue_offset>{SMALL_OFFSET})", {"offset": "catalogue_offset"}),
-              (f"{OFFSET.name}=(?P<catalogue_offset>(?P<catalogue_bucket>{BIG_OFFSET_BLOCK})[0-9]{{{BUCKET_DIGITS}}})",
-               {"offset": "catalogue_offset", "bucket": "catalogue_bucket"})]
-    found = []
-    for order in ((), (limit,), (offset,), (limit, offset), (offset, limit)):
-        for chosen in itertools.product(*order):
-            parts = {"limit": LIMIT.default_part, "bucket": "0", "offset": OFFSET.default_part}
-            for _, named in chosen:
-                parts.update(named)
-            found.append(PlainSpelling("&".join(pattern for pattern, _ in chosen), **parts))
-    return found
-
-
-SMALL_OFFSET = f"0|[1-9][0-9]{{0,{BUCKET_DIGITS - 1}}}"  # an offset of the first block
-BIG_OFFSET_BLOCK = "[1-9][0-9]{0,10}"  # the block of a larger one (15 digits in all, at most)
-
+from .urls import API, ID_SHARD, OPENAPI_FILE, RESOURCES, SCHEMA_PATH, VIEWER, Resource, detail_file, root_path
 
 # ---- paths -----------------------------------------------------------------------------
 
@@ -128,9 +90,11 @@ _PATTERNS = [(re.compile(route.pattern), route) for route in ROUTES if route.kin
 class Answer:
     """What a host answers. Either a file of the generation (`file`), served with 200 when
     it exists and otherwise with `missing_status` and the body of `missing_file` or
-    `body`, or, for a collection, the `page` put together (api/assemble.py; `file` may
-    then be None); or `status` with `body`; or a redirect to `location`; or, for a write,
-    the write service's own answer (`forward`). `allow` is the Allow header ("": none)."""
+    `body`; or, for a collection (`page`: its URL segment), its pre-built page `file` when
+    the query string names one plainly and the build wrote it, else the page the host puts
+    together from the query string (params.Paging, api/assemble.py); or `status` with
+    `body`; or a redirect to `location`; or, for a write, the write service's own answer
+    (`forward`). `allow` is the Allow header ("": none)."""
     status: int = 200
     body: bytes | None = None
     file: str | None = None
@@ -139,7 +103,7 @@ class Answer:
     location: str | None = None
     forward: bool = False
     allow: str = ""
-    page: Paging | None = None
+    page: str | None = None
 
 
 class Bodies:
@@ -165,10 +129,9 @@ class Bodies:
         return meta.detail(f'Method "{method}" not allowed.')
 
 
-def resolve(method: str, path: str, query: str, site: SiteInfo, bodies: Bodies, accept: str = "") -> Answer:
+def resolve(method: str, path: str, query: str, prefix: str, bodies: Bodies, accept: str = "") -> Answer:
     """The answer to a request; `path` is normalised and percent-decoded, `query` is raw
     (as received, read as latin-1), `accept` the Accept header."""
-    prefix = site.prefix
     if not path.startswith(prefix + "/"):
         return Answer(404, bodies.not_found)
     path = path[len(prefix):]
@@ -195,11 +158,7 @@ def resolve(method: str, path: str, query: str, site: SiteInfo, bodies: Bodies, 
         return Answer(file=root_path() if route.kind == "root" else OPENAPI_FILE, body=bodies.not_found,
                       allow=route.allow)
     if route.kind == "list":
-        try:
-            paging = Paging.read(route.resource.name, query, site)
-        except querystring.TooManyFields:
-            return Answer(400, meta.TOO_MANY_FIELDS, allow=route.allow)
-        return Answer(file=paging.file(), page=paging, allow=route.allow)
+        return Answer(file=plain_page(route.resource.name, query), page=route.resource.name, allow=route.allow)
     if route.kind == "detail":
         shard, rest = found["catalogue_shard"], found["catalogue_rest"]
         return Answer(file=detail_file(route.resource.name, shard, shard + rest),

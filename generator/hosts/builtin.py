@@ -27,6 +27,8 @@ from isal import isal_zlib
 from starlette.responses import FileResponse, Response, StreamingResponse
 
 from ..api import assemble, meta
+from ..api.params import Paging
+from ..api.querystring import TooManyFields
 from ..api.routes import Answer, Bodies, resolve
 from ..api.serving import (ACCEPTS_GZIP, DEFAULT_WRITE_SERVICE, FORWARDED, GZIP_MIN, LOCAL, MAX_BODY, SiteInfo,
                            content_type, headers)
@@ -91,7 +93,7 @@ class Server:
         path = normalise(scope["path"])
         query = scope["query_string"].decode("latin-1")
         request = _request_headers(scope)
-        answer = resolve(method, path, query, generation.info, self.bodies, request.get("accept", ""))
+        answer = resolve(method, path, query, generation.info.prefix, self.bodies, request.get("accept", ""))
         headers = {"Date": _now(), **generation.headers}
         if answer.allow:
             headers["Allow"] = answer.allow
@@ -101,7 +103,7 @@ class Server:
             headers["Location"] = answer.location
             response = Response(b"", answer.status, headers, media_type=JSON)
         elif answer.page is not None:
-            response = self._page(generation, answer, headers, request)
+            response = self._page(generation, answer, query, headers, request)
         elif answer.file is not None:
             response = self._file(generation, answer, headers, request)
         else:
@@ -134,13 +136,17 @@ class Server:
         # A page or a document: read at once (it is in the page cache), cheaper than a stream.
         return Response(path.read_bytes(), 200, headers, media_type=kind)
 
-    def _page(self, generation: Generation, answer: Answer, headers: dict, request: dict) -> Response:
+    def _page(self, generation: Generation, answer: Answer, query: str, headers: dict, request: dict) -> Response:
         """A collection's page: its file when the build wrote it, else put together."""
         if answer.file is not None and (generation.root / answer.file).is_file():
             return self._file(generation, answer, headers, request)
-        reads = Reads(generation.root)
         info = generation.info
-        pieces = assemble.answer(reads, answer.page, info.page_size, f"{info.base_url}/{API}/{answer.page.name}/")
+        try:
+            paging = Paging.read(answer.page, query, info)
+        except TooManyFields:
+            return Response(meta.TOO_MANY_FIELDS, 400, headers, media_type=JSON)
+        reads = Reads(generation.root)
+        pieces = assemble.answer(reads, paging, info.page_size, f"{info.base_url}/{API}/{answer.page}/")
         body = bytearray()
         try:
             for piece in pieces:

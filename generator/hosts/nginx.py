@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Iterator
 from urllib.parse import urlsplit
 
-from ..api import meta, routes
+from ..api import meta, params, routes
 from ..api.serving import DEFAULT_WRITE_SERVICE, LOCAL, MAX_BODY, Hosting, SiteInfo, headers
 from ..api.urls import (ACCEPTED, API, CURRENT, HOSTS, META, OPENAPI_FILE, PAGE_NOT_BUILT, RESOURCES, VIEWER,
                         detail_file, page_file, root_path)
@@ -72,7 +72,7 @@ def server_config(site: Path, serving: SiteInfo, hosting: Hosting) -> str:
     plain = [{"pattern": spelling.pattern.replace("(?P<", "(?<"),
               "file": "/".join(f"${part}" if part.startswith("catalogue_") else part
                                for part in (spelling.limit, spelling.bucket, spelling.offset))}
-             for spelling in routes.plain_spellings()]
+             for spelling in params.plain_spellings()]
     return templates.get_template("server.conf.j2").render(
         base_url=serving.base_url, listen=hosting.listen, server_name=parts.hostname, root=root,
         prefix=prefix, prefix_re=re.escape(prefix), resources=resources, plain=plain,

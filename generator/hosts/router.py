@@ -16,9 +16,9 @@ import re
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from ..api import meta, routes
+from ..api import meta, params, routes
 from ..api.serving import FORWARDED, HTML_TYPE, JSON_TYPE, MAX_BODY, SiteInfo, headers
-from ..api.urls import HOSTS, OPENAPI_FILE, VIEWER, detail_file, root_path
+from ..api.urls import HOSTS, OPENAPI_FILE, VIEWER, detail_file, page_file, root_path
 from .contract import Host
 from .files import replace, templates
 
@@ -65,7 +65,13 @@ def javascript(prefix: str) -> str:
     for p in patterns:
         if p["kind"] == "detail":
             p["source"], p["id"] = p["source"][:-len(id_pattern) - 1] + '"', True
+    plain = []
+    for spelling in params.plain_spellings():
+        source, groups = js_regex(spelling.pattern)
+        parts = [groups[part] if part in groups else part for part in (spelling.limit, spelling.bucket, spelling.offset)]
+        plain.append([json.loads(source), *parts])
     return templates.get_template("router.js.j2").render(
+        plain=json.dumps(plain), page_file=json.dumps(page_file("{name}", "{limit}", "{bucket}", "{offset}")),
         prefix=json.dumps(prefix), literal=json.dumps(literal, ensure_ascii=False, separators=(",", ":")),
         bodies=json.dumps(texts, ensure_ascii=False, separators=(",", ":")), common=json.dumps(common),
         patterns=patterns, json=json.dumps, redirect=js_regex(routes.REDIRECT)[0],
