@@ -20,7 +20,7 @@ from typing import Iterator
 from urllib.parse import urlsplit
 
 from ..api import meta, params, routes
-from ..api.serving import DEFAULT_WRITE_SERVICE, LOCAL, MAX_BODY, Hosting, SiteInfo, headers
+from ..api.serving import DEFAULT_PAGE_SERVICE, DEFAULT_WRITE_SERVICE, LOCAL, MAX_BODY, Hosting, SiteInfo, headers
 from ..api.urls import (ACCEPTED, API, CURRENT, HOSTS, META, OPENAPI_FILE, PAGE_NOT_BUILT, RESOURCES, VIEWER,
                         detail_file, page_file, root_path)
 from ..errors import CatalogueError
@@ -96,23 +96,24 @@ HOST_PORT = r"(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\]):[0-9]{1,5}"
 UNIX_SOCKET = r"unix:/[A-Za-z0-9._~/-]+"
 
 
-def check_address(address: str, socket: bool = False) -> str:
+def check_address(address: str, service: str = "write service", socket: bool = False) -> str:
     """A service's host:port (or, with `socket`, unix:<path>), checked so that nothing else
     reaches the configuration."""
     if not re.fullmatch(HOST_PORT + (f"|{UNIX_SOCKET}" if socket else ""), address):
-        raise CatalogueError(f"service address {address!r}: give it as host:port, for example "
-                             f"{DEFAULT_WRITE_SERVICE}" + (", or as unix:/path/to/socket" if socket else ""))
+        example = DEFAULT_WRITE_SERVICE if service == "write service" else DEFAULT_PAGE_SERVICE
+        raise CatalogueError(f"{service} address {address!r}: give it as host:port, for example {example}"
+                             + (", or as unix:/path/to/socket" if socket else ""))
     return address
 
 
 def check_hosting(hosting: Hosting) -> None:
     check_address(hosting.write_service)
-    check_address(hosting.page_service, socket=True)
+    _upstream(hosting.page_service)
 
 
 def _upstream(address: str) -> str:
-    """An address as an upstream block names it (host:port, or unix:<path>)."""
-    return check_address(address, socket=True)
+    """The page service's address as an upstream block names it (host:port, or unix:<path>)."""
+    return check_address(address, "page service", socket=True)
 
 
 def standalone_config(server_conf: Path, run: Path, user: str | None) -> str:
