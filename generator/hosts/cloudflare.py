@@ -34,6 +34,9 @@ NODE_MODULES = Path(__file__).resolve().parents[2] / "node_modules"  # the proje
 INSTALL_HINT = ("workerd is not installed in this project: run `make node_modules` (it needs Node.js and npm; "
                 "it installs the miniflare package, which carries workerd)")
 
+# Files a request may read: a Worker on the free plan makes at most 50 subrequests, and a
+# read of a static asset or an R2 object is one (a page put together reads indexes and pages).
+READS = 48
 
 def write(site: Path) -> Path:
     """The Worker and its wrangler configurations for the published site; returns worker.js."""
@@ -50,7 +53,7 @@ def write(site: Path) -> Path:
 def worker(info: SiteInfo) -> str:
     """The Worker module for a site served as `info` says."""
     return templates.get_template("worker.js.j2").render(
-        router=router.javascript(urlsplit(info.base_url).path), **router.answer_values(info.cache_control))
+        router=router.javascript(info.prefix), reads=READS, **router.answer_values(info))
 
 
 def installed() -> bool:

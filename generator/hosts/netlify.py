@@ -46,7 +46,7 @@ def write(site: Path) -> Path:
     root = site / NETLIFY
     key = file_key(root / KEY_FILE)
     replace(root / FUNCTIONS_DIR / f"{FUNCTION}.js",
-            edge_function(urlsplit(info.base_url).path, info.cache_control, key))
+            edge_function(info, key))
     replace(root / "netlify.toml", templates.get_template("netlify.toml.j2").render(
         publish=PUBLISH_DIR, functions=FUNCTIONS_DIR, function=FUNCTION))
     return root
@@ -64,12 +64,12 @@ def file_key(path: Path) -> str:
     return key
 
 
-def edge_function(prefix: str, cache_control: str, key: str) -> str:
-    """The Edge Function (an ES module) for a site whose base_url has this path prefix."""
+def edge_function(info: SiteInfo, key: str) -> str:
+    """The Edge Function (an ES module) for a site served as `info` says."""
     return templates.get_template("netlify.js.j2").render(
-        router=javascript(prefix), file_header=json.dumps(FILE_HEADER), key=json.dumps(key),
+        router=javascript(info.prefix), file_header=json.dumps(FILE_HEADER), key=json.dumps(key),
         write_service=json.dumps(WRITE_SERVICE), gzip_min=GZIP_MIN, accepts_gzip=js_regex(ACCEPTS_GZIP, whole=False)[0],
-        **answer_values(cache_control))
+        **answer_values(info))
 
 
 HOST = Host("netlify", "a Netlify Edge Function in front of the files (hosts/netlify/)", lambda site, hosting: write(site))

@@ -16,9 +16,10 @@ import re
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from ..api import meta, params, routes
+from ..api import meta, pageindex, params, routes
 from ..api.serving import FORWARDED, HTML_TYPE, JSON_TYPE, MAX_BODY, SiteInfo, headers
-from ..api.urls import HOSTS, OPENAPI_FILE, VIEWER, detail_file, page_file, root_path
+from ..api.urls import API, HOSTS, OPENAPI_FILE, PAGE_BUCKET, VIEWER, detail_file, page_file, page_index_file, root_path
+from . import querystring
 from .contract import Host
 from .files import replace, templates
 
@@ -113,10 +114,19 @@ def _common(bodies: routes.Bodies) -> str:
     return root[root.index(',"renders"'):root.index("]", root.index('"parses"')) + 1]
 
 
-def answer_values(cache_control: str) -> dict:
+def answer_values(info: SiteInfo) -> dict:
     """What templates/answers.js.j2 needs: the part of an answer the JavaScript hosts that
-    build their own Responses (a Worker, an Edge Function) share."""
-    return {"headers": json.dumps(headers(cache_control)), "max_body": MAX_BODY,
+    build their own Responses (a Worker, an Edge Function) share, and the pages they put
+    together (templates/pages.js.j2, with the query-string reading of querystring.py)."""
+    site = {"base": f"{info.base_url}/{API}/", "pageSize": info.page_size, "maxLimit": info.max_limit}
+    return {"headers": json.dumps(headers(info.cache_control)), "max_body": MAX_BODY,
+            "querystring": querystring.javascript(), "site": json.dumps(site),
+            "index": json.dumps({"bucket": PAGE_BUCKET, "header": pageindex.HEADER.size}),
+            "page_file": json.dumps(page_file("{name}", "{limit}", "{bucket}", "{offset}")),
+            "index_file": json.dumps(page_index_file("{name}", "{limit}", "{bucket}", "{offset}")),
+            "limit": params.LIMIT.name, "offset": params.OFFSET.name,
+            "too_many_fields": json.dumps(meta.TOO_MANY_FIELDS.decode()),
+            "too_large_text": json.dumps(meta.PAGE_TOO_LARGE),
             "json_type": json.dumps(JSON_TYPE), "html_type": json.dumps(HTML_TYPE),
             "too_large": json.dumps(meta.TOO_LARGE.decode()),
             "write_unavailable": json.dumps(meta.WRITE_UNAVAILABLE.decode()), "forwarded": json.dumps(FORWARDED)}

@@ -22,6 +22,7 @@ from generator.api import meta
 from generator.api.serving import content_type
 from generator.api.urls import CURRENT
 from generator.sitebuild import build
+from generator.api.serving import SiteInfo
 from generator.hosts import netlify
 from generator.system import stop_with_parent
 from conftest import SAMPLE
@@ -96,7 +97,8 @@ def origin(site):
 
 def function_module(directory: Path, prefix: str = "") -> Path:
     path = directory / f"catalogue{prefix.replace('/', '-')}.js"
-    path.write_text(netlify.edge_function(prefix, "no-cache", KEY), encoding="utf-8")
+    info = SiteInfo(f"https://ketab.example.ir{prefix}", "no-cache")
+    path.write_text(netlify.edge_function(info, KEY), encoding="utf-8")
     return path
 
 
