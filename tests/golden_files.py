@@ -115,6 +115,28 @@ def manifest(site_root: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
+def put_together(generation: Path, name: str, query: str) -> tuple[int, bytes]:
+    """The status and body of a collection's page as the Python hosts make it (the file the
+    query names plainly when it is there, else api/assemble.py): what every host answers."""
+    from generator.api import assemble, meta
+    from generator.api.params import Paging, plain_page
+    from generator.api.querystring import TooManyFields
+    from generator.api.serving import SiteInfo
+
+    file = plain_page(name, query)
+    if file is not None and (generation / file).is_file():
+        return 200, (generation / file).read_bytes()
+    info = SiteInfo.of_generation(generation)
+    try:
+        paging = Paging.read(name, query, info)
+    except TooManyFields:
+        return 400, meta.TOO_MANY_FIELDS
+
+    def read(path: str) -> bytes | None:
+        return (generation / path).read_bytes() if (generation / path).is_file() else None
+    return 200, b"".join(assemble.answer(read, paging, info.page_size, f"{info.base_url}/api/v1/{name}/"))
+
+
 PAGE_INDEX = ".idx"  # (generator.api.urls.PAGE_INDEX: this module imports nothing of the generator at its top)
 
 

@@ -38,6 +38,9 @@ PUBLISH_DIR = "public"  # filled by `rsync -aL` from <site>/current (see README:
 KEY_FILE = "file-key"
 FILE_HEADER = "x-catalogue-file"  # on the function's own reads of files: the key
 WRITE_SERVICE = "CATALOGUE_WRITE_SERVICE"  # the environment variable naming the write service's URL
+# Files a request may read to put a page together: each is a fetch() of the site's own URL,
+# and an Edge Function has 50 ms of CPU time (its fetches' waiting is not counted).
+READS = 48
 
 
 def write(site: Path) -> Path:
@@ -67,8 +70,8 @@ def file_key(path: Path) -> str:
 def edge_function(info: SiteInfo, key: str) -> str:
     """The Edge Function (an ES module) for a site served as `info` says."""
     return templates.get_template("netlify.js.j2").render(
-        router=javascript(info.prefix), file_header=json.dumps(FILE_HEADER), key=json.dumps(key),
-        write_service=json.dumps(WRITE_SERVICE), gzip_min=GZIP_MIN, accepts_gzip=js_regex(ACCEPTS_GZIP, whole=False)[0],
+        router=javascript(info.prefix), reads=READS, file_header=json.dumps(FILE_HEADER), key=json.dumps(key),
+        write_service=json.dumps(WRITE_SERVICE), accepts_gzip=js_regex(ACCEPTS_GZIP, whole=False)[0],
         **answer_values(info))
 
 

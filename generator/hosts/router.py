@@ -17,7 +17,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from ..api import meta, pageindex, params, routes
-from ..api.serving import FORWARDED, HTML_TYPE, JSON_TYPE, MAX_BODY, SiteInfo, headers
+from ..api.serving import FORWARDED, GZIP_MIN, HTML_TYPE, JSON_TYPE, MAX_BODY, SiteInfo, headers
 from ..api.urls import API, HOSTS, OPENAPI_FILE, PAGE_BUCKET, VIEWER, detail_file, page_file, page_index_file, root_path
 from . import querystring
 from .contract import Host
@@ -126,7 +126,7 @@ def answer_values(info: SiteInfo) -> dict:
             "index_file": json.dumps(page_index_file("{name}", "{limit}", "{bucket}", "{offset}")),
             "limit": params.LIMIT.name, "offset": params.OFFSET.name,
             "too_many_fields": json.dumps(meta.TOO_MANY_FIELDS.decode()),
-            "too_large_text": json.dumps(meta.PAGE_TOO_LARGE),
+            "too_large_text": json.dumps(meta.PAGE_TOO_LARGE), "gzip_min": GZIP_MIN,
             "json_type": json.dumps(JSON_TYPE), "html_type": json.dumps(HTML_TYPE),
             "too_large": json.dumps(meta.TOO_LARGE.decode()),
             "write_unavailable": json.dumps(meta.WRITE_UNAVAILABLE.decode()), "forwarded": json.dumps(FORWARDED)}

@@ -20,7 +20,7 @@ import pytest
 from generator.sitebuild import build
 from generator.api.urls import RESOURCES
 from conftest import ROOT, SAMPLE
-from golden_files import GOLDEN, ROUTES, routed
+from golden_files import GOLDEN, ROUTES, put_together, routed
 from servers import Server, process_exists, server_params
 
 BASE = "https://ketab.example.ir"
@@ -195,6 +195,8 @@ def test_the_golden_request_table(server, entry):
         return
     if answer["forward"]:
         expected = (503, b'{"detail":"Writing is not available right now: the write service is not running."}')
+    elif answer["page"] is not None:
+        expected = put_together(site, answer["page"], query)
     elif answer["file"] is not None and (site / answer["file"]).is_file():
         expected = (200, (site / answer["file"]).read_bytes())
     elif answer["file"] is not None:
