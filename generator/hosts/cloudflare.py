@@ -53,7 +53,7 @@ def write(site: Path) -> Path:
 def worker(info: SiteInfo) -> str:
     """The Worker module for a site served as `info` says."""
     return templates.get_template("worker.js.j2").render(
-        router=router.javascript(info.prefix), reads=READS, **router.answer_values(info))
+        router=router.javascript(info.prefix), reads=READS, **router.answer_values(info.cache_control))
 
 
 def installed() -> bool:

@@ -72,7 +72,7 @@ def edge_function(info: SiteInfo, key: str) -> str:
     return templates.get_template("netlify.js.j2").render(
         router=javascript(info.prefix), reads=READS, file_header=json.dumps(FILE_HEADER), key=json.dumps(key),
         write_service=json.dumps(WRITE_SERVICE), accepts_gzip=js_regex(ACCEPTS_GZIP, whole=False)[0],
-        **answer_values(info))
+        **answer_values(info.cache_control))
 
 
 HOST = Host("netlify", "a Netlify Edge Function in front of the files (hosts/netlify/)", lambda site, hosting: write(site))

@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 
 from ..api import meta, pageindex, params, routes
 from ..api.serving import FORWARDED, GZIP_MIN, HTML_TYPE, JSON_TYPE, MAX_BODY, SiteInfo, headers
-from ..api.urls import API, HOSTS, OPENAPI_FILE, PAGE_BUCKET, VIEWER, detail_file, page_file, page_index_file, root_path
+from ..api.urls import API, HOSTS, OPENAPI_FILE, PAGE_BUCKET, SITE_INFO, VIEWER, detail_file, page_file, page_index_file, root_path
 from . import querystring
 from .contract import Host
 from .files import replace, templates
@@ -114,13 +114,12 @@ def _common(bodies: routes.Bodies) -> str:
     return root[root.index(',"renders"'):root.index("]", root.index('"parses"')) + 1]
 
 
-def answer_values(info: SiteInfo) -> dict:
+def answer_values(cache_control: str) -> dict:
     """What templates/answers.js.j2 needs: the part of an answer the JavaScript hosts that
     build their own Responses (a Worker, an Edge Function) share, and the pages they put
     together (templates/pages.js.j2, with the query-string reading of querystring.py)."""
-    site = {"base": f"{info.base_url}/{API}/", "pageSize": info.page_size, "maxLimit": info.max_limit}
-    return {"headers": json.dumps(headers(info.cache_control)), "max_body": MAX_BODY,
-            "querystring": querystring.javascript(), "site": json.dumps(site),
+    return {"headers": json.dumps(headers(cache_control)), "max_body": MAX_BODY,
+            "querystring": querystring.javascript(), "site_info": json.dumps(SITE_INFO), "api_path": json.dumps(API),
             "index": json.dumps({"bucket": PAGE_BUCKET, "header": pageindex.HEADER.size}),
             "page_file": json.dumps(page_file("{name}", "{limit}", "{bucket}", "{offset}")),
             "index_file": json.dumps(page_index_file("{name}", "{limit}", "{bucket}", "{offset}")),
