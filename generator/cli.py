@@ -9,19 +9,21 @@ from pathlib import Path
 import click
 
 from . import compose, importer
-from .api.serving import DEFAULT_LISTEN, DEFAULT_WRITE_SERVICE, LOCAL, PORT, WRITE_PORT
+from .api.serving import DEFAULT_LISTEN, DEFAULT_PAGE_SERVICE, DEFAULT_WRITE_SERVICE, LOCAL, PORT, WRITE_PORT, Hosting
 from .api.urls import API, PREVIEW
 from .sitebuild import Summary
 from .sitebuild import check as check_data
 from .catalogue import synth as synthetic
 from .catalogue.settings import LINKS
 from .errors import CatalogueError
-from .hosts import builtin, cloudflare, nginx
+from .hosts import nginx
+from .hosts.contract import Local
 from .hosts.deploy import Comparison, deploy as deploy_site
+from .hosts.registry import servers
 from .importer.output import FORMATS as IMPORT_FORMATS
 from .writes import service, tokens
 
-SERVERS = {"nginx": nginx.serve, "builtin": builtin.serve, "cloudflare": cloudflare.serve}
+SERVERS = servers()
 
 BASE_URL_HELP = "Override site.yaml's base_url (also read from CATALOGUE_BASE_URL)."
 
@@ -69,12 +71,16 @@ def main() -> None:
               help="Address of the server block written to OUT/hosts/nginx/.")
 @click.option("--write-service", default=DEFAULT_WRITE_SERVICE, show_default=True,
               help="host:port of the write service, where nginx forwards POSTs.")
+@click.option("--page-service", default=DEFAULT_PAGE_SERVICE, show_default=True,
+              help="host:port (or unix:/path) of the page service, where nginx passes the pages no file holds: "
+                   "`catalogue serve --server builtin` on that address.")
 @click.option("--links", type=click.Choice(LINKS), default="api", show_default=True,
               help="api: links are the API's URLs, as DRF wrote them; paths: each link is the URL of its "
                    "file, for a host that serves files and nothing else.")
-def build(data_dir: Path, out_dir: Path, base_url: str | None, listen: str, write_service: str, links: str) -> None:
+def build(data_dir: Path, out_dir: Path, base_url: str | None, listen: str, write_service: str, page_service: str,
+          links: str) -> None:
     """Build and publish the whole API under OUT/api/v1/ (atomically), and OUT/hosts/."""
-    hosting = compose.Hosting(listen, write_service)
+    hosting = Hosting(listen, write_service, page_service)
     summary = _run(lambda: compose.build(data_dir, out_dir, base_url, _Progress(), hosting, links))
     for line in _summary_lines(summary):
         click.echo(line)
@@ -107,10 +113,12 @@ def check(data_dir: Path, base_url: str | None) -> None:
 @click.option("--base-url", envvar="CATALOGUE_BASE_URL",
               help="With --data: the local build's base_url (default: where it is served, http://127.0.0.1:PORT).")
 @click.option("--server", "server_name", type=click.Choice(list(SERVERS)),
-              help="The server to run (default: nginx when it is installed, else the built-in server); "
-                   "cloudflare: the site's Cloudflare Worker in workerd (make node_modules installs it).")
+              help="The server to run (default: nginx when it is installed, else the built-in server): "
+                   + "; ".join(f"{host.name}: {host.summary}" for host in SERVERS.values()) + ".")
+@click.option("--socket", type=click.Path(dir_okay=False, path_type=Path),
+              help="Listen on this Unix socket instead of the port (the built-in server; nginx's page service).")
 def serve(site_dir: Path, port: int, data_dir: Path | None, token_file: Path | None, write_port: int,
-          base_url: str | None, server_name: str | None) -> None:
+          base_url: str | None, server_name: str | None, socket: Path | None) -> None:
     """Serve a built site in the foreground until Ctrl-C; with --data, a local build of the data and writes."""
     if data_dir is not None and token_file is None:
         raise click.UsageError("--data needs --tokens: the file of the tokens that may write")
@@ -123,9 +131,10 @@ def serve(site_dir: Path, port: int, data_dir: Path | None, token_file: Path | N
         _run(lambda: tokens.read(token_file))  # (a missing or broken file is told now, not in the child)
         site_dir, config = _preview(data_dir, site_dir, token_file, port, write_port, base_url)
         writes = service.supervised(config).start()
-    run_server = SERVERS[server_name]
+    run_server = SERVERS[server_name].serve
+    local = Local(port, LOCAL, write_service, socket)
     try:
-        status = _run(lambda: run_server(site_dir, port, write_service=write_service))
+        status = _run(lambda: run_server(site_dir, local))
     finally:
         if writes is not None:
             writes.stop()
@@ -138,7 +147,7 @@ def _preview(data_dir: Path, site_dir: Path, token_file: Path, port: int, write_
     links where it is served; and the write service that publishes writes into it."""
     local = base_url or f"http://{LOCAL}:{port}"
     preview = site_dir / PREVIEW
-    hosting = compose.Hosting(f"{LOCAL}:{port}", f"{LOCAL}:{write_port}")
+    hosting = Hosting(f"{LOCAL}:{port}", f"{LOCAL}:{write_port}")
     summary = _run(lambda: compose.build(data_dir, preview, local, _Progress(), hosting))
     click.echo(f"built {data_dir} into {preview} for {local}: {_summary_lines(summary)[1]}", err=True)
     return preview, service.Config(data_dir, preview, token_file, port=write_port, base_url=local,

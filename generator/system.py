@@ -7,6 +7,7 @@ import ctypes
 import os
 import signal
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -62,6 +63,11 @@ def foreground(command: list[str]) -> int:
             os.killpg(process.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass  # (nothing left: the usual case)
+
+
+def command(*args: str, base_url: str | None = None) -> list[str]:
+    """A `catalogue` command line, run by this Python (with --base-url when one is given)."""
+    return [sys.executable, "-m", "generator", *args, *(("--base-url", base_url) if base_url is not None else ())]
 
 
 class Supervised:

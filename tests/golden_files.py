@@ -98,19 +98,46 @@ def routed(method: str, path: str, query: str, prefix: str, accept: str = "") ->
             for k, v in asdict(resolve(method, path, query, prefix, Bodies(), accept)).items()}
 
 
-def served_files(site_root: Path, gz: bool = False) -> list[Path]:
-    """Every JSON file (or .gz file) a server sees under site/api, following the site's links.
-    The .gz files are left out of the golden manifest: zlib versions may compress differently."""
+def served_files(site_root: Path, gz: bool = False, suffix: str = ".json") -> list[Path]:
+    """Every JSON file (or .gz file, or with `suffix` another kind) a server sees under
+    site/api, following the site's links. The .gz files are left out of the golden
+    manifest: zlib versions may compress differently."""
     found = []
     for directory, _dirs, names in os.walk(site_root / "api", followlinks=True):
-        found.extend(Path(directory) / name for name in names if name.endswith(".gz") == gz)
+        found.extend(Path(directory) / name for name in names if name.endswith(".gz" if gz else suffix))
     return sorted(found)
 
 
 def manifest(site_root: Path) -> str:
+    """The JSON documents and the page indexes (api/pageindex.py) the hosts read."""
     lines = [f"{hashlib.sha256(p.read_bytes()).hexdigest()}  {p.relative_to(site_root)}"
-             for p in served_files(site_root)]
+             for p in served_files(site_root) + served_files(site_root, suffix=PAGE_INDEX)]
     return "\n".join(lines) + "\n"
+
+
+def put_together(generation: Path, name: str, query: str) -> tuple[int, bytes]:
+    """The status and body of a collection's page as the Python hosts make it (the file the
+    query names plainly when it is there, else api/assemble.py): what every host answers."""
+    from generator.api import assemble, meta
+    from generator.api.params import Paging, plain_page
+    from generator.api.querystring import TooManyFields
+    from generator.api.serving import SiteInfo
+
+    file = plain_page(name, query)
+    if file is not None and (generation / file).is_file():
+        return 200, (generation / file).read_bytes()
+    info = SiteInfo.of_generation(generation)
+    try:
+        paging = Paging.read(name, query, info)
+    except TooManyFields:
+        return 400, meta.TOO_MANY_FIELDS
+
+    def read(path: str) -> bytes | None:
+        return (generation / path).read_bytes() if (generation / path).is_file() else None
+    return 200, b"".join(assemble.answer(read, paging, info.page_size, f"{info.base_url}/api/v1/{name}/"))
+
+
+PAGE_INDEX = ".idx"  # (generator.api.urls.PAGE_INDEX: this module imports nothing of the generator at its top)
 
 
 def refresh() -> None:

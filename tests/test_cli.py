@@ -24,7 +24,7 @@ def test_build_prints_summary_and_publishes(data_dir: Path, tmp_path: Path):
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
     assert lines[0] == SUMMARY
-    assert re.fullmatch(r"files: 145, 0\.\d MB, \d+\.\d\d s", lines[1])
+    assert re.fullmatch(r"files: 151, 0\.\d MB, \d+\.\d\d s", lines[1])
     assert lines[2] == f"published: {out}/api/v1/"
     assert (out / "api/v1/books/index.json").is_file()
 

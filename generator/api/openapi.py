@@ -9,11 +9,9 @@ The document is per site: its server is the base_url and the page sizes it names
 site.yaml's. The build writes it into each generation (urls.OPENAPI_FILE), beside the
 pages it describes, and every host serves it at urls.SCHEMA_PATH.
 
-Parameters are described as DRF reads them, not as the static site would like them to
-be: any limit and offset are accepted (what is not a usable number means the default),
-and the pages that are not pre-built answer 400. A fuzzer's "every valid request
-succeeds" check (schemathesis's positive_data_acceptance) therefore finds those 400s;
-they are this host's one known difference from DRF, said so in the document itself.
+Parameters are described as DRF reads them (each by its object in params.py): any limit
+and offset are accepted (what is not a usable number means the default), and every page
+is answered, pre-built or put together when asked for.
 """
 from __future__ import annotations
 
@@ -26,6 +24,7 @@ import orjson
 from ..catalogue.fields import USERNAME_MAX, USERNAME_RE, Field, text, username
 from ..catalogue.settings import Settings
 from . import meta
+from .params import PAGINATION
 from .render import encode
 from .routes import ROUTES, Route
 from .schemas import load_schemas
@@ -236,15 +235,6 @@ def _answers(route: Route, settings: Settings, method: str, body: dict) -> dict[
         "304": {"description": "Not modified since the version the request names (If-None-Match, "
                                "If-Modified-Since).", "headers": answer_headers(route, settings, file=True)},
     }
-    if route.kind == "list":
-        found["400"] = {
-            "description": "The page is not pre-built: a limit that is not one of the page sizes "
-                           f"({', '.join(map(str, settings.page_sizes))}), an offset that is not a multiple "
-                           "of the limit or past the last item, or a spelling of a number that is not ASCII "
-                           "digits. DRF answered these with a page.",
-            "headers": answer_headers(route, settings)}
-        if not head:
-            found["400"]["content"] = _json(_error(_decode(meta.page_not_built(settings))["detail"]))
     if route.kind in ("detail", "root", "schema"):
         kind = route.kind
         messages = ([_decode(meta.no_match(route.resource))["detail"]] if kind == "detail" else []) + [
@@ -266,33 +256,12 @@ CONDITIONAL_HEADERS = [
      "description": "An HTTP date: 304 when the file has not changed since."},
 ]
 CONDITIONAL = [{"$ref": PARAMETERS + p["name"]} for p in CONDITIONAL_HEADERS]
-PAGE_PARAMETERS = [{"$ref": PARAMETERS + name} for name in ("limit", "offset")]
+PAGE_PARAMETERS = [{"$ref": PARAMETERS + p.name} for p in PAGINATION]
 
 
 def page_parameters(settings: Settings) -> list[dict[str, Any]]:
-    sizes = ", ".join(map(str, settings.page_sizes))
-    default = settings.default_page_size
-    return [
-        {"name": "limit", "in": "query", "required": False,
-         "description": f"The page size, as DRF's LimitOffsetPagination reads it with int(): a positive "
-                        f"integer is the page size; a missing, zero, negative or non-integer value is not "
-                        f"an error but means the default, {default}. Only the page sizes {sizes} are "
-                        f"pre-built: any other positive integer answers 400 (the page-not-built body). "
-                        "When given more than once, the last value counts.",
-         "schema": {"anyOf": [{"type": "integer", "description": "A page size."},
-                              {"type": "string", "description": "Not an integer: the default page size."}]},
-         "examples": {str(size): {"value": size} for size in settings.page_sizes}},
-        {"name": "offset", "in": "query", "required": False,
-         "description": "The index of the page's first item, as DRF reads it with int(): a non-negative "
-                        "integer; a missing, negative or non-integer value is not an error but means 0. "
-                        "Only offsets that are multiples of the limit, from 0 to the last item, are "
-                        "pre-built: another offset answers 400 (the page-not-built body), where DRF "
-                        "answered a page (an empty one past the end). When given more than once, the last "
-                        "value counts.",
-         "schema": {"anyOf": [{"type": "integer", "description": "An offset."},
-                              {"type": "string", "description": "Not an integer: offset 0."}]},
-         "examples": {"first": {"value": 0}, "second": {"value": default}}},
-    ]
+    """Each query parameter of a collection, as its object (params.py) describes itself."""
+    return [p.openapi(settings.page_sizes, settings.default_page_size, settings.max_limit) for p in PAGINATION]
 
 
 ID = {"name": "id", "in": "path", "required": True,
@@ -422,12 +391,9 @@ def description(settings: Settings) -> str:
         f"answered. Generated by `catalogue build` from schemas/ and the route table (for {settings.base_url}); "
         f"served at /{API}/schema/ (`{OPENAPI_FILE}` in each published generation).\n\n"
         f"Pages are pre-built for the page sizes {sizes} (default {settings.default_page_size}) at every "
-        "offset that is a multiple of the page size, up to the last item. `limit` and `offset` are described "
-        "as DRF reads them: every value is a valid request, and one DRF would answer with a page, but a page "
-        "that is not pre-built answers 400 with a body naming the page sizes. So a tool that expects every "
-        "valid request to succeed (schemathesis's positive_data_acceptance check) finds these 400s: they are "
-        "this static host's known difference from DRF, described here rather than hidden by narrowing the "
-        "parameters.\n\n"
+        "offset that is a multiple of the page size, up to the last item; any other page DRF answers (any "
+        "limit and offset, parameters it does not know kept in the links) is put together when asked for"
+        + (f", with limit clamped to {settings.max_limit} (max_limit)" if settings.max_limit else "") + ".\n\n"
         "Every answer is JSON with Vary, Access-Control-Allow-Origin and Cache-Control; files carry ETag and "
         f"Last-Modified and answer conditional requests with 304. Writes (POST to {written}) need "
         "a bearer token; a new record is published by a rebuild within seconds of its 201.")

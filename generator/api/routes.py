@@ -6,10 +6,10 @@ configuration is rendered from these patterns (its `map`s and `location`s), and 
 built-in server calls `resolve()`, which applies the very same patterns. The patterns
 are written in the common subset of Python's and PCRE's regular expressions.
 
-Paths are matched after the base_url's path prefix, query strings as they arrive
-(still percent-encoded): the last `limit` and `offset` count, as Django reads them;
-the spellings Python's int() reads in ASCII are numbers; other plain values mean
-DRF's defaults; anything else that int() might read names no pre-built page (400).
+Paths are matched after the base_url's path prefix. A collection's query string that
+names a page file plainly names it here (params.plain_page, the same patterns nginx's
+map holds); every other page is put together by the host from the query string, read as
+Django reads it, each parameter as params.py's objects read it.
 """
 from __future__ import annotations
 
@@ -18,71 +18,9 @@ from dataclasses import dataclass
 from urllib.parse import quote
 
 from . import meta
-from .serving import ALLOW_READ, allow
-from .urls import (API, BUCKET_DIGITS, DEFAULT_LIMIT, ID_SHARD, OPENAPI_FILE, PAGE_NOT_BUILT, RESOURCES,
-                   SCHEMA_PATH, VIEWER, Resource, detail_file, page_file, root_path)
-
-# ---- query strings ---------------------------------------------------------------------
-
-WS = "(?:[+]|%20|%09|%0[AaBbCcDd])"  # white space int() strips, as a query string writes it
-LIMIT = rf"{WS}*(?:%2[Bb])?0*(?P<n>[1-9][0-9]*){WS}*"  # a positive whole number: that page size
-OFFSET = rf"{WS}*(?:%2[Bb])?0*(?P<n>[0-9]+){WS}*"  # a whole number: that offset
-PLAIN = r"[-+.~A-Za-z0-9]*"  # any other value without escapes: the default (limit) or 0 (offset)
-ESCAPED_NAME = r"(?:^|&)[^=&]*%"  # a percent-escaped parameter name might be limit or offset
-BUCKET = rf"(?P<b>[0-9]+)[0-9]{{{BUCKET_DIGITS}}}"  # an offset's block: all but its last digits
-INVALID = "invalid"  # a value that names no page file
-
-
-def last(name: str) -> str:
-    """The last value of a parameter in a query string (greedy: the last one wins)."""
-    return rf"^(?:.*&)?{name}=(?P<value>[^&]*)"
-
-
-@dataclass(frozen=True)
-class Spelling:
-    """How a parameter's value becomes part of a page file's name."""
-    name: str
-    number: str  # a value that is a number, its digits in group n
-    otherwise: str  # what a plain value that is not a number means
-
-    def read(self, query: str) -> str:
-        """The part of the page file's name the query string gives (INVALID: no page)."""
-        found = re.match(last(self.name), query)
-        value = found["value"] if found else ""
-        if re.search(ESCAPED_NAME, query):
-            return INVALID
-        if number := re.fullmatch(self.number, value):
-            return number["n"]
-        return self.otherwise if re.fullmatch(PLAIN, value) else INVALID
-
-
-LIMIT_SPELLING = Spelling("limit", LIMIT, DEFAULT_LIMIT)
-OFFSET_SPELLING = Spelling("offset", OFFSET, "0")
-
-
-def bucket(offset: str) -> str:
-    found = re.fullmatch(BUCKET, offset)
-    return found["b"] if found else "0"
-
-
-# The spelling of the site's own links, `limit=12&offset=24` with an offset in the first
-# block: what the rules above make of it, read with one pattern (hosts try it first).
-CANONICAL = rf"limit=(?P<cl>[1-9][0-9]*)&offset=(?P<co>0|[1-9][0-9]{{0,{BUCKET_DIGITS - 1}}})"
-_CANONICAL = re.compile(CANONICAL)
-
-
-def page_of(resource: Resource, query: str) -> str:
-    """The page file a collection's query string names (it may not exist: a 400)."""
-    if found := _CANONICAL.fullmatch(query):
-        return page_file(resource.name, found["cl"], "0", found["co"])
-    return spelled_page(resource, query)
-
-
-def spelled_page(resource: Resource, query: str) -> str:
-    """The page file by DRF's rules for any spelling of the query string."""
-    limit, offset = LIMIT_SPELLING.read(query), OFFSET_SPELLING.read(query)
-    return page_file(resource.name, limit, bucket(offset), offset)
-
+from .params import plain_page
+from .serving import ALLOW_READ, SiteInfo, allow
+from .urls import API, ID_SHARD, OPENAPI_FILE, RESOURCES, SCHEMA_PATH, VIEWER, Resource, detail_file, root_path
 
 # ---- paths -----------------------------------------------------------------------------
 
@@ -152,8 +90,11 @@ _PATTERNS = [(re.compile(route.pattern), route) for route in ROUTES if route.kin
 class Answer:
     """What a host answers. Either a file of the generation (`file`), served with 200 when
     it exists and otherwise with `missing_status` and the body of `missing_file` or
-    `body`; or `status` with `body`; or a redirect to `location`; or, for a write, the
-    write service's own answer (`forward`). `allow` is the Allow header ("": none)."""
+    `body`; or, for a collection (`page`: its URL segment), its pre-built page `file` when
+    the query string names one plainly and the build wrote it, else the page the host puts
+    together from the query string (params.Paging, api/assemble.py); or `status` with
+    `body`; or a redirect to `location`; or, for a write, the write service's own answer
+    (`forward`). `allow` is the Allow header ("": none)."""
     status: int = 200
     body: bytes | None = None
     file: str | None = None
@@ -162,6 +103,7 @@ class Answer:
     location: str | None = None
     forward: bool = False
     allow: str = ""
+    page: str | None = None
 
 
 class Bodies:
@@ -188,8 +130,8 @@ class Bodies:
 
 
 def resolve(method: str, path: str, query: str, prefix: str, bodies: Bodies, accept: str = "") -> Answer:
-    """The answer to a request; `path` is normalised and percent-decoded, `query` is raw,
-    `accept` the Accept header."""
+    """The answer to a request; `path` is normalised and percent-decoded, `query` is raw
+    (as received, read as latin-1), `accept` the Accept header."""
     if not path.startswith(prefix + "/"):
         return Answer(404, bodies.not_found)
     path = path[len(prefix):]
@@ -216,8 +158,7 @@ def resolve(method: str, path: str, query: str, prefix: str, bodies: Bodies, acc
         return Answer(file=root_path() if route.kind == "root" else OPENAPI_FILE, body=bodies.not_found,
                       allow=route.allow)
     if route.kind == "list":
-        return Answer(file=page_of(route.resource, query), missing_status=400, missing_file=PAGE_NOT_BUILT,
-                      allow=route.allow)
+        return Answer(file=plain_page(route.resource.name, query), page=route.resource.name, allow=route.allow)
     if route.kind == "detail":
         shard, rest = found["catalogue_shard"], found["catalogue_rest"]
         return Answer(file=detail_file(route.resource.name, shard, shard + rest),

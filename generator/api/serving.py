@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import orjson
 
@@ -18,8 +19,10 @@ MAX_BODY = 64 * 1024  # bytes of a write's body, in every host and in the write 
 LOCAL = "127.0.0.1"  # where `catalogue serve` and the write service listen by default
 PORT = 8000  # of the site
 WRITE_PORT = 8001  # of the write service
+PAGE_PORT = 8002  # of the page service, which puts together the pages no file holds (nginx's)
 DEFAULT_LISTEN = f"{LOCAL}:{PORT}"
 DEFAULT_WRITE_SERVICE = f"{LOCAL}:{WRITE_PORT}"
+DEFAULT_PAGE_SERVICE = f"{LOCAL}:{PAGE_PORT}"
 # Answers of this many bytes or more have a gzip twin (build) and `Vary: Accept-Encoding`
 # (every host). Measured: a 1.5 KB book costs ~70 us to gzip (zlib's set-up) and shrinks
 # by under half, so smaller answers are served as they are.
@@ -55,13 +58,31 @@ def allow(resource: Resource) -> str:
 
 
 @dataclass(frozen=True)
+class Hosting:
+    """Where a server in front of the files listens, and the services it passes requests
+    to: writes (POST) and the pages no file holds. An address is host:port, or
+    unix:<path> for a Unix socket."""
+    listen: str = DEFAULT_LISTEN
+    write_service: str = DEFAULT_WRITE_SERVICE
+    page_service: str = DEFAULT_PAGE_SERVICE
+
+
+@dataclass(frozen=True)
 class SiteInfo:
     """How the site is served; what the build records of it in each generation."""
     base_url: str
     cache_control: str
+    page_size: int = 12  # the default page size (DRF's PAGE_SIZE)
+    max_limit: int | None = None  # DRF's max_limit: None, no clamp
+
+    @property
+    def prefix(self) -> str:
+        """The base_url's path: where the API's paths start ("" for none)."""
+        return urlsplit(self.base_url).path
 
     def encode(self) -> bytes:
-        return orjson.dumps({"base_url": self.base_url, "cache_control": self.cache_control})
+        return orjson.dumps({"base_url": self.base_url, "cache_control": self.cache_control,
+                             "page_size": self.page_size, "max_limit": self.max_limit})
 
     @classmethod
     def of_site(cls, site: Path) -> "SiteInfo":

@@ -12,6 +12,9 @@ Layout under a generation's root (served as site/api/v1/...):
     api/v1/<resource>/pages/<limit>/<bucket>/<offset>.json
                                                     ?limit=<limit>&offset=<offset>;
                                                     bucket = offset // 10000
+    api/v1/<resource>/pages/<limit>/<bucket>/<first offset>.idx
+                                                    where each record lies in the block's
+                                                    pages (default page size only)
     api/v1/<resource>/pages/default -> <default page size>
     api/v1/<resource>/<id[:2]>/<id>.json            detail document
     _meta/page-not-built.json                       body of the 400 for pages not built
@@ -45,6 +48,7 @@ BUCKET_DIGITS = 4  # the bucket is the offset without its last four digits
 ID_SHARD = 2  # leading characters of an id that name its shard directory
 DEFAULT_LIMIT = "default"  # pages/default links to the default page size's pages
 WRITABLE = {r.name: r.collection for r in RESOURCES if r.writable}  # resource -> data file stem
+PAGE_INDEX = ".idx"  # a block of pages' index, beside them (api/pageindex.py)
 
 
 class Urls:
@@ -93,6 +97,15 @@ def first_page_path(resource: Resource) -> str:
 def page_file(resource: str, limit: str, bucket: str, offset: str) -> str:
     """The page file for already-normalised parts; the nginx template fills in variables."""
     return f"{API}/{resource}/pages/{limit}/{bucket}/{offset}.json"
+
+
+def page_index_file(resource: str, limit: str, bucket: str, first: str) -> str:
+    """The index of a block of pages (api/pageindex.py), named after its first page."""
+    return f"{API}/{resource}/pages/{limit}/{bucket}/{first}{PAGE_INDEX}"
+
+
+def page_index_path(resource: Resource, limit: int, first: int) -> str:
+    return page_index_file(resource.name, str(limit), str(first // PAGE_BUCKET), str(first))
 
 
 def detail_file(resource: str, shard: str, id: str) -> str:

@@ -20,6 +20,9 @@ class Settings:
     # "api": links are the API's URLs, as DRF wrote them; "paths": each link is the URL of
     # the file itself (for hosts that serve files and nothing else). A build option.
     links: str = "api"
+    # The largest page a request may ask for (DRF's max_limit; query.md §1): a larger limit
+    # is clamped to it. None: no clamp, as DRF's default.
+    max_limit: int | None = None
 
     @property
     def default_page_size(self) -> int:
@@ -30,7 +33,7 @@ class Settings:
         return ZoneInfo(self.time_zone)
 
 
-SITE_KEYS = {"base_url", "page_sizes", "time_zone", "cache_control"}
+SITE_KEYS = {"base_url", "page_sizes", "time_zone", "cache_control", "max_limit"}
 
 
 LINKS = ("api", "paths")
@@ -58,6 +61,7 @@ def settings(name: str, raw: dict, problems: Problems, base_url: str | None = No
         problems.add(name, 0, "page_sizes", f"{shown(sizes)} must be a list of positive whole numbers")
     elif len(set(sizes)) != len(sizes):
         problems.add(name, 0, "page_sizes", f"{sizes} lists a page size twice")
+    max_limit = _max_limit(name, raw, sizes, problems)
     zone = raw.get("time_zone", DEFAULT_TIME_ZONE)
     try:
         ZoneInfo(str(zone))
@@ -68,4 +72,20 @@ def settings(name: str, raw: dict, problems: Problems, base_url: str | None = No
         problems.add(name, 0, "cache_control", f"{shown(cache)} is not a Cache-Control value like 'public, max-age=60'")
     if len(problems) > before:
         return None
-    return Settings(url, tuple(sizes), str(zone), cache, links)
+    return Settings(url, tuple(sizes), str(zone), cache, links, max_limit)
+
+
+def _max_limit(name: str, raw: dict, sizes, problems: Problems) -> int | None:
+    """max_limit, checked against the page sizes: a pre-built page larger than it could
+    never be asked for (DRF would clamp the request)."""
+    value = raw.get("max_limit")
+    if value is None:
+        return None
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        problems.add(name, 0, "max_limit", f"{shown(value)} must be a positive whole number, like 100")
+        return None
+    larger = [s for s in sizes if isinstance(s, int) and s > value] if isinstance(sizes, list) else []
+    if larger:
+        problems.add(name, 0, "max_limit", f"{value} is smaller than the page size {larger[0]}: no request could "
+                                           f"ask for that page; raise max_limit or drop the page size")
+    return value

@@ -10,7 +10,9 @@ every request, so a rebuild is served as soon as it is published.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import http.client
+import itertools
 import os
 import re
 import signal
@@ -18,20 +20,25 @@ import sys
 import time
 from email.utils import formatdate, parsedate_to_datetime
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import anyio
 import uvicorn
-from starlette.responses import FileResponse, Response
+from isal import isal_zlib
+from starlette.responses import FileResponse, Response, StreamingResponse
 
-from ..api import meta
+from ..api import assemble, meta
+from ..api.params import Paging
+from ..api.querystring import TooManyFields
 from ..api.routes import Answer, Bodies, resolve
-from ..api.serving import ACCEPTS_GZIP, DEFAULT_WRITE_SERVICE, FORWARDED, LOCAL, MAX_BODY, SiteInfo, content_type, headers
-from ..api.urls import ACCEPTED, API, CURRENT
+from ..api.serving import (ACCEPTS_GZIP, DEFAULT_WRITE_SERVICE, FORWARDED, GZIP_MIN, LOCAL, MAX_BODY, SiteInfo,
+                           content_type, headers)
+from ..api.urls import ACCEPTED, API, CURRENT, PAGE_NOT_BUILT
+from .contract import Host, Local
 
 JSON = "application/json"
 SERVER = "catalogue"  # the Server header: no version, as nginx with server_tokens off
 STREAM_FROM = 256 * 1024  # bytes: larger files are streamed in chunks
+GZIP_LEVEL = 1  # a page put together is compressed as fast as the build compresses its twins
 _GZIP = re.compile(ACCEPTS_GZIP, re.I)
 
 
@@ -40,8 +47,25 @@ class Generation:
 
     def __init__(self, root: Path, info: SiteInfo) -> None:
         self.root = root
-        self.prefix = urlsplit(info.base_url).path
+        self.info = info
         self.headers = {**headers(info.cache_control), "Server": SERVER}
+
+
+class Reads:
+    """A generation's files as a page put together reads them: each whole, and the newest
+    modification time among them (the page's Last-Modified)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.newest = 0.0
+
+    def __call__(self, path: str) -> bytes | None:
+        try:
+            with open(self.root / path, "rb") as f:
+                self.newest = max(self.newest, os.fstat(f.fileno()).st_mtime)
+                return f.read()
+        except FileNotFoundError:
+            return None
 
 
 class Server:
@@ -69,7 +93,7 @@ class Server:
         path = normalise(scope["path"])
         query = scope["query_string"].decode("latin-1")
         request = _request_headers(scope)
-        answer = resolve(method, path, query, generation.prefix, self.bodies, request.get("accept", ""))
+        answer = resolve(method, path, query, generation.info.prefix, self.bodies, request.get("accept", ""))
         headers = {"Date": _now(), **generation.headers}
         if answer.allow:
             headers["Allow"] = answer.allow
@@ -78,6 +102,8 @@ class Server:
         elif answer.location is not None:
             headers["Location"] = answer.location
             response = Response(b"", answer.status, headers, media_type=JSON)
+        elif answer.page is not None:
+            response = self._page(generation, answer, query, headers, request)
         elif answer.file is not None:
             response = self._file(generation, answer, headers, request)
         else:
@@ -109,6 +135,41 @@ class Server:
             return FileResponse(path, headers=headers, media_type=kind, stat_result=stat)
         # A page or a document: read at once (it is in the page cache), cheaper than a stream.
         return Response(path.read_bytes(), 200, headers, media_type=kind)
+
+    def _page(self, generation: Generation, answer: Answer, query: str, headers: dict, request: dict) -> Response:
+        """A collection's page: its file when the build wrote it, else put together."""
+        if answer.file is not None and (generation.root / answer.file).is_file():
+            return self._file(generation, answer, headers, request)
+        info = generation.info
+        try:
+            paging = Paging.read(answer.page, query, info)
+        except TooManyFields:
+            return Response(meta.TOO_MANY_FIELDS, 400, headers, media_type=JSON)
+        reads = Reads(generation.root)
+        pieces = assemble.answer(reads, paging, info.page_size, f"{info.base_url}/{API}/{answer.page}/")
+        body = bytearray()
+        try:
+            for piece in pieces:
+                body += piece
+                if len(body) > STREAM_FROM:  # (a page of thousands of records: never held whole)
+                    return StreamingResponse(itertools.chain((bytes(body),), pieces), 200, headers, media_type=JSON)
+        except FileNotFoundError:  # (a generation built before pages had indexes)
+            return Response((generation.root / PAGE_NOT_BUILT).read_bytes(), 400, headers, media_type=JSON)
+        return self._made(bytes(body), reads.newest, headers, request)
+
+    def _made(self, body: bytes, modified: float, headers: dict, request: dict) -> Response:
+        """A document put together: a strong ETag from its bytes (the same bytes, the same tag,
+        whichever build made them), gzip for the clients that take it, 304."""
+        tag = hashlib.sha1(body).hexdigest()[:32]
+        if len(body) >= GZIP_MIN and _accepts_gzip(request.get("accept-encoding", "")):
+            body, tag = isal_zlib.compress(body, GZIP_LEVEL, 31), tag + "-gzip"
+            headers["Content-Encoding"] = "gzip"
+        headers["ETag"] = f'"{tag}"'
+        headers["Last-Modified"] = formatdate(modified, usegmt=True)
+        if _not_modified(request, headers["ETag"], modified):
+            headers.pop("Content-Encoding", None)
+            return Response(b"", 304, headers)
+        return Response(body, 200, headers, media_type=JSON)
 
     def _accepted(self, answer: Answer) -> tuple[Path | None, os.stat_result | None]:
         """A detail the write service accepted and no build has published yet (pages never are)."""
@@ -257,15 +318,22 @@ class _Uvicorn(uvicorn.Server):
                 signal.signal(signum, handler)
 
 
-def serve(site: Path, port: int, host: str = LOCAL, write_service: str = DEFAULT_WRITE_SERVICE) -> int:
-    """Serve the built site in the foreground until Ctrl-C or SIGTERM; the exit status."""
+def serve(site: Path, local: Local) -> int:
+    """Serve the built site in the foreground until Ctrl-C or SIGTERM (on a Unix socket
+    instead of the port with `local.socket`: as nginx's page service); the exit status."""
     site = site.absolute()
     serving = SiteInfo.of_site(site)  # (fails when nothing is built)
-    app = Server(site, write_service)
-    server = _Uvicorn(uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on",
+    app = Server(site, local.write_service)
+    socket, host, port = local.socket, local.host, local.port
+    where = {"uds": str(socket)} if socket else {"host": host, "port": port}
+    server = _Uvicorn(uvicorn.Config(app, **where, log_level="warning", lifespan="on",
                                      server_header=False, date_header=False, access_log=False,
                                      http="h11"))  # (h11 keeps the case of header names; httptools does not)
-    print(f"serving {site} with the built-in server at "
-          f"http://{host}:{port}{urlsplit(serving.base_url).path}/{API}/ (Ctrl-C stops)", file=sys.stderr, flush=True)
+    address = f"unix:{socket}" if socket else f"http://{host}:{port}{serving.prefix}/{API}/"
+    print(f"serving {site} with the built-in server at {address} (Ctrl-C stops)", file=sys.stderr, flush=True)
     server.run()
     return 0 if server.started else 1
+
+
+HOST = Host("builtin", "the built-in server (Python alone): what nginx does, and the pages no file holds",
+            serve=serve)

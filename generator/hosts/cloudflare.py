@@ -24,6 +24,7 @@ from ..api.urls import ACCEPTED, API, CURRENT, HOSTS
 from ..errors import CatalogueError
 from ..system import foreground
 from . import router
+from .contract import Host, Local
 from .files import link_published, replace, templates
 
 CONFIG_DIR = f"{HOSTS}/cloudflare"
@@ -36,6 +37,9 @@ NODE_MODULES = Path(__file__).resolve().parents[2] / "node_modules"  # the proje
 INSTALL_HINT = ("workerd is not installed in this project: run `make node_modules` (it needs Node.js and npm; "
                 "it installs the miniflare package, which carries workerd)")
 
+# Files a request may read: a Worker on the free plan makes at most 50 subrequests, and a
+# read of a static asset or an R2 object is one (a page put together reads indexes and pages).
+READS = 48
 
 def write(site: Path) -> Path:
     """The Worker and its wrangler configurations for the published site; returns worker.js."""
@@ -53,20 +57,21 @@ def write(site: Path) -> Path:
 def worker(info: SiteInfo) -> str:
     """The Worker module for a site served as `info` says."""
     return templates.get_template("worker.js.j2").render(
-        router=router.javascript(urlsplit(info.base_url).path), **router.answer_values(info.cache_control))
+        router=router.javascript(info.prefix), reads=READS, **router.answer_values(info.cache_control))
 
 
 def installed() -> bool:
     return shutil.which("node") is not None and (NODE_MODULES / "miniflare" / "package.json").is_file()
 
 
-def serve(site: Path, port: int, host: str = LOCAL, write_service: str = DEFAULT_WRITE_SERVICE) -> int:
+def serve(site: Path, local: Local) -> int:
     """Run the site's Worker in workerd in the foreground until Ctrl-C or SIGTERM; its exit status."""
     node = shutil.which("node")
     if node is None or not installed():
         raise CatalogueError(INSTALL_HINT)
     site = site.absolute()
     serving = SiteInfo.of_site(site)
+    host, port, write_service = local.host, local.port, local.write_service
     write(site)  # (a site built before this version has no Worker yet)
     (site / ACCEPTED).mkdir(exist_ok=True)  # (workerd's disk service wants it there from the start)
     options = {"site": str(site), "worker": str(site / CONFIG_DIR / "worker.js"),
@@ -76,3 +81,7 @@ def serve(site: Path, port: int, host: str = LOCAL, write_service: str = DEFAULT
     print(f"serving {site} with the Cloudflare Worker in workerd at "
           f"http://{host}:{port}{urlsplit(serving.base_url).path}/{API}/ (Ctrl-C stops)", file=sys.stderr, flush=True)
     return foreground([node, str(RUNNER), json.dumps(options)])
+
+
+HOST = Host("cloudflare", "a Cloudflare Worker in front of static assets or R2 (hosts/cloudflare/), run here in workerd",
+            lambda site, hosting: write(site), serve, installed)

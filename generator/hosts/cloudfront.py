@@ -28,6 +28,7 @@ from ..api import meta
 from ..api.serving import ALLOW_READ, ALLOW_WRITE, SiteInfo, headers
 from ..api.urls import (API, CURRENT, DEFAULT_LIMIT, HOSTS, NOT_FOUND_FILE, PAGE_NOT_BUILT, RESOURCES,
                         first_page_path, page_file)
+from .contract import Host
 from .files import replace, templates
 from .router import javascript
 
@@ -148,3 +149,6 @@ def template(code: str, info: SiteInfo) -> str:
         policies=policies(info.cache_control), behaviours=behaviours(prefix), default_policy="ReadHeaders",
         security={key: config for key, config in (v[0::2] for v in SECURITY.values())},
         not_found=NOT_FOUND_FILE, error_ttl=ERROR_TTL)
+
+
+HOST = Host("cloudfront", "CloudFront and S3: a CloudFront Function and a CloudFormation stack (hosts/cloudfront/)", lambda site, hosting: write(site))

@@ -29,6 +29,7 @@ from urllib.parse import urlsplit
 
 from ..api.serving import ACCEPTS_GZIP, GZIP_MIN, SiteInfo
 from ..api.urls import CURRENT, HOSTS, PUBLISHED
+from .contract import Host
 from .files import replace, templates
 from .router import answer_values, javascript, js_regex
 
@@ -39,6 +40,9 @@ PUBLISH_DIR = "public"  # filled by fill_command() from <site>/current (see READ
 KEY_FILE = "file-key"
 FILE_HEADER = "x-catalogue-file"  # on the function's own reads of files: the key
 WRITE_SERVICE = "CATALOGUE_WRITE_SERVICE"  # the environment variable naming the write service's URL
+# Files a request may read to put a page together: each is a fetch() of the site's own URL,
+# and an Edge Function has 50 ms of CPU time (its fetches' waiting is not counted).
+READS = 48
 
 
 def write(site: Path) -> Path:
@@ -47,7 +51,7 @@ def write(site: Path) -> Path:
     root = site / NETLIFY
     key = file_key(root / KEY_FILE)
     replace(root / FUNCTIONS_DIR / f"{FUNCTION}.js",
-            edge_function(urlsplit(info.base_url).path, info.cache_control, key))
+            edge_function(info, key))
     replace(root / "netlify.toml", templates.get_template("netlify.toml.j2").render(
         publish=PUBLISH_DIR, functions=FUNCTIONS_DIR, function=FUNCTION, fill=fill_command()))
     return root
@@ -74,9 +78,12 @@ def file_key(path: Path) -> str:
     return key
 
 
-def edge_function(prefix: str, cache_control: str, key: str) -> str:
-    """The Edge Function (an ES module) for a site whose base_url has this path prefix."""
+def edge_function(info: SiteInfo, key: str) -> str:
+    """The Edge Function (an ES module) for a site served as `info` says."""
     return templates.get_template("netlify.js.j2").render(
-        router=javascript(prefix), file_header=json.dumps(FILE_HEADER), key=json.dumps(key),
-        write_service=json.dumps(WRITE_SERVICE), gzip_min=GZIP_MIN, accepts_gzip=js_regex(ACCEPTS_GZIP, whole=False)[0],
-        **answer_values(cache_control))
+        router=javascript(info.prefix), reads=READS, file_header=json.dumps(FILE_HEADER), key=json.dumps(key),
+        write_service=json.dumps(WRITE_SERVICE), accepts_gzip=js_regex(ACCEPTS_GZIP, whole=False)[0],
+        **answer_values(info.cache_control))
+
+
+HOST = Host("netlify", "a Netlify Edge Function in front of the files (hosts/netlify/)", lambda site, hosting: write(site))

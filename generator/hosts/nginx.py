@@ -7,20 +7,25 @@ default page size, the 400 body) lives in the published generation instead.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import pwd
 import re
 import shutil
+import socket
 import sys
+import time
 from pathlib import Path
+from typing import Iterator
 from urllib.parse import urlsplit
 
-from ..api import meta, routes
-from ..api.serving import DEFAULT_WRITE_SERVICE, LOCAL, MAX_BODY, SiteInfo, headers
-from ..api.urls import (ACCEPTED, API, BUCKET_DIGITS, CURRENT, HOSTS, META, OPENAPI_FILE, PAGE_BUCKET,
-                        PAGE_NOT_BUILT, RESOURCES, VIEWER, detail_file, page_file, root_path)
+from ..api import meta, params, routes
+from ..api.serving import DEFAULT_PAGE_SERVICE, DEFAULT_WRITE_SERVICE, LOCAL, MAX_BODY, Hosting, SiteInfo, headers
+from ..api.urls import (ACCEPTED, API, CURRENT, HOSTS, META, OPENAPI_FILE, PAGE_NOT_BUILT, RESOURCES, VIEWER,
+                        detail_file, page_file, root_path)
 from ..errors import CatalogueError
-from ..system import foreground
+from ..system import Supervised, command, foreground
+from .contract import Host, Local
 from .files import replace, templates
 
 CONFIG_DIR = f"{HOSTS}/nginx"  # <site>/hosts/nginx/: what the build writes for deployment
@@ -40,7 +45,7 @@ def quoted(body: bytes, variables: tuple[str, ...] = ()) -> str:
     return text
 
 
-def server_config(site: Path, serving: SiteInfo, listen: str, write_service: str = DEFAULT_WRITE_SERVICE) -> str:
+def server_config(site: Path, serving: SiteInfo, hosting: Hosting) -> str:
     """The server block: the route table (api/routes.py) as nginx maps and locations."""
     parts = urlsplit(serving.base_url)
     prefix = parts.path
@@ -61,28 +66,24 @@ def server_config(site: Path, serving: SiteInfo, listen: str, write_service: str
         "options_list": quoted(meta.options_list(r)),
         "options_detail": quoted(meta.options_detail(r)),
         "no_match": quoted(meta.no_match(r)),
-        "page_file": page_file(r.name, "$catalogue_limit", "$catalogue_bucket", "$catalogue_offset"),
-        "list_path_file": page_file(r.name, "", "", "").split("/pages/")[0] + "/",
+        "pages_dir": page_file(r.name, "", "", "").split("/pages/")[0] + "/pages/",
         "detail_file": detail_file(r.name, "$catalogue_shard", "$catalogue_shard$catalogue_rest"),
     } for r in RESOURCES]
-    query = {
-        "last_limit": routes.last("limit"), "last_offset": routes.last("offset"),
-        "escaped_name": routes.ESCAPED_NAME, "limit": routes.LIMIT, "offset": routes.OFFSET,
-        "canonical": routes.CANONICAL.replace("(?P<", "(?<"),
-        "canonical_page": page_file("", "$cl", "0", "$co").split("//", 1)[1],
-        "plain": routes.PLAIN, "bucket": routes.BUCKET, "invalid": routes.INVALID,
-        "default_limit": routes.LIMIT_SPELLING.otherwise, "default_offset": routes.OFFSET_SPELLING.otherwise,
-    }
+    plain = [{"pattern": spelling.pattern.replace("(?P<", "(?<"),
+              "file": "/".join(f"${part}" if part.startswith("catalogue_") else part
+                               for part in (spelling.limit, spelling.bucket, spelling.offset))}
+             for spelling in params.plain_spellings()]
     return templates.get_template("server.conf.j2").render(
-        base_url=serving.base_url, listen=listen, server_name=parts.hostname, root=root,
-        prefix=prefix, prefix_re=re.escape(prefix), resources=resources, q=query,
+        base_url=serving.base_url, listen=hosting.listen, server_name=parts.hostname, root=root,
+        prefix=prefix, prefix_re=re.escape(prefix), resources=resources, plain=plain,
+        page_service=_upstream(hosting.page_service), pages_unavailable=quoted(meta.SERVICE_UNAVAILABLE),
         api_root=table["root", None], root_file=root_path(), redirect=routes.REDIRECT,
         schema=table["schema", None], schema_file=OPENAPI_FILE, options_schema=quoted(meta.options_schema()),
         uri_safe="A-Za-z0-9" + re.escape(routes.URI_SAFE), accept=routes.ACCEPT, viewer=f"/{VIEWER}",
         accepted=site.absolute() / ACCEPTED,
         allow_routes=[route for route in routes.ROUTES if route.kind in ("root", "schema", "list", "other")],
-        bucket_size=PAGE_BUCKET, bucket_digits=BUCKET_DIGITS, meta=META, page_not_built=f"/{PAGE_NOT_BUILT}",
-        headers=headers(serving.cache_control), write_service=check_address(write_service), max_body=MAX_BODY,
+        meta=META, page_not_built=f"/{PAGE_NOT_BUILT}",
+        headers=headers(serving.cache_control), write_service=check_address(hosting.write_service), max_body=MAX_BODY,
         options_root=quoted(meta.options_root()), method_not_allowed=method,
         not_found=quoted(meta.NOT_FOUND), write_unavailable=quoted(meta.WRITE_UNAVAILABLE),
         too_large=quoted(meta.TOO_LARGE),
@@ -91,12 +92,28 @@ def server_config(site: Path, serving: SiteInfo, listen: str, write_service: str
     )
 
 
-def check_address(address: str) -> str:
-    """The write service's host:port, checked so that nothing else reaches the configuration."""
-    if not re.fullmatch(r"(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\]):[0-9]{1,5}", address):
-        raise CatalogueError(f"write service address {address!r}: give it as host:port, "
-                             f"for example {DEFAULT_WRITE_SERVICE}")
+HOST_PORT = r"(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\]):[0-9]{1,5}"
+UNIX_SOCKET = r"unix:/[A-Za-z0-9._~/-]+"
+
+
+def check_address(address: str, service: str = "write service", socket: bool = False) -> str:
+    """A service's host:port (or, with `socket`, unix:<path>), checked so that nothing else
+    reaches the configuration."""
+    if not re.fullmatch(HOST_PORT + (f"|{UNIX_SOCKET}" if socket else ""), address):
+        example = DEFAULT_WRITE_SERVICE if service == "write service" else DEFAULT_PAGE_SERVICE
+        raise CatalogueError(f"{service} address {address!r}: give it as host:port, for example {example}"
+                             + (", or as unix:/path/to/socket" if socket else ""))
     return address
+
+
+def check_hosting(hosting: Hosting) -> None:
+    check_address(hosting.write_service)
+    _upstream(hosting.page_service)
+
+
+def _upstream(address: str) -> str:
+    """The page service's address as an upstream block names it (host:port, or unix:<path>)."""
+    return check_address(address, "page service", socket=True)
 
 
 def standalone_config(server_conf: Path, run: Path, user: str | None) -> str:
@@ -104,15 +121,14 @@ def standalone_config(server_conf: Path, run: Path, user: str | None) -> str:
         server_conf=server_conf.absolute(), run=run.absolute(), user=user)
 
 
-def write_configs(site: Path, listen: str, write_service: str = DEFAULT_WRITE_SERVICE,
-                  directory: Path | None = None) -> Path:
+def write_configs(site: Path, hosting: Hosting, directory: Path | None = None) -> Path:
     """The server block and a standalone nginx.conf using it, for the site as its published
     build records it to be served, in directory (default: <site>/hosts/nginx/); returns nginx.conf."""
     serving = SiteInfo.of_site(site)
     directory = directory if directory is not None else site / CONFIG_DIR
     directory.mkdir(parents=True, exist_ok=True)
     server = directory / "catalogue.conf"
-    replace(server, server_config(site, serving, listen, write_service))
+    replace(server, server_config(site, serving, hosting))
     standalone = directory / "nginx.conf"
     replace(standalone, standalone_config(server, site / RUN_DIR, _worker_user(site)))
     return standalone
@@ -140,15 +156,79 @@ def find_nginx() -> str:
     return found
 
 
-def serve(site: Path, port: int, host: str = LOCAL, write_service: str = DEFAULT_WRITE_SERVICE) -> int:
-    """Run nginx in the foreground for the built site until Ctrl-C or SIGTERM; its exit status."""
+def serve(site: Path, local: Local) -> int:
+    """Run nginx in the foreground for the built site until Ctrl-C or SIGTERM, and beside it the
+    page service it passes the pages no file holds to; nginx's exit status."""
     nginx = find_nginx()
     site = site.absolute()
     serving = SiteInfo.of_site(site)
     run = site / RUN_DIR
     (run / "tmp").mkdir(parents=True, exist_ok=True)
-    config = write_configs(site, f"{host}:{port}", write_service, run)
+    pages = PageService.beside(run)
+    config = write_configs(site, Hosting(f"{local.host}:{local.port}", local.write_service, pages.address), run)
     command = [nginx, "-p", str(run), "-c", str(config), "-e", str(run / "error.log"), "-g", "daemon off;"]
-    print(f"serving {site} with nginx at http://{host}:{port}{urlsplit(serving.base_url).path}/{API}/ "
-          "(Ctrl-C stops)", file=sys.stderr, flush=True)
-    return foreground(command)  # (SIGTERM: nginx's fast shutdown)
+    with pages.running(site):
+        print(f"serving {site} with nginx at http://{local.host}:{local.port}{serving.prefix}/{API}/ "
+              "(Ctrl-C stops)", file=sys.stderr, flush=True)
+        return foreground(command)  # (SIGTERM: nginx's fast shutdown)
+
+
+class PageService:
+    """The built-in server as nginx's page service, on a Unix socket of the run directory (a
+    loopback port where the socket's path would be too long), kept running while nginx runs."""
+
+    SOCKET_PATH_MAX = 100  # bytes (sun_path holds 108 on Linux, 104 on macOS)
+    READY_WITHIN = 20.0  # seconds
+
+    def __init__(self, socket: Path | None, port: int | None) -> None:
+        self.socket, self.port = socket, port
+
+    @classmethod
+    def beside(cls, run: Path) -> "PageService":
+        socket = run / "pages.sock"
+        if len(os.fsencode(socket)) <= cls.SOCKET_PATH_MAX:
+            return cls(socket, None)
+        return cls(None, free_port())
+
+    @property
+    def address(self) -> str:
+        return f"unix:{self.socket}" if self.socket else f"{LOCAL}:{self.port}"
+
+    @contextlib.contextmanager
+    def running(self, site: Path) -> Iterator[None]:
+        where = ("--socket", str(self.socket)) if self.socket else ("--port", str(self.port))
+        if self.socket:
+            self.socket.unlink(missing_ok=True)
+        child = Supervised(command("serve", "--server", "builtin", "--site", str(site), *where), "the page service",
+                           lambda message: print(message, file=sys.stderr, flush=True)).start()
+        try:
+            self._wait()
+            yield
+        finally:
+            child.stop()
+
+    def _wait(self) -> None:
+        """Until the service takes connections: nginx answers no page before it can."""
+        deadline = time.monotonic() + self.READY_WITHIN
+        while time.monotonic() < deadline:
+            try:
+                with (socket.socket(socket.AF_UNIX) if self.socket else socket.socket()) as probe:
+                    probe.connect(str(self.socket) if self.socket else (LOCAL, self.port))
+                    return
+            except OSError:
+                time.sleep(0.05)
+        raise CatalogueError(f"the page service did not start within {self.READY_WITHIN:g} s")
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind((LOCAL, 0))
+        return probe.getsockname()[1]
+
+
+def write(site: Path, hosting: Hosting) -> Path:
+    return write_configs(site, hosting)
+
+
+HOST = Host("nginx", "nginx in front of the files (hosts/nginx/: a server block and a standalone nginx.conf), "
+                     "with the built-in server as its page service", write, serve, installed)

@@ -16,9 +16,11 @@ import re
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from ..api import meta, routes
-from ..api.serving import FORWARDED, HTML_TYPE, JSON_TYPE, MAX_BODY, SiteInfo, headers
-from ..api.urls import HOSTS, OPENAPI_FILE, PAGE_NOT_BUILT, VIEWER, detail_file, page_file, root_path
+from ..api import meta, pageindex, params, routes
+from ..api.serving import FORWARDED, GZIP_MIN, HTML_TYPE, JSON_TYPE, MAX_BODY, SiteInfo, headers
+from ..api.urls import API, HOSTS, OPENAPI_FILE, PAGE_BUCKET, SITE_INFO, VIEWER, detail_file, page_file, page_index_file, root_path
+from . import querystring
+from .contract import Host
 from .files import replace, templates
 
 ROUTER = f"{HOSTS}/router/router.js"  # <site>/hosts/router/router.js: for the JavaScript hosts
@@ -64,23 +66,17 @@ def javascript(prefix: str) -> str:
     for p in patterns:
         if p["kind"] == "detail":
             p["source"], p["id"] = p["source"][:-len(id_pattern) - 1] + '"', True
-    limit, limit_groups = js_regex(routes.LIMIT)
-    offset, offset_groups = js_regex(routes.OFFSET)
-    last_limit, last_groups = js_regex(routes.last("limit"), whole=False)
-    bucket, bucket_groups = js_regex(routes.BUCKET)
+    plain = []
+    for spelling in params.plain_spellings():
+        source, groups = js_regex(spelling.pattern)
+        parts = [groups[part] if part in groups else part for part in (spelling.limit, spelling.bucket, spelling.offset)]
+        plain.append([json.loads(source), *parts])
     return templates.get_template("router.js.j2").render(
+        plain=json.dumps(plain), page_file=json.dumps(page_file("{name}", "{limit}", "{bucket}", "{offset}")),
         prefix=json.dumps(prefix), literal=json.dumps(literal, ensure_ascii=False, separators=(",", ":")),
         bodies=json.dumps(texts, ensure_ascii=False, separators=(",", ":")), common=json.dumps(common),
-        patterns=patterns, json=json.dumps, limit=limit, n=limit_groups["n"], offset=offset,
-        offset_n=offset_groups["n"], last_limit=last_limit,
-        last_offset=js_regex(routes.last("offset"), whole=False)[0], value=last_groups["value"],
-        plain=js_regex(routes.PLAIN)[0], escaped_name=js_regex(routes.ESCAPED_NAME, whole=False)[0],
-        bucket=bucket, b=bucket_groups["b"], invalid=json.dumps(routes.INVALID),
-        default_limit=json.dumps(routes.LIMIT_SPELLING.otherwise),
-        default_offset=json.dumps(routes.OFFSET_SPELLING.otherwise), redirect=js_regex(routes.REDIRECT)[0],
+        patterns=patterns, json=json.dumps, redirect=js_regex(routes.REDIRECT)[0],
         not_found=json.dumps(bodies.not_found.decode()),
-        page_not_built=json.dumps(PAGE_NOT_BUILT),
-        page_file=json.dumps(page_file("{name}", "{limit}", "{bucket}", "{offset}")),
         viewer=json.dumps(VIEWER), id_pattern=json.dumps(id_pattern),
         accept=json.dumps([[re.escape(media_range), int(html)] for media_range, html in routes.ACCEPT_RANGES]),
         accept_around=json.dumps(routes.ACCEPT_AROUND),
@@ -120,8 +116,19 @@ def _common(bodies: routes.Bodies) -> str:
 
 def answer_values(cache_control: str) -> dict:
     """What templates/answers.js.j2 needs: the part of an answer the JavaScript hosts that
-    build their own Responses (a Worker, an Edge Function) share."""
+    build their own Responses (a Worker, an Edge Function) share, and the pages they put
+    together (templates/pages.js.j2, with the query-string reading of querystring.py)."""
     return {"headers": json.dumps(headers(cache_control)), "max_body": MAX_BODY,
+            "querystring": querystring.javascript(), "site_info": json.dumps(SITE_INFO), "api_path": json.dumps(API),
+            "index": json.dumps({"bucket": PAGE_BUCKET, "header": pageindex.HEADER.size}),
+            "page_file": json.dumps(page_file("{name}", "{limit}", "{bucket}", "{offset}")),
+            "index_file": json.dumps(page_index_file("{name}", "{limit}", "{bucket}", "{offset}")),
+            "limit": params.LIMIT.name, "offset": params.OFFSET.name,
+            "too_many_fields": json.dumps(meta.TOO_MANY_FIELDS.decode()),
+            "too_large_text": json.dumps(meta.PAGE_TOO_LARGE), "gzip_min": GZIP_MIN,
             "json_type": json.dumps(JSON_TYPE), "html_type": json.dumps(HTML_TYPE),
             "too_large": json.dumps(meta.TOO_LARGE.decode()),
             "write_unavailable": json.dumps(meta.WRITE_UNAVAILABLE.decode()), "forwarded": json.dumps(FORWARDED)}
+
+
+HOST = Host("router", "the route table as a JavaScript router (hosts/router/), for hosts that run code in front of files", lambda site, hosting: write(site))

@@ -39,7 +39,7 @@ class Frozen:
 
 
 def convert(links: dict[str, str], collections: dict[str, Collection], pages: dict[str, list[dict]],
-            sizes: list[int] | None, time_zone: str | None) -> Frozen:
+            sizes: list[int] | None, time_zone: str | None, max_limit: int | None = None) -> Frozen:
     """The records of every collection, the site's settings and the notes on both."""
     problems = Problems()
     documents = {name: _documents(collections[name], pages[name], problems) for name in pages}
@@ -53,6 +53,7 @@ def convert(links: dict[str, str], collections: dict[str, Collection], pages: di
     base_url = links[RESOURCES[0].name].removesuffix(f"/{API}/{RESOURCES[0].name}/")
     frozen = Frozen({"base_url": base_url}, rows, converter.paths, problems=problems)
     _page_sizes(frozen, collections, sizes)
+    _max_limit(frozen, max_limit)
     _time_zone(frozen, _timestamps(documents), time_zone)
     for r in RESOURCES:
         if r.published_if is not None:
@@ -214,6 +215,17 @@ def _page_sizes(frozen: Frozen, collections: dict[str, Collection], sizes: list[
     else:
         frozen.notes.append("page size: 12, the default (no collection has a second page to tell)" if not defaults
                             else f"page size: the next links disagree ({sorted(defaults)}): check site.yaml")
+
+
+def _max_limit(frozen: Frozen, max_limit: int | None) -> None:
+    if max_limit is None:
+        frozen.notes.append("max_limit: none (the service answered a page of a billion records; site.yaml can set "
+                            "one: without it a client may ask for every record in one answer)")
+        return
+    frozen.site["max_limit"] = max_limit
+    sizes = frozen.site.get("page_sizes", [])
+    frozen.site["page_sizes"] = [s for s in sizes if s <= max_limit] or [max_limit]
+    frozen.notes.append(f"max_limit: {max_limit} (the service clamps a larger limit to it)")
 
 
 def _time_zone(frozen: Frozen, stamps: list, given: str | None) -> None:

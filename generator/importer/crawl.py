@@ -26,6 +26,7 @@ from ..api.urls import API, RESOURCES
 from ..errors import CatalogueError
 
 PROBE_LIMIT = 1000  # records asked for per page: DRF caps it at its max_limit, if it has one
+MAX_LIMIT_PROBE = 10 ** 9  # a limit no max_limit is as large as (asked for past the end: no records)
 TIMEOUT = 30  # seconds a request may take
 MAX_WAIT = 60  # seconds: the longest pause between two tries, Retry-After included
 
@@ -195,6 +196,14 @@ class Crawl:
             elif sizes:
                 limit = max(sizes)
         return Collection(name, first["count"], default, limit)
+
+    def max_limit(self, name: str, count: int) -> int | None:
+        """DRF's max_limit, read off the previous link of a page past the end asked for with a
+        huge limit (one record at most comes back): the limit it carries is the clamped one.
+        None: the service clamps nothing."""
+        page = self._page(name, MAX_LIMIT_PROBE, max(count, 1))
+        limit = parse_qs(urlsplit(page["previous"] or "").query).get("limit", [""])[-1]
+        return int(limit) if limit.isdigit() and int(limit) < MAX_LIMIT_PROBE else None
 
     def page_sizes(self, name: str) -> list[int] | None:
         """The pre-built page sizes of a static catalogue, which its 400 lists; None for a

@@ -56,7 +56,8 @@ def freeze(url: str, options: Options, progress: Progress | None = None) -> Summ
     sizes = crawl.page_sizes(RESOURCES[0].name)
     collections = {r.name: crawl.collection(r.name, sizes) for r in RESOURCES}
     pages = {name: crawl.pages(collection) for name, collection in collections.items()}
-    frozen = convert(links, collections, pages, sizes, options.time_zone)
+    max_limit = crawl.max_limit(RESOURCES[0].name, collections[RESOURCES[0].name].count)
+    frozen = convert(links, collections, pages, sizes, options.time_zone, max_limit)
     if frozen.problems:
         raise DataError(frozen.problems)
     formats, replaced = output.write(frozen, options.out, options.format, options.replace)

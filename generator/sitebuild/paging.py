@@ -22,6 +22,7 @@ from typing import Iterator
 
 from isal import isal_zlib
 
+from ..api import pageindex
 from ..api.pages import TAIL, Page, Records, page_count
 from ..api.serving import GZIP_MIN
 from ..api.urls import Urls
@@ -69,14 +70,20 @@ def run_size(limit: int) -> int:
     return limit
 
 
-def share(count: int, sizes: tuple[int, ...], part: int, parts: int) -> list[tuple[int, int]]:
-    """(offset, limit) of the pages of every size that one of `parts` parts makes, in
-    offset order: those starting in its range of the records, cut at multiples of the
-    largest size so that the parts share few runs."""
+def offsets_of_part(count: int, sizes: tuple[int, ...], part: int, parts: int) -> tuple[int, int]:
+    """The range of page offsets one of `parts` parts makes pages for: cut at multiples of
+    the largest size so that the parts share few runs."""
     step = max(sizes)
     blocks = page_count(count, step)
     low = blocks * part // parts * step
     high = blocks * (part + 1) // parts * step if part < parts - 1 else count + 1
+    return low, high
+
+
+def share(count: int, sizes: tuple[int, ...], part: int, parts: int) -> list[tuple[int, int]]:
+    """(offset, limit) of the pages of every size that one of `parts` parts makes, in
+    offset order: those starting in its range of the records."""
+    low, high = offsets_of_part(count, sizes, part, parts)
     found = []
     for limit in sizes:
         last = (page_count(count, limit) - 1) * limit
@@ -134,3 +141,12 @@ class Runs:
         for held in (self._joined, self._deflated):
             for key in [key for key in held if key[0] < offset]:
                 del held[key]
+
+
+def index_blocks(count: int, limit: int, low: int, high: int) -> Iterator[tuple[int, int, int]]:
+    """(block, first page's offset, end of its records) of each block of pages of `limit`
+    records whose first page's offset lies in low..high: whose index a part writes."""
+    for block in range(pageindex.block_of(low), pageindex.block_of(max(count - 1, 0)) + 1):
+        pages = pageindex.block_pages(count, limit, block)
+        if pages and low <= pages[0] < high:
+            yield block, pages[0], min(pages[-1] + limit, count)

@@ -20,10 +20,11 @@ from typing import Callable, Iterable, Iterator
 
 import orjson
 
+from ..api import pageindex
 from ..api.pages import Page
 from ..api.render import Renderer
 from ..api.schemas import SchemaChecker
-from ..api.urls import BY_COLLECTION, Resource, Urls, detail_path, first_page_path, page_path
+from ..api.urls import BY_COLLECTION, Resource, Urls, detail_path, first_page_path, page_index_path, page_path
 from ..catalogue.resources import COLLECTIONS, EMBEDDED, LAST_NEEDED, embeds
 from ..catalogue.load import Source
 from ..catalogue.records import REUSED, ROW, Known, Unique, category_tree, records, references
@@ -468,6 +469,7 @@ class Part:
             moved = self._moved(collection) if count == old_count else []
             runs = paging.Runs(spooled)
             kept_sizes = incremental.old_sizes if count == old_count else ()  # (whose pages may be kept)
+            limit_kept = kept_sizes.__contains__
             for offset, limit in paging.share(count, settings.page_sizes, self.number, self.team.count):
                 clean = (limit in kept_sizes
                          and bisect.bisect_left(moved, offset) == bisect.bisect_left(moved, offset + limit))
@@ -483,6 +485,23 @@ class Part:
                     self.out.write(path, data, twin)
                 if index:
                     self.out.write(first_page_path(resource), data, twin)
+            default_kept = limit_kept(settings.default_page_size) and incremental.old_default == settings.default_page_size
+            self._write_indexes(resource, spooled, moved if default_kept else None)
+
+    def _write_indexes(self, resource: Resource, spooled: Spools, moved: list[int] | None) -> None:
+        """This part's share of the page indexes (api/pageindex.py): one a block of the default
+        size's pages, written again when one of its records is new or moved (`moved`; None:
+        every one, as when the count or the default size changed)."""
+        limit, count = self.plan.settings.default_page_size, len(spooled)
+        low, high = paging.offsets_of_part(count, self.plan.settings.page_sizes, self.number, self.team.count)
+        for block, first, stop in paging.index_blocks(count, limit, low, high):
+            if moved is not None and bisect.bisect_left(moved, first) == bisect.bisect_left(moved, stop):
+                continue
+            starts = array("I")
+            for offset in pageindex.block_pages(count, limit, block):
+                head = Page(resource, limit, offset, count).head(self.urls)
+                starts.extend(pageindex.record_starts(len(head), spooled.lengths(offset, min(offset + limit, count))))
+            self.out.write(page_index_path(resource, limit, first), pageindex.encode(count, limit, first, starts))
 
     def _moved(self, collection: str) -> list[int]:
         """The places of the records new, changed or shifted since the previous build."""

@@ -20,7 +20,7 @@ from ..api.render import Renderer
 from ..api.schemas import MAX_REPORTED, SchemaChecker
 from ..api.serving import SiteInfo
 from ..api.viewer import viewer
-from ..api.urls import (BY_COLLECTION, NOT_FOUND_FILE, OPENAPI_FILE, PAGE_NOT_BUILT, SITE_INFO, STATE, VIEWER,
+from ..api.urls import (BY_COLLECTION, NOT_FOUND_FILE, OPENAPI_FILE, PAGE_INDEX, PAGE_NOT_BUILT, SITE_INFO, STATE, VIEWER,
                         Shard, Urls,
                         default_pages_link, detail_path, first_page_path, key_of, root_path, shard_of)
 from ..catalogue.resources import COLLECTIONS
@@ -191,7 +191,7 @@ def write_skeleton(target: Target, settings: Settings) -> None:
     root = Renderer(settings, Urls(settings.base_url, settings.links)).root()
     checker.check("root", root, root_path())
     checker.raise_if_violated()
-    info = SiteInfo(settings.base_url, settings.cache_control)
+    info = SiteInfo(settings.base_url, settings.cache_control, settings.default_page_size, settings.max_limit)
     for path, data in ((root_path(), root), (PAGE_NOT_BUILT, meta.page_not_built(settings)),
                        (NOT_FOUND_FILE, meta.NOT_FOUND), (SITE_INFO, info.encode()),
                        (OPENAPI_FILE, openapi.encoded(settings)), (VIEWER, viewer(settings))):
@@ -224,7 +224,8 @@ def link_shards(target: Target, incremental: state.Incremental, settings: Settin
             return True
         if shard.limit is None:
             return False
-        return shard.limit not in settings.page_sizes or counts[shard.resource] < old_counts[shard.resource]
+        return (shard.limit not in settings.page_sizes or counts[shard.resource] < old_counts[shard.resource]
+                or shard.limit == incremental.old_default != settings.default_page_size)  # (its page indexes go)
 
     check = {shard for shard in old if Shard.parse(shard).resource in processed
              and (shard in losing or may_lose_files(Shard.parse(shard)))}
@@ -234,6 +235,8 @@ def link_shards(target: Target, incremental: state.Incremental, settings: Settin
         if not incremental.reuse and shard.resource in processed:
             return False  # everything was made again
         key = key_of(name)
+        if name.endswith(PAGE_INDEX) and shard.limit != settings.default_page_size:
+            return False  # (the default page size's pages alone have indexes)
         if shard.limit is not None:
             return shard.limit in settings.page_sizes and (int(key) < counts[shard.resource] or key == "0")
         return key not in dead.get(shard.resource, ())

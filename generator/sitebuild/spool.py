@@ -138,6 +138,13 @@ class Spools:
             if low < high:
                 yield paths, files, starts, ends, low, high
 
+    def lengths(self, start: int, stop: int) -> list[int]:
+        """The lengths of records start to stop, without reading them."""
+        found: list[int] = []
+        for _paths, _files, starts, ends, low, high in self.slices(start, stop):
+            found.extend(map(int.__sub__, ends[low:high], starts[low:high]))
+        return found
+
     def record(self, index: int) -> bytes:
         """Record `index` alone: read where it lies, or sliced from the data files held once
         they are looked up often and small. (Not sliced from a mapping: mapped, the files

@@ -15,14 +15,10 @@ import time
 from pathlib import Path
 from typing import Callable
 
+from ..system import command
 from .accepted import Accepted
 
 SETTLE = 0.05  # seconds a build waits for the rest of a burst before it starts
-
-
-def command(*args: str, base_url: str | None = None) -> list[str]:
-    """A `catalogue` command line, run by this Python (with --base-url when one is given)."""
-    return [sys.executable, "-m", "generator", *args, *(("--base-url", base_url) if base_url is not None else ())]
 
 
 class Rebuilder:

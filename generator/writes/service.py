@@ -31,11 +31,11 @@ from ..api.render import encode
 from ..api.serving import DEFAULT_LISTEN, LOCAL, MAX_BODY, WRITE_PORT
 from ..api.urls import WRITABLE
 from ..errors import CatalogueError
-from ..system import Supervised
+from ..system import Supervised, command
 from . import append
 from .accepted import Accepted
 from .create import Catalogue, Invalid
-from .rebuild import Rebuilder, command
+from .rebuild import Rebuilder
 from .tokens import Tokens
 
 STATE_DIR = ".write-service"  # <out>/.write-service/: the append journal

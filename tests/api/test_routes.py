@@ -1,34 +1,23 @@
-"""The route table: query strings read as DRF reads them, paths routed as http.md says."""
+"""The route table: paths routed as http.md says, and the plain spellings of a page's query
+string mapped to the page DRF reads them as."""
 from __future__ import annotations
 
 import itertools
 import json
 import random
-import re
-from urllib.parse import parse_qsl
 
 import pytest
 
 from generator.api import routes
-from generator.api.routes import INVALID, LIMIT_SPELLING, OFFSET_SPELLING, Bodies, resolve
-from generator.api.urls import BY_NAME, PAGE_NOT_BUILT
+from generator.api.params import Paging, plain_page, plain_spellings
+from generator.api.routes import Bodies, resolve
+from generator.api.serving import SiteInfo
+from generator.api.urls import DEFAULT_LIMIT, PAGE_BUCKET
 from golden_files import GOLDEN, ROUTES, route_table
 
 BODIES = Bodies()
 PIECES = ["", "0", "1", "12", "024", "+", "%2B", "%2b", "-", "%20", "%09", "%0A", "_", "a", ".", "%31",
           "%DB%B2", "~", "99999999999999999999", "%"]
-
-
-def drf(query: str, name: str, positive: bool) -> int | None:
-    """What DRF's LimitOffsetPagination makes of a parameter: its number, or None for the default."""
-    values = [v for k, v in parse_qsl(query, keep_blank_values=True) if k == name]
-    if not values:
-        return None
-    try:
-        number = int(values[-1])
-    except ValueError:
-        return None
-    return number if (number > 0 if positive else number >= 0) else None
 
 
 def queries(count: int, seed: int = 3):
@@ -42,31 +31,32 @@ def queries(count: int, seed: int = 3):
         yield "&".join(parts)
 
 
-@pytest.mark.parametrize("spelling, positive, default", [(LIMIT_SPELLING, True, "default"),
-                                                          (OFFSET_SPELLING, False, "0")])
-def test_a_value_is_what_int_reads_or_names_no_page(spelling, positive, default):
-    """Never a wrong page: a number is the number int() reads, a default is DRF's default,
-    and whatever the route cannot be sure of names no page (a 400)."""
-    seen = set()
-    for query in itertools.chain(queries(3000), ["", "limit=%2B+12", "offset=+%2B24", "limit=12&limit=024"]):
-        got = spelling.read(query)
-        expected = drf(query, spelling.name, positive)
-        seen.add("number" if got.isdigit() and got != default else got)
-        if got == INVALID:
+def test_a_plain_spelling_names_the_page_drf_reads():
+    """A query string a pattern maps to a file (nginx's map, the routers) names exactly the
+    page DRF's reading of it names, with the same links: pagination parameters only, once."""
+    site = SiteInfo("https://x.example", "no-cache", page_size=12)
+    named = 0
+    for query in itertools.chain(queries(4000), ["", "limit=24", "offset=10008&limit=24", "limit=12&offset=12"]):
+        file = plain_page("books", query)
+        if file is None:
             continue
-        if got == default:
-            assert expected is None or str(expected) == default, query
-        else:
-            assert int(got) == expected and got == str(expected), query
-    assert {"number", default, INVALID} <= seen  # (the cases above all came up)
+        named += 1
+        paging = Paging.read("books", query, site)
+        limit, block, offset = file.removesuffix(".json").split("/")[-3:]
+        assert (limit if limit != DEFAULT_LIMIT else "12", offset) == (str(paging.limit), str(paging.offset)), query
+        assert int(block) == paging.offset // PAGE_BUCKET, query
+        assert sorted(name for name, _ in paging.pairs) in ([], ["limit"], ["offset"], ["limit", "offset"]), query
+    assert named > 100
 
 
 @pytest.mark.parametrize("method, path, query, expected", [
     ("GET", "/api/v1/", "", dict(file="api/v1/index.json")),
     ("GET", "/api/v1/books/", "", dict(file="api/v1/books/pages/default/0/0.json")),
-    ("GET", "/api/v1/books/", "offset=24&limit=012", dict(file="api/v1/books/pages/12/0/24.json")),
+    ("GET", "/api/v1/books/", "offset=24&limit=12", dict(file="api/v1/books/pages/12/0/24.json", page="books")),
+    ("GET", "/api/v1/books/", "offset=24&limit=012", dict(file=None, page="books")),
     ("GET", "/api/v1/books/", "offset=1200000", dict(file="api/v1/books/pages/default/120/1200000.json")),
-    ("GET", "/api/v1/author/", "limit=1_2", dict(file="api/v1/author/pages/invalid/0/0.json")),
+    ("GET", "/api/v1/author/", "limit=1_2", dict(file=None, page="author")),
+    ("GET", "/api/v1/author/", "limit=12&utm_source=x", dict(file=None, page="author")),
     ("GET", "/api/v1/books/76f9d815-44dc-545f-890b-4419e8e5e6da/", "",
      dict(file="api/v1/books/76/76f9d815-44dc-545f-890b-4419e8e5e6da.json", missing_status=404,
           body=b'{"detail":"No Book matches the given query."}')),
@@ -82,8 +72,6 @@ def test_resolve(method, path, query, expected):
     answer = resolve(method, path, query, "", BODIES)
     for field, value in expected.items():
         assert getattr(answer, field) == value, field
-    if path.endswith("/api/v1/books/") and method == "GET":
-        assert (answer.missing_status, answer.missing_file) == (400, PAGE_NOT_BUILT)
 
 
 def test_allow_and_options_by_route():
@@ -102,8 +90,7 @@ def test_a_path_prefix():
 
 def test_every_pattern_is_python_and_pcre_alike():
     """No syntax that only one of them reads: (?P<name>) groups, no look-behind, no \\d."""
-    patterns = [routes.LIMIT, routes.OFFSET, routes.PLAIN, routes.ESCAPED_NAME, routes.BUCKET, routes.REDIRECT,
-                routes.last("limit"), *(route.pattern for route in routes.ROUTES)]
+    patterns = [routes.REDIRECT, *(s.pattern for s in plain_spellings()), *(route.pattern for route in routes.ROUTES)]
     for pattern in patterns:
         assert "(?<" not in pattern.replace("(?P<", "") and "\\d" not in pattern and "\\w" not in pattern
 
@@ -112,25 +99,3 @@ def test_the_route_table_answers_as_the_golden_request_table():
     """Every router (Python here, JavaScript and every server elsewhere) is checked against
     this one table; it changes only on purpose (make golden)."""
     assert route_table() == json.loads((GOLDEN / ROUTES).read_text(encoding="utf-8"))
-
-
-@pytest.mark.parametrize("query", ["limit=12&offset=0", "limit=12&offset=120", "limit=24&offset=9999",
-                                   "limit=5&offset=1", "limit=999999999999&offset=48"])
-def test_the_canonical_spelling_reads_as_the_rules_read_it(query):
-    """The one pattern hosts try first names the page DRF's rules name."""
-    books = BY_NAME["books"]
-    assert re.fullmatch(routes.CANONICAL, query)
-    assert routes.page_of(books, query) == routes.spelled_page(books, query)
-
-
-@pytest.mark.parametrize("query", ["limit=12&offset=10000", "limit=012&offset=0", "limit=12&offset=00",
-                                   "offset=0&limit=12", "limit=12&offset=0&limit=24", "limit=0&offset=0"])
-def test_other_spellings_are_left_to_the_rules(query):
-    assert not re.fullmatch(routes.CANONICAL, query)
-
-
-def test_random_canonical_queries_agree_with_the_rules():
-    books, rng = BY_NAME["books"], random.Random(7)
-    for _ in range(2000):
-        query = f"limit={rng.randint(1, 10 ** rng.randint(1, 12))}&offset={rng.randint(0, 9999)}"
-        assert routes.page_of(books, query) == routes.spelled_page(books, query), query

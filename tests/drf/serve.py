@@ -1,6 +1,6 @@
 """Run the DRF service over a data directory: python -m tests.drf.serve DATA_DIR WORK_DIR PORT
 
-Reads the data's settings (default page size, time zone), creates a fresh sqlite
+Reads the data's settings (default page size, max_limit, time zone), creates a fresh sqlite
 database in WORK_DIR, loads the catalogue into it and serves it on 127.0.0.1:PORT with
 Django's threaded development server, as runserver does but without autoreload.
 Root-relative image paths resolve against --base-url (default: where it serves).
@@ -53,6 +53,7 @@ def configure(data: Path, work: Path) -> None:
     os.environ["CATALOGUE_DRF_DATABASE"] = str(database)
     os.environ["CATALOGUE_DRF_PAGE_SIZE"] = str(settings.default_page_size)
     os.environ["CATALOGUE_DRF_TIME_ZONE"] = settings.time_zone
+    os.environ["CATALOGUE_DRF_MAX_LIMIT"] = str(settings.max_limit or "")
 
 
 if __name__ == "__main__":

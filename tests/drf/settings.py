@@ -45,7 +45,7 @@ SECURE_REFERRER_POLICY = "same-origin"
 REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer",
                                  "rest_framework.renderers.BrowsableAPIRenderer"],
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+    "DEFAULT_PAGINATION_CLASS": "drf.app.pagination.Pagination",
     "PAGE_SIZE": int(os.environ.get("CATALOGUE_DRF_PAGE_SIZE", "12")),
     "DEFAULT_AUTHENTICATION_CLASSES": [],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.AllowAny"],

@@ -24,7 +24,7 @@ const answers = table.map(({request: [method, path, query, prefix, accept]}) => 
 process.stdout.write(JSON.stringify(answers));
 """
 DEFAULTS = {"status": 200, "body": None, "file": None, "missingStatus": 404, "missingFile": None, "location": None,
-            "forward": False, "allow": ""}
+            "forward": False, "allow": "", "page": None}
 
 
 def test_the_router_answers_as_the_golden_request_table(tmp_path):
@@ -40,8 +40,8 @@ def test_the_router_answers_as_the_golden_request_table(tmp_path):
         expected = entry["answer"]
         assert {"status": answer["status"], "body": answer["body"], "file": answer["file"],
                 "missing_status": answer["missingStatus"], "missing_file": answer["missingFile"],
-                "location": answer["location"], "forward": answer["forward"], "allow": answer["allow"]
-                } == expected, entry["request"]
+                "location": answer["location"], "forward": answer["forward"], "allow": answer["allow"],
+                "page": answer["page"]} == expected, entry["request"]
 
 
 def test_the_router_is_es5():

@@ -66,11 +66,15 @@ def test_the_command_says_what_it_inferred(served, tmp_path):
     assert lines[0].startswith(f"imported http://127.0.0.1:{served.port}/api/v1 into {tmp_path / 'data'} in ")
     assert lines[1] == "records: authors 19, books 42, publishers 7, categories 14, users 8, bookshelves 12"
     assert "     books: 42 records read" in result.stderr.splitlines()  # (progress, on standard error)
-    assert "  page sizes: 12, 24 (the pre-built sizes the service names)" in lines
+    # (the site answers every page as DRF does: its page size is read off the next links)
+    assert "  page size: 12 (from the next links); the service answers any limit, only this one will be " \
+           "pre-built: add others to site.yaml's page_sizes" in lines
+    assert "  max_limit: none (the service answered a page of a billion records; site.yaml can set one: without " \
+           "it a client may ask for every record in one answer)" in lines
     assert any(line.startswith("  time zone: Asia/Tehran (inferred from the offsets of 42 created_time") for line in lines)
     assert "  books: only enabled books are in the API; disabled ones could not be seen and are not in the data" in lines
     assert (tmp_path / "data" / "site.yaml").read_text(encoding="utf-8").splitlines()[1:] == [
-        "base_url: https://ketab.example.ir", "page_sizes: [12, 24]", "time_zone: Asia/Tehran"]
+        "base_url: https://ketab.example.ir", "page_sizes: [12]", "time_zone: Asia/Tehran"]
 
 
 AWKWARD = {  # data.md's awkward cases, in one more book
@@ -252,7 +256,7 @@ def _edited(path: str, seen: int, upstream: Server, edit) -> tuple | None:
 
 def test_a_count_that_changes_and_a_record_that_breaks_the_contract_are_reported(served, tmp_path):
     def edit(path, document):
-        if path.startswith("/api/v1/books/?limit=24&offset=24"):
+        if path.startswith("/api/v1/books/?limit=1000&offset=0"):
             document["count"] = 43
         if path.startswith("/api/v1/user/") and "results" in document:
             document["results"][1]["username"] = "has space"
@@ -261,7 +265,7 @@ def test_a_count_that_changes_and_a_record_that_breaks_the_contract_are_reported
         result = run(faulty.url, tmp_path / "data")
     assert result.exit_code == 1
     lines = result.output.splitlines()
-    assert "  books page at offset 24: field 'count': 43 where the first page said 42: the collection changed " \
+    assert "  books page at offset 0: field 'count': 43 where the first page said 42: the collection changed " \
            "during the import; import again when it is quiet" in lines
     assert any(line.startswith("  https://ketab.example.ir/api/v1/user/") and "field 'username':" in line
                for line in lines), lines

@@ -18,6 +18,7 @@ from generator.compose import build
 from servers import Server
 
 SEED = random.randrange(1_000_000)
+MAX_LIMIT = 30
 
 
 @pytest.fixture(scope="module", params=["sample", f"unseen-seed-{SEED}"])
@@ -29,6 +30,8 @@ def imported(tmp_path_factory, request):
     if request.param != "sample":
         data = work / "data"
         synth.write(data, 120, seed=SEED)
+        with (data / "site.yaml").open("a", encoding="utf-8") as f:
+            f.write(f"max_limit: {MAX_LIMIT}\n")  # (the service clamps; the import must find it)
     drf = DrfService.start(data, work / "drf")
     result = CliRunner().invoke(main, ["import", f"{drf.url}/api/v1/", "--out", str(work / "imported"),
                                        "--format", "csv"])
@@ -45,6 +48,14 @@ def test_the_import_says_what_it_inferred(imported):
     assert "  page size: 12 (from the next links); the service answers any limit, only this one will be " \
            "pre-built: add others to site.yaml's page_sizes" in summary.splitlines()
     assert "  time zone: Asia/Tehran (inferred from the offsets of" in summary
+
+
+def test_the_import_finds_max_limit_and_answers_as_the_service(imported):
+    pair, summary = imported
+    sample = "max_limit: none" in summary
+    assert sample or f"  max_limit: {MAX_LIMIT} (the service clamps a larger limit to it)" in summary.splitlines()
+    for query in ("limit=1000", "limit=31&offset=3", f"limit={MAX_LIMIT}&offset={MAX_LIMIT}&x=1"):
+        pair.same(f"/api/v1/books/?{query}")
 
 
 def test_the_api_root(imported):

@@ -1,0 +1,87 @@
+"""Pages that no file holds, put together at request time from what the build wrote: the
+pre-built pages of the default size and their indexes (api/pageindex.py). Any limit and
+offset DRF answers, with DRF's count and links (query.md §1), never from the data and
+never encoding a record again: a page is a new head, slices of page files and TAIL.
+
+`read` is the host's way to read a file of the published generation (None when there is
+none); this module is the Python hosts' one implementation of request-time pages, and
+hosts/templates/answers.js.j2 the JavaScript hosts'. Both are checked against the same
+golden table (tests/golden/pages.json).
+"""
+from __future__ import annotations
+
+from typing import Callable, Iterator
+
+import orjson
+
+from . import pageindex
+from .pages import TAIL
+from .params import Paging
+from .urls import PAGE_BUCKET, page_file, page_index_file
+
+Reader = Callable[[str], "bytes | None"]
+
+
+class Blocks:
+    """The indexes of a collection's blocks of pages, each read once per answer."""
+
+    def __init__(self, read: Reader, name: str, page_size: int) -> None:
+        self.read = read
+        self.name = name
+        self.page_size = page_size
+        self._held: dict[int, pageindex.Index | None] = {}
+
+    def index(self, block: int) -> pageindex.Index | None:
+        if block not in self._held:
+            first = pageindex.first_page(block, self.page_size)
+            data = self.read(page_index_file(self.name, str(self.page_size), str(block), str(first)))
+            self._held[block] = pageindex.Index.decode(data) if data is not None else None
+        return self._held[block]
+
+    def count(self, offset: int) -> int:
+        """The collection's count: from the block the offset falls in, or the first's."""
+        found = self.index(pageindex.block_of(offset - offset % self.page_size))
+        if found is None:
+            found = self.index(0)
+        if found is None:
+            raise FileNotFoundError(f"the index of the first pages of {self.name}")
+        return found.count
+
+
+def head(count: int, base: str, links: tuple[str | None, str | None]) -> bytes:
+    """A page's bytes before its first record; `base` is the collection's absolute URL."""
+    following, previous = (None if q is None else f"{base}?{q}" for q in links)
+    return b'{"count":%d,"next":%b,"previous":%b,"results":[' % (
+        count, orjson.dumps(following), orjson.dumps(previous))
+
+
+def answer(read: Reader, wanted: Paging, page_size: int, base: str) -> Iterator[bytes]:
+    """The page's bytes, in pieces (a large page is never held whole): the head, the records
+    a piece per page file they come from, and TAIL. Raises FileNotFoundError when a file it
+    needs is missing (a generation built before there were indexes)."""
+    blocks = Blocks(read, wanted.name, page_size)
+    count = blocks.count(wanted.offset)
+    yield head(count, base, wanted.links(count))
+    first = True
+    for piece in records(read, blocks, wanted.offset, min(wanted.offset + wanted.limit, count)):
+        yield piece if first else b"," + piece
+        first = False
+    yield TAIL
+
+
+def records(read: Reader, blocks: Blocks, start: int, stop: int) -> Iterator[bytes]:
+    """Records start..stop, as slices of the default size's pages (each page read once)."""
+    at = start
+    while at < stop:
+        page_start = at - at % blocks.page_size
+        block = pageindex.block_of(page_start)
+        index = blocks.index(block)
+        if index is None:
+            raise FileNotFoundError(f"the index of block {block} of {blocks.name}")
+        upto = min(stop, pageindex.first_page(block + 1, blocks.page_size))
+        for piece in pageindex.slices(index, at, upto):
+            data = read(page_file(blocks.name, str(blocks.page_size), str(piece.page // PAGE_BUCKET), str(piece.page)))
+            if data is None:
+                raise FileNotFoundError(f"page {piece.page} of {blocks.name}")
+            yield piece.cut(data)
+        at = upto

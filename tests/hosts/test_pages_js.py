@@ -1,0 +1,103 @@
+"""The JavaScript hosts' pages put together at request time (templates/pages.js.j2, with
+the query-string reading it includes) are the Python hosts' (api/assemble.py), byte for
+byte: the same requests, on the sample and on a catalogue of several blocks of pages, run
+in Node against the files of the built site."""
+from __future__ import annotations
+
+import base64
+import json
+import random
+import subprocess
+from pathlib import Path
+from urllib.parse import urlencode
+
+import pytest
+
+from conftest import SAMPLE
+from generator import compose
+from generator.api.urls import CURRENT
+from generator.catalogue import synth
+from generator.hosts.files import templates
+from generator.hosts.router import answer_values
+from golden_files import put_together
+from servers import runnable
+
+pytestmark = pytest.mark.skipif(not runnable("node"), reason="node is not installed")
+
+# pages.js.j2 in a module of its own, reading the generation's files from disk.
+HARNESS = """
+import {readFileSync, statSync} from "node:fs";
+const root = process.argv[2];
+const read = async (key) => {
+  try {
+    return {bytes: new Uint8Array(readFileSync(root + "/" + key)), modified: statSync(root + "/" + key).mtime.toUTCString()};
+  } catch (error) {
+    return null;
+  }
+};
+const requests = JSON.parse(readFileSync(0, "utf8"));
+const answers = [];
+for (const [name, query] of requests) {
+  try {
+    const made = await assemblePage(read, readPaging(name, query, await siteInfo(read)), {reads: 1e9, bytes: Infinity});
+    answers.push([200, Buffer.from(made.body).toString("base64")]);
+  } catch (error) {
+    if (!(error instanceof TooManyFields)) throw error;
+    answers.push([400, Buffer.from(TOO_MANY_FIELDS).toString("base64")]);
+  }
+}
+process.stdout.write(JSON.stringify(answers));
+"""
+QUERIES = ["", "limit=5", "limit=12&offset=5", "offset=1000", "limit=1_2&utm_source=x", "limit=%DB%B1%DB%B2",
+           "limit=3&offset=40&a=b+c&a=d", "limit=1000", "limit=%20%2B7%20&offset=011", "offset=-3&limit=-1",
+           "limit=12&offset=11&offset=12", "=x&q&limit=2", "limit=" + "9" * 40, "offset=" + "9" * 40,
+           "limit=" + "1" * 4301, "x=%E2%28&limit=4", "&".join(["a=1"] * 1001)]
+
+
+def module(directory: Path) -> Path:
+    values = answer_values("no-cache")
+    code = values["querystring"] + "\n" + templates.get_template("pages.js.j2").render(values)
+    path = directory / "pages.mjs"
+    path.write_text(code + "\nconst notModified = () => false;\n" + HARNESS, encoding="utf-8")
+    return path
+
+
+def run_node(path: Path, root: Path, requests: list[tuple[str, str]]) -> list[tuple[int, bytes]]:
+    done = subprocess.run(["node", str(path), str(root)], input=json.dumps(requests), capture_output=True, text=True,
+                          check=True, timeout=120)
+    return [(status, base64.b64decode(body)) for status, body in json.loads(done.stdout)]
+
+
+def random_queries(count: int, total: int, seed: int):
+    rng = random.Random(seed)
+    for _ in range(count):
+        params = [("limit", str(rng.choice([1, 5, 11, 12, 13, 24, 100, 2000]))),
+                  ("offset", str(rng.randrange(0, total + 30)))]
+        if rng.random() < 0.3:
+            params.append(("utm_source", rng.choice(["x y", "کتاب", "", "a&b"])))
+        rng.shuffle(params)
+        yield urlencode(params)
+
+
+@pytest.fixture(scope="module", params=["sample", "blocks"])
+def built(request, tmp_path_factory) -> tuple[Path, int]:
+    """The sample, and 25,000 books: pages across three blocks of page offsets."""
+    work = tmp_path_factory.mktemp("pages-js")
+    data, books = SAMPLE, 42
+    if request.param == "blocks":
+        data, books = work / "data", 25000
+        synth.write(data, books, seed=3)
+    compose.build(data, work / "site")
+    return work / "site", books
+
+
+def test_javascript_puts_pages_together_as_python_does(built, tmp_path):
+    site, books = built
+    generation = (site / CURRENT).resolve()
+    requests = [("books", q) for q in [*QUERIES, *random_queries(150, books, seed=books)]]
+    requests += [(name, q) for name in ("author", "category", "bookshelf") for q in QUERIES[:8]]
+    if books > 10000:  # across the first blocks' seam, and the last page of a block
+        requests += [("books", f"limit=30&offset={o}") for o in (9990, 9996, 10001, 19999, books - 7)]
+    got = run_node(module(tmp_path), generation, requests)
+    for (name, query), answer in zip(requests, got):
+        assert answer == put_together(generation, name, query), (name, query)
