@@ -1,6 +1,7 @@
 """The JavaScript of hosts/querystring.py answers as api/querystring.py: the whole golden
 table, then a few hundred hostile queries, numbers and links at a time, each batch in one
-process of Node (and of Deno, the Netlify Edge Functions' runtime, where it is installed)."""
+process of Node (CloudFront's Lambda@Edge), and where they are installed of Deno (Netlify
+Edge Functions) and of workerd (Cloudflare Workers, through miniflare)."""
 from __future__ import annotations
 
 import json
@@ -14,58 +15,99 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from generator.api.querystring import TooManyFields, links_query, parse, read_int
+from generator.hosts import cloudflare
 from generator.hosts.querystring import digit_zeros, javascript, spaces
+from generator.system import stop_with_parent
 from golden_files import GOLDEN, QUERYSTRING
 from querystring_cases import CASES, NUMBERISH, QUERIES, answered, long_numbers
 from servers import find_deno, runnable
 
 EXPORTS = "export {qsParse, qsLast, qsReadInt, qsLinksQuery, qsPaginate, QsTooManyFields};\n"
-# Runs every request of input.mjs (numbers as decimal strings) and prints the answers as JSON.
-HARNESS = """
-import * as qs from "./querystring.mjs";
-import input from "./input.mjs";
-
+# answers(input): every request of the input (numbers as decimal strings), answered.
+ANSWERS = """
 function page([query, count, defaultLimit, maxLimit]) {
   try {
-    const p = qs.qsPaginate(query, defaultLimit, maxLimit, count);
+    const p = qsPaginate(query, defaultLimit, maxLimit, count);
     return {pairs: p.pairs, limit: String(p.limit), offset: String(p.offset), next: p.next, previous: p.previous,
             only_paging: p.onlyPaging};
   } catch (e) {
-    if (e instanceof qs.QsTooManyFields) return {error: "TooManyFields"};
+    if (e instanceof QsTooManyFields) return {error: "TooManyFields"};
     throw e;
   }
 }
 
 function parsed(query) {
   try {
-    return qs.qsParse(query);
+    return qsParse(query);
   } catch (e) {
-    if (e instanceof qs.QsTooManyFields) return "TooManyFields";
+    if (e instanceof QsTooManyFields) return "TooManyFields";
     throw e;
   }
 }
 
-const number = (text) => { const value = qs.qsReadInt(text); return value === null ? null : String(value); };
-const link = ([query, limit, offset]) => qs.qsLinksQuery(query, BigInt(limit), offset === null ? null : BigInt(offset));
-console.log(JSON.stringify({pages: input.pages.map(page), parsed: input.parsed.map(parsed),
-                            numbers: input.numbers.map(number), links: input.links.map(link)}));
+function number(text) {
+  const value = qsReadInt(text);
+  return value === null ? null : String(value);
+}
+
+function answers(input) {
+  const link = ([query, limit, offset]) => qsLinksQuery(query, BigInt(limit), offset === null ? null : BigInt(offset));
+  return {pages: input.pages.map(page), parsed: input.parsed.map(parsed), numbers: input.numbers.map(number),
+          links: input.links.map(link)};
+}
+"""
+# Node and Deno: the module as a host imports it; input.json read as a module of its own.
+HARNESS = """
+import {qsParse, qsLinksQuery, qsPaginate, qsReadInt, QsTooManyFields} from "./querystring.mjs";
+import input from "./input.mjs";
+""" + ANSWERS + """
+console.log(JSON.stringify(answers(input)));
+"""
+# workerd: the declarations in a Worker that answers a POST of input.json, run by miniflare.
+WORKER = ANSWERS + """
+export default {
+  async fetch(request) {
+    return new Response(JSON.stringify(answers(await request.json())));
+  },
+};
+"""
+MINIFLARE = """
+import {createRequire} from "node:module";
+import {readFileSync} from "node:fs";
+
+const [project, compatibilityDate] = process.argv.slice(2);
+const {Miniflare} = createRequire(project + "/")("miniflare");
+const worker = new Miniflare({modules: true, script: readFileSync("worker.mjs", "utf8"), compatibilityDate});
+try {
+  const answer = await worker.dispatchFetch("http://localhost/", {method: "POST", body: readFileSync("input.json")});
+  console.log(await answer.text());
+} finally {
+  await worker.dispose();
+}
 """
 RUNTIMES = [pytest.param(kind, id=kind, marks=() if runnable(kind) else
-                         pytest.mark.skip(reason=f"{kind} is not installed")) for kind in ("node", "deno")]
+                         pytest.mark.skip(reason=f"{kind} is not installed")) for kind in ("node", "deno", "cloudflare")]
 
 
 def run(runtime: str, folder: Path, requests: dict) -> dict:
     """The JavaScript's answers to requests ({pages, parsed, numbers, links}) in one process."""
+    given = json.dumps({"pages": [], "parsed": [], "numbers": [], "links": [], **requests})
     (folder / "querystring.mjs").write_text(javascript() + EXPORTS, encoding="utf-8")
     (folder / "harness.mjs").write_text(HARNESS, encoding="utf-8")
-    empty = {"pages": [], "parsed": [], "numbers": [], "links": []}
-    (folder / "input.mjs").write_text(f"export default {json.dumps({**empty, **requests})};\n", encoding="utf-8")
+    (folder / "input.mjs").write_text(f"export default {given};\n", encoding="utf-8")
+    (folder / "input.json").write_text(given, encoding="utf-8")
+    (folder / "worker.mjs").write_text(javascript() + WORKER, encoding="utf-8")
+    (folder / "miniflare.mjs").write_text(MINIFLARE, encoding="utf-8")
+    env = None
     if runtime == "node":
-        command, env = ["node", "harness.mjs"], None
-    else:
+        command = ["node", "harness.mjs"]
+    elif runtime == "deno":
         command = [find_deno() or "deno", "run", "--quiet", "--no-prompt", "harness.mjs"]
         env = {**os.environ, "DENO_DIR": str(folder / "deno"), "DENO_NO_UPDATE_CHECK": "1"}
-    done = subprocess.run(command, cwd=folder, env=env, capture_output=True, text=True, timeout=120)
+    else:
+        command = ["node", "miniflare.mjs", str(cloudflare.NODE_MODULES.parent), cloudflare.COMPATIBILITY_DATE]
+    done = subprocess.run(command, cwd=folder, env=env, capture_output=True, text=True, timeout=120,
+                          preexec_fn=stop_with_parent)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
 
