@@ -38,8 +38,9 @@ class TooManyFields(ValueError):
 @dataclass(frozen=True)
 class Paging:
     """One request's page as DRF's LimitOffsetPagination gives it. `next` and `previous`
-    are what follows the `?` of DRF's links (None: null); `only_paging`: the request has
-    no parameter but limit and offset, so its page is that of `?limit=…&offset=…`."""
+    are what follows the `?` of DRF's links (None: null); `only_paging`: the request names
+    no parameter but limit and offset (as its links read the names), so its page is the
+    pre-built one of `?limit=…&offset=…`, links included."""
     pairs: list[tuple[str, str]]
     limit: int
     offset: int
@@ -192,6 +193,7 @@ def _previous(base: LinkBase, limit: int, offset: int) -> str | None:
 
 def _only_paging(base: LinkBase) -> bool:
     """Whether the links, which carry every parameter, are those of `?limit=…&offset=…`: then
-    so is the page. (request.GET may differ only by a field `#` or a name ending in `#`
-    at the very end, which no filter reads.)"""
+    so is the page. (request.GET differs from the links' fields at most in its last one, by
+    the `#` that ends the query: a value that then reads as no number, or a name ending in
+    `#`, which nothing reads.)"""
     return not base.fragment and {name for name, _ in base.pairs} <= PAGING
