@@ -81,6 +81,88 @@ REQUESTS = [
     ("GET", "/catalogue/api/v1/books", "", "/catalogue"),
 ]
 
+QUERYSTRING = "querystring.json"  # the golden query-string table: api/querystring.py and its JavaScript
+
+
+def raw(text: str) -> str:
+    """A query string whose non-ASCII characters arrive as raw UTF-8 bytes (one character a byte)."""
+    return text.encode("utf-8").decode("latin-1")
+
+
+BIG = "1" + "0" * 30  # 10**30
+# Query strings read as request.GET and written back into DRF's links (query.md §1), each
+# against 42 records, a default page of 10 (unlike the 12s the spellings write) and no max_limit;
+# then SETTINGS' cases.
+QUERIES = [
+    # the site's own links and the spec's spellings of numbers
+    "", "limit=12", "limit=12&offset=24", "offset=24&limit=12", "offset=24", "limit=5&offset=0",
+    raw("limit=۱۲&offset=۲۴"), "limit=%DB%B1%DB%B2&offset=%DB%B2%DB%B4", raw("limit=١٢&offset=١٢"),
+    "limit=%EF%BC%91%EF%BC%92", "limit=%F0%9D%9F%99%F0%9D%9F%9A", "limit=%E0%A5%A7%E0%A5%A8", "limit=1%D9%A2",
+    "limit=%C2%B2", "limit=%F0%91%BD%91",  # a superscript; a Kawi digit (Unicode 15, not this Python's 14)
+    "limit=1_2&offset=2_4", "limit=1__2", "limit=_12", "limit=12_", "limit=+_12", "limit=1_%D9%A2",
+    "limit=+12+&offset=+24", "limit=%20%2B12%20", "limit=%2B12&offset=%2B24", "limit=+%2B12", "limit=%2B+12",
+    "limit=%2B%2B12", "limit=%2D12", "limit=-12&offset=24", "limit=0&offset=24", "limit=-0&offset=-0",
+    "offset=-5", "offset=-0", "limit=012&offset=0024", "limit=%31%32", "limit=1.0", "limit=1e2", "limit=0x10",
+    "limit=12abc", "limit=abc&offset=abc", "limit=%E3%80%8012%E3%80%80&offset=%C2%A024%C2%85",
+    "limit=%0B12%0C&offset=%0924%0D%0A", "limit=%1C12", "limit=12%1F", "limit=%E2%80%8B12", "limit=%EF%BB%BF12",
+    "limit=%E1%A0%8E12", "limit=%2012%00", "limit=1%202",
+    f"limit={BIG}&offset={BIG}", f"offset={BIG}", f"limit=5&offset={BIG}", f"limit={BIG}",
+    "offset=" + "9" * 4300, "offset=" + "9" * 4301, "limit=" + "0" * 4299 + "5", "limit=" + "0" * 4300 + "5",
+    "offset=1" + "_0" * 4299, "offset=1" + "_0" * 4300, "limit=" + "%DB%B5" * 4301,
+    # repeated parameters: the last counts, the links keep every value
+    "limit=24&limit=12&offset=24", "offset=36&offset=24&limit=12", "a=1&a=2&limit=5&offset=5",
+    "a=2&b=1&a=1&offset=20", "limit=5&limit=abc", "offset=24&offset=", "limit=7&LIMIT=5&xlimit=3",
+    # other parameters are kept, sorted by name (code points)
+    "utm_source=x&offset=24", "limit=12&offset=24&utm_source=x&utm_medium=y", "search=x&ordering=-title&offset=12",
+    "B=1&a=2&_=3&~=4&offset=24", raw("Ａ=1&😀=2&offset=24"), "%EF%BC%A1=1&%F0%9F%98%80=2&offset=24",
+    # blank values, names without '=', empty fields
+    "q=&offset=24", "limit=&offset=24", "offset=", "=&offset=24", "=x&offset=24", "flag&offset=24",
+    "limit&offset=24", "offset", "&&limit=5&&offset=10&&", "&", "&=&", "==&offset=24", "a==b&offset=24",
+    # spaces, `+`, and what quote_plus escapes
+    "q=a+b&offset=24", "q=a%20b&offset=24", "q+x=1&offset=24", "q=a%2Bb&offset=24", "q=a b&offset=24",
+    "q=!'()*&offset=24", "q=%21%27%28%29%2A&offset=24", "q=~-._&offset=24", "q=%7E%2D&offset=24",
+    "q=[]@:/$,&offset=24", "q=\"<>\\^`{|}&offset=24", "q=\x01\x7f&offset=24", "q=\t\r\n&offset=24", "q=?&offset=24",
+    "?limit=5&offset=10",
+    # percent-escaped names
+    "li%6Dit=5&offset=10", "%6C%69%6D%69%74=5&%6f%66%66%73%65%74=10", "%6Cimit=5&limit=7&offset=14",
+    "LIMIT=5&offset=10",
+    # escapes that are not UTF-8, and malformed escapes
+    "q=%FF&offset=24", "q=%C0%80&offset=24", "q=%C1%BF&offset=24", "q=%E0%80%80&offset=24", "q=%ED%A0%80&offset=24",
+    "q=%ED%BF%BF&offset=24", "q=%F4%90%80%80&offset=24", "q=%F5%80&offset=24", "q=%E2%82&offset=24",
+    "q=%E2%82a&offset=24", "q=%F0%9F%98&offset=24", "q=%80%BF&offset=24", "q=%C3%28&offset=24",
+    "q=%EF%BB%BF&offset=24", "q=%EF%BB%BFx&offset=24", "q=%e2%82%ac&offset=24", "q=%E2%82%AC&offset=24",
+    "q=%ED%9F%BF%F4%8F%BF%BF&offset=24",
+    "q=%&offset=24", "q=%2&offset=24", "q=%G1&offset=24", "q=%%41&offset=24", "q=100%&offset=24", "q=%2g&offset=24",
+    "q=%%&offset=24", "%=%&offset=24",
+    # raw bytes: UTF-8 (read as such, written back as mojibake) and not (read as latin-1)
+    raw("q=کتاب&offset=24"), raw("کتاب=1&offset=24"), "q=\xe9&offset=24", "q=\xe9&x=%D9%83&offset=24",
+    raw("q=%C3کتاب&offset=24"), "q=\xd9\x83\xe9&offset=24", raw("q=\ufeff&offset=24"), "q=%D9\xe9%83&offset=24",
+    "q=%C3\xa9&offset=24", raw("q=%C3©&offset=24"), "q=\xc3&offset=24", "q=\xed\xa0\x80&offset=24",
+    "q=\xf0\x9f\x98\x80&offset=24", raw("limit=۱۲&offset=24&q=کتاب"),
+    # `;` is no separator (Python 3.10+)
+    "a=1;limit=5&offset=24", "limit=5;offset=24", "limit=5&offset=24;x=1",
+    # `#` (a raw request can send it): request.GET keeps it in the value, the links end the query there
+    "a=1#b&limit=5&offset=10", "limit=5#", "limit=5#x", "#", "offset=24#frag%20x", "offset=24#=", "a#=1&offset=24",
+    # more fields than Django reads
+    "&" * 999, "&" * 1000, "a=1&" * 999 + "limit=5", "a=1&" * 1000 + "limit=5",
+]
+# (query, count, default limit, max_limit): past the end, empty collections, DRF's clamp.
+SETTINGS = [
+    ("offset=42", 42, 12, None), ("offset=43", 42, 12, None), ("offset=1000", 42, 12, None),
+    ("limit=10&offset=45", 42, 12, None), ("limit=100&offset=30", 42, 12, None), ("limit=30&offset=12", 42, 12, None),
+    ("limit=12&offset=30", 42, 12, None), ("limit=12&offset=31", 42, 12, None), ("limit=42", 42, 12, None),
+    ("limit=41", 42, 12, None), ("offset=41&limit=1", 42, 12, None),
+    ("", 0, 12, None), ("offset=5", 0, 12, None), ("limit=5&offset=5", 0, 12, None), ("offset=12", 12, 12, None),
+    ("", 12, 12, None), ("", 13, 12, None),
+    ("limit=500", 1000, 12, 100), ("limit=100", 1000, 12, 100), ("limit=101&offset=950", 1000, 12, 100),
+    ("limit=abc", 1000, 12, 10), ("", 1000, 12, 10), ("limit=0", 1000, 12, 10), ("limit=-5", 1000, 12, 10),
+    ("limit=11&offset=5", 1000, 12, 10), (f"limit={BIG}&offset=20", 1000, 24, 50), ("limit=500", 1000, 12, 0),
+    (f"limit={BIG}", 10**15, 12, None), (f"offset={BIG}&limit=5", 10**15, 12, None),
+    ("limit=5&offset=999999999999998", 10**15, 12, None), ("limit=5&offset=999999999999999", 10**15, 12, None),
+    ("utm_source=x&limit=500&offset=400", 1000, 24, 100), (raw("q=کتاب&limit=۵۰۰"), 1000, 24, 100),
+    ("a=1#b&limit=500&offset=999", 1000, 24, 100),
+]
+
 
 def route_table() -> list[dict]:
     """Each request of REQUESTS with the answer of the route table, as JSON-ready data."""
@@ -96,6 +178,21 @@ def routed(method: str, path: str, query: str, prefix: str, accept: str = "") ->
 
     return {k: v.decode() if isinstance(v, bytes) else v
             for k, v in asdict(resolve(method, path, query, prefix, Bodies(), accept)).items()}
+
+
+def querystring_table() -> list[dict]:
+    """Each case of QUERIES and SETTINGS with the answer of Django and DRF, as JSON-ready data."""
+    from querystring_reference import answer
+
+    cases = [(query, 42, 10, None) for query in QUERIES] + SETTINGS
+    return [{"query": query, "count": count, "default_limit": default, "max_limit": most,
+             "answer": answer(query, count, default, most)} for query, count, default, most in cases]
+
+
+def write_querystring_table() -> None:
+    """One case a line: the table is read by eye."""
+    lines = [json.dumps(case, ensure_ascii=False) for case in querystring_table()]
+    (GOLDEN / QUERYSTRING).write_text("[\n" + ",\n".join(lines) + "\n]\n", encoding="utf-8")
 
 
 def served_files(site_root: Path, gz: bool = False, suffix: str = ".json") -> list[Path]:
@@ -153,7 +250,9 @@ def refresh() -> None:
             target.write_bytes((out / name).read_bytes())
         (GOLDEN / MANIFEST).write_text(manifest(out), encoding="utf-8")
     (GOLDEN / ROUTES).write_text(json.dumps(route_table(), ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
-    print(f"refreshed {len(FILES)} golden files, {MANIFEST} and {ROUTES} in {GOLDEN.relative_to(ROOT)}", file=sys.stderr)
+    write_querystring_table()
+    print(f"refreshed {len(FILES)} golden files, {MANIFEST}, {ROUTES} and {QUERYSTRING} in "
+          f"{GOLDEN.relative_to(ROOT)}", file=sys.stderr)
 
 
 if __name__ == "__main__":

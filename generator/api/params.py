@@ -41,10 +41,7 @@ class Limit:
         return [(f"{self.name}=(?P<catalogue_limit>{PLAIN_LIMIT})", {"limit": "catalogue_limit"})]
 
     def read(self, value: str | None, site: SiteInfo) -> int:
-        number = None if value is None else querystring.read_int(value)
-        if number is None or number <= 0:
-            return site.page_size
-        return min(number, site.max_limit) if site.max_limit else number
+        return querystring.limit_of(value, site.page_size, site.max_limit)
 
     def openapi(self, sizes: tuple[int, ...], default: int, max_limit: int | None) -> dict[str, Any]:
         clamp = f" A larger value is taken as {max_limit} (max_limit)." if max_limit else ""
@@ -72,8 +69,7 @@ class Offset:
                  {"offset": "catalogue_offset", "bucket": "catalogue_bucket"})]
 
     def read(self, value: str | None, site: SiteInfo) -> int:
-        number = None if value is None else querystring.read_int(value)
-        return 0 if number is None or number < 0 else number
+        return querystring.offset_of(value)
 
     def openapi(self, sizes: tuple[int, ...], default: int, max_limit: int | None) -> dict[str, Any]:
         return {
@@ -129,12 +125,12 @@ def plain_page(name: str, query: str) -> str | None:
 
 @dataclass(frozen=True)
 class Paging:
-    """What a request to a collection asks for: its records offset..offset+limit, and the
-    pairs of its query string (kept in the links)."""
+    """What a request to a collection asks for: its records offset..offset+limit, and its
+    query string as received (DRF's links keep every parameter of it)."""
     name: str  # the collection's URL segment
     limit: int
     offset: int
-    pairs: tuple[tuple[str, str], ...]
+    query: str
 
     @classmethod
     def read(cls, name: str, query: str, site: SiteInfo) -> "Paging":
@@ -142,16 +138,16 @@ class Paging:
         pairs = tuple(querystring.parse(query))
         limit = LIMIT.read(querystring.last(pairs, LIMIT.name), site)
         offset = OFFSET.read(querystring.last(pairs, OFFSET.name), site)
-        return cls(name, limit, offset, pairs)
+        return cls(name, limit, offset, query)
 
     def links(self, count: int) -> tuple[str | None, str | None]:
         """The query strings of `next` and `previous` (None: null), as DRF writes them."""
         following = None
         if self.offset + self.limit < count:
-            following = querystring.links_query(self.pairs, self.limit, self.offset + self.limit)
+            following = querystring.links_query(self.query, self.limit, self.offset + self.limit)
         previous = None
         if self.offset > 0:
             back = self.offset - self.limit
-            previous = querystring.links_query(self.pairs, self.limit, back if back > 0 else None)
+            previous = querystring.links_query(self.query, self.limit, back if back > 0 else None)
         return following, previous
 

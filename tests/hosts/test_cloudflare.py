@@ -83,7 +83,7 @@ def test_wrangler_uploads_what_the_site_serves_and_never_the_build_state(tmp_pat
     assert not any(".state" in path for path in uploaded)
     # The sample: the build's 145 files and, as files of their own, the 16 of the six
     # collections' pages/default (the default page size's pages, which the router names).
-    assert len(uploaded) == 161 and sum("/pages/default/" in path for path in uploaded) == 16
+    assert len(uploaded) == 173 and sum("/pages/default/" in path for path in uploaded) == 22
 
 
 def test_a_rebuild_that_publishes_nothing_leaves_the_configuration_alone(site):

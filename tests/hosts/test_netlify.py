@@ -152,7 +152,7 @@ def test_the_publish_directory_holds_what_the_site_serves_and_never_the_build_st
     copied = {str(p.relative_to(public)) for p in public.rglob("*") if not p.is_dir()}
     assert copied == published_files(site) and not any(p.is_symlink() for p in public.rglob("*"))
     assert sorted(p.name for p in public.iterdir()) == ["_meta", "api"]
-    assert len(copied) == 161  # the build's 145 files and the 16 of pages/default, as files
+    assert len(copied) == 173  # the build's 151 files and the 22 of pages/default, as files
 
 
 # ---- (a) the golden request table -------------------------------------------------------

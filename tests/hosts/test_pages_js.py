@@ -42,7 +42,7 @@ for (const [name, query] of requests) {
     const made = await assemblePage(read, readPaging(name, query, await siteInfo(read)), {reads: 1e9, bytes: Infinity});
     answers.push([200, Buffer.from(made.body).toString("base64")]);
   } catch (error) {
-    if (!(error instanceof TooManyFields)) throw error;
+    if (!(error instanceof QsTooManyFields)) throw error;
     answers.push([400, Buffer.from(TOO_MANY_FIELDS).toString("base64")]);
   }
 }
