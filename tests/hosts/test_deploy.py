@@ -107,8 +107,9 @@ def test_deploy_uploads_the_tree_then_only_what_changed(data_dir, tmp_path, buck
     assert edited.output.splitlines()[0] == (
         f"uploaded {len(changed)} files, deleted 0, {len(files) - len(changed):,} unchanged")
     # The book, and the pages that hold it with their .gz twins: the first page of 12 (as
-    # pages/12, pages/default and the collection's index.json, each an object) and of 24.
-    assert len(changed) == 9
+    # pages/12, pages/default and the collection's index.json, each an object) and of 24; and
+    # the index of the pages of 12 (as pages/12 and pages/default), where its records moved.
+    assert len(changed) == 11
     assert f"  /api/v1/books/{BOOK}/" in edited.output.splitlines()
     assert objects(client, name) == {f"catalogue/{path}": data for path, data in published(site).items()}
 
@@ -207,9 +208,10 @@ def test_a_deploy_from_elsewhere_since_the_last_one_is_noticed(data_dir, tmp_pat
     assert objects(client, name) == published(theirs)
     report = deploy.deploy(ours, f"s3://{name}", endpoint, progress=lambda line: None)
     assert report.compared.reason == "another deploy reached the bucket since this site's last one"
-    # The book and its first pages of 12 (three objects, and their twins), and the five files
-    # of _meta/ that name the page sizes, are theirs; the pages of 24 are gone with them.
-    assert len(report.compared.different) == 12 and sum(p.startswith("_meta/") for p in report.compared.different) == 5
+    # The book and its first pages of 12 (three objects, and their twins, and the page index
+    # as two objects), and the five files of _meta/ that name the page sizes, are theirs; the
+    # pages of 24 are gone with them.
+    assert len(report.compared.different) == 14 and sum(p.startswith("_meta/") for p in report.compared.different) == 5
     assert len(report.compared.missing) == 11 and all("/pages/24/" in path for path in report.compared.missing)
     assert report.compared.extra == []
     assert objects(client, name) == published(ours)
