@@ -14,6 +14,7 @@ files: `slices()` says which.
 from __future__ import annotations
 
 import struct
+import sys
 from array import array
 from dataclasses import dataclass
 from typing import Iterator
@@ -23,6 +24,7 @@ from .urls import PAGE_BUCKET
 
 MAGIC = b"CIX1"
 HEADER = struct.Struct("<4sIII")  # magic, count, page size, offset of the block's first page
+BIG_ENDIAN = sys.byteorder == "big"  # (the starts are little-endian on disk)
 
 
 def first_page(block: int, limit: int) -> int:
@@ -44,7 +46,7 @@ def encode(count: int, limit: int, first: int, starts: array) -> bytes:
     if starts.itemsize != 4:
         raise ValueError("an index holds 32-bit starts")
     data = array("I", starts)
-    if struct.pack("=I", 1) != struct.pack("<I", 1):
+    if BIG_ENDIAN:
         data.byteswap()
     return HEADER.pack(MAGIC, count, limit, first) + data.tobytes()
 
@@ -64,22 +66,16 @@ class Index:
             raise ValueError("not a page index")
         starts = array("I")
         starts.frombytes(data[HEADER.size:])
-        if struct.pack("=I", 1) != struct.pack("<I", 1):
+        if BIG_ENDIAN:
             starts.byteswap()
         return cls(count, limit, first, starts)
-
-    def stop(self) -> int:
-        """One past the last record the block's pages hold."""
-        return min(self.first + len(self.starts), self.count)
 
 
 @dataclass(frozen=True)
 class Slice:
-    """Records `start` to `stop` (exclusive), all in the page at `page`: its bytes from
-    `begin` to `end`, where `end` is None for "up to TAIL"."""
+    """Some records, all in the page at offset `page`: its bytes from `begin` to `end`,
+    where `end` is None for "up to TAIL"."""
     page: int
-    start: int
-    stop: int
     begin: int
     end: int | None
 
@@ -96,7 +92,7 @@ def slices(index: Index, start: int, stop: int) -> Iterator[Slice]:
         upto = min(stop, page + limit)
         begin = index.starts[at - index.first]
         end = None if upto == page + limit or upto >= index.count else index.starts[upto - index.first] - 1
-        yield Slice(page, at, upto, begin, end)
+        yield Slice(page, begin, end)
         at = upto
 
 

@@ -19,7 +19,7 @@ from urllib.parse import quote
 
 from . import meta
 from .params import plain_page
-from .serving import ALLOW_READ, SiteInfo, allow
+from .serving import ALLOW_READ, allow
 from .urls import API, ID_SHARD, OPENAPI_FILE, RESOURCES, SCHEMA_PATH, VIEWER, Resource, detail_file, root_path
 
 # ---- paths -----------------------------------------------------------------------------

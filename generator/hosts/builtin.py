@@ -30,7 +30,7 @@ from ..api import assemble, meta
 from ..api.params import Paging
 from ..api.querystring import TooManyFields
 from ..api.routes import Answer, Bodies, resolve
-from ..api.serving import (ACCEPTS_GZIP, DEFAULT_WRITE_SERVICE, FORWARDED, GZIP_MIN, LOCAL, MAX_BODY, SiteInfo,
+from ..api.serving import (ACCEPTS_GZIP, DEFAULT_WRITE_SERVICE, FORWARDED, GZIP_MIN, MAX_BODY, SiteInfo,
                            content_type, headers)
 from ..api.urls import ACCEPTED, API, CURRENT, PAGE_NOT_BUILT
 from .contract import Host, Local

@@ -19,7 +19,7 @@ from email.utils import formatdate
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from ..api.serving import DEFAULT_WRITE_SERVICE, LOCAL, SiteInfo
+from ..api.serving import SiteInfo
 from ..api.urls import ACCEPTED, API, CURRENT, HOSTS
 from ..errors import CatalogueError
 from ..system import foreground

@@ -25,9 +25,8 @@ import json
 import os
 import secrets
 from pathlib import Path
-from urllib.parse import urlsplit
 
-from ..api.serving import ACCEPTS_GZIP, GZIP_MIN, SiteInfo
+from ..api.serving import ACCEPTS_GZIP, SiteInfo
 from ..api.urls import CURRENT, HOSTS, PUBLISHED
 from .contract import Host
 from .files import replace, templates

@@ -9,7 +9,6 @@ running one ends: a burst costs at most the build running when it began and one 
 from __future__ import annotations
 
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
