@@ -20,3 +20,13 @@ def replace(path: Path, text: str) -> None:
     temporary = path.with_name(path.name + ".new")
     temporary.write_text(text, encoding="utf-8")
     os.replace(temporary, path)
+
+
+def replace_bytes(path: Path, data: bytes) -> None:
+    """replace() for a binary file."""
+    if path.is_file() and path.read_bytes() == data:
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(path.name + ".new")
+    temporary.write_bytes(data)
+    os.replace(temporary, path)
