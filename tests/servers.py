@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from generator.hosts import cloudflare
+from generator.hosts.netlify import find_deno
 from generator.hosts.nginx import find_nginx, installed
 from generator.system import stop_with_parent
 
@@ -30,12 +31,6 @@ REQUIRED = set(filter(None, os.environ.get("CATALOGUE_REQUIRE", "").split(",")))
 INSTALLED = {"builtin": lambda: True, "nginx": installed, "node": lambda: shutil.which("node") is not None,
              "cloudflare": cloudflare.installed, "deno": lambda: find_deno() is not None,
              "chromium": lambda: shutil.which("chromium") is not None and importlib.util.find_spec("playwright")}
-
-
-def find_deno() -> str | None:
-    """deno on the PATH, or the one `pip install deno` put beside this Python (.ci/run does)."""
-    beside = Path(sys.executable).parent / "deno"
-    return shutil.which("deno") or (str(beside) if beside.is_file() else None)
 
 
 def runnable(kind: str) -> bool:
