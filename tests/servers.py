@@ -19,17 +19,19 @@ from pathlib import Path
 
 import pytest
 
-from generator.hosts import cloudflare
+from generator.hosts import cloudflare, cloudfront, netlify
 from generator.hosts.netlify import find_deno
 from generator.hosts.nginx import find_nginx, installed
 from generator.system import stop_with_parent
 
-SERVERS = ("builtin", "nginx", "cloudflare")
+SERVERS = ("builtin", "nginx", "cloudflare", "cloudfront", "netlify")
+READ_ONLY = {"cloudfront"}  # hosts with no write service behind them: every POST answers 503
 # Programs the tests need beyond Python; CI (.ci/run) installs them and names them in
 # CATALOGUE_REQUIRE, and then a test that needs one never skips.
 REQUIRED = set(filter(None, os.environ.get("CATALOGUE_REQUIRE", "").split(",")))
 INSTALLED = {"builtin": lambda: True, "nginx": installed, "node": lambda: shutil.which("node") is not None,
-             "cloudflare": cloudflare.installed, "deno": lambda: find_deno() is not None,
+             "cloudflare": cloudflare.installed, "cloudfront": cloudfront.installed, "netlify": netlify.installed,
+             "deno": lambda: find_deno() is not None,
              "chromium": lambda: shutil.which("chromium") is not None and importlib.util.find_spec("playwright")}
 
 
@@ -38,10 +40,12 @@ def runnable(kind: str) -> bool:
     return kind in REQUIRED or INSTALLED[kind]()
 
 
-def server_params() -> list:
-    """Every server, as parameters of a fixture: those not installed here are skipped."""
+def server_params(writes: bool = False) -> list:
+    """Every server (with `writes`, every one that takes writes), as parameters of a
+    fixture: those not installed here are skipped."""
     return [pytest.param(kind, id=kind, marks=() if runnable(kind) else
-                         pytest.mark.skip(reason=f"{kind} is not installed")) for kind in SERVERS]
+                         pytest.mark.skip(reason=f"{kind} is not installed"))
+            for kind in SERVERS if not (writes and kind in READ_ONLY)]
 
 
 def free_port() -> int:
