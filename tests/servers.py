@@ -20,26 +20,23 @@ from pathlib import Path
 
 import pytest
 
-from generator.hosts import cloudflare
+from generator.hosts import cloudflare, cloudfront, netlify
+from generator.hosts.netlify import find_deno
 from generator.hosts.nginx import find_nginx, installed
 from generator.system import stop_with_parent
 
-SERVERS = ("builtin", "nginx", "cloudflare")
+SERVERS = ("builtin", "nginx", "cloudflare", "cloudfront", "netlify")
+READ_ONLY = {"cloudfront"}  # hosts with no write service behind them: every POST answers 503
 WRANGLER = cloudflare.NODE_MODULES / "wrangler" / "bin" / "wrangler.js"  # (make node_modules)
 # Programs the tests need beyond Python; CI (.ci/run) installs them and names them in
 # CATALOGUE_REQUIRE, and then a test that needs one never skips.
 REQUIRED = set(filter(None, os.environ.get("CATALOGUE_REQUIRE", "").split(",")))
 INSTALLED = {"builtin": lambda: True, "nginx": installed, "node": lambda: shutil.which("node") is not None,
-             "cloudflare": cloudflare.installed, "deno": lambda: find_deno() is not None,
+             "cloudflare": cloudflare.installed, "cloudfront": cloudfront.installed, "netlify": netlify.installed,
+             "deno": lambda: find_deno() is not None,
              "wrangler": lambda: shutil.which("node") is not None and WRANGLER.is_file(),
              "rsync": lambda: shutil.which("rsync") is not None,
              "chromium": lambda: shutil.which("chromium") is not None and importlib.util.find_spec("playwright")}
-
-
-def find_deno() -> str | None:
-    """deno on the PATH, or the one `pip install deno` put beside this Python (.ci/run does)."""
-    beside = Path(sys.executable).parent / "deno"
-    return shutil.which("deno") or (str(beside) if beside.is_file() else None)
 
 
 def runnable(kind: str) -> bool:
@@ -47,10 +44,12 @@ def runnable(kind: str) -> bool:
     return kind in REQUIRED or INSTALLED[kind]()
 
 
-def server_params() -> list:
-    """Every server, as parameters of a fixture: those not installed here are skipped."""
+def server_params(writes: bool = False) -> list:
+    """Every server (with `writes`, every one that takes writes), as parameters of a
+    fixture: those not installed here are skipped."""
     return [pytest.param(kind, id=kind, marks=() if runnable(kind) else
-                         pytest.mark.skip(reason=f"{kind} is not installed")) for kind in SERVERS]
+                         pytest.mark.skip(reason=f"{kind} is not installed"))
+            for kind in SERVERS if not (writes and kind in READ_ONLY)]
 
 
 _held: dict[int, socket.socket] = {}  # ports handed out, still held: bound, not listening

@@ -96,7 +96,7 @@ def test_serve_without_nginx_says_how_to_install(tmp_path: Path, monkeypatch):
         "`brew install nginx` on macOS\n")
 
 
-@pytest.mark.parametrize("server", ["nginx", "builtin"])
+@pytest.mark.parametrize("server", ["nginx", "builtin", "cloudfront", "netlify"])
 def test_serve_without_a_built_site(tmp_path: Path, server: str):
     if not runnable(server):
         pytest.skip(f"{server} is not installed")

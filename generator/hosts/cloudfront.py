@@ -1,42 +1,77 @@
-"""The CloudFront and S3 host: a viewer-request function around the router, and a
-CloudFormation template tying it to a private bucket, response headers and the distribution.
+"""The CloudFront and S3 host: a viewer-request function around the router, an
+origin-request handler that puts together the pages no file holds, and a CloudFormation
+template tying them to a private bucket, response headers and the distribution.
 
     <site>/hosts/cloudfront/function.js     the CloudFront Function (cloudfront-js-2.0)
-    <site>/hosts/cloudfront/template.yaml   the stack, with function.js inlined
+    <site>/hosts/cloudfront/pages.mjs       the Lambda@Edge handler (Node.js 20, an ES module)
+    <site>/hosts/cloudfront/pages.zip       pages.mjs as Lambda takes it (the same bytes each build)
+    <site>/hosts/cloudfront/template.yaml   the stack, with function.js inlined and pages.zip named
 
 The function is the JavaScript router (hosts/router.py, the route table) and a small
 handler: it answers what the route table answers with a status and body (OPTIONS, 301,
-404, 405; 503 for a POST: this host is read-only) and rewrites every other request to its
-object's key. A bucket cannot say which of two statuses a missing object means, and
-CloudFront maps a status to one body for the whole distribution, so the function knows,
-from the published site, each collection's count and the page sizes: it answers a page that
-was not built with the exact 400 itself, and only a missing detail reaches the bucket's 403,
-answered with the generic 404 body. The counts make the function part of each deploy.
+404, 405; 503 for a POST: this host is read-only) and rewrites every other request: a file
+to its object's key, and a page no file holds to PAGES + its collection, the query string
+kept. A bucket cannot say which of two statuses a missing object means, and CloudFront maps
+a status to one body for the whole distribution, so the function knows, from the published
+site, each collection's count and the page sizes: a page file that was not built is never
+asked of the bucket, and only a missing detail reaches the bucket's 403, answered with the
+generic 404 body. The counts make the function part of each deploy.
+
+A CloudFront Function cannot read objects, so the pages sent to PAGES are put together by
+pages.mjs, on origin request: templates/pages.js.j2 (the JavaScript hosts' one
+implementation) reading the page indexes and pages from the S3 origin. Its caps: READS
+objects a request, and the body CloudFront takes from a generated response (1 MB): a
+larger page answers the 400 that names the largest page (query.md). Only the collections'
+lists can ask for such a page, so only their cache behaviours call it.
+
+`catalogue serve --server cloudfront` runs both here (cloudfront.mjs, in Node): the
+function in a bare context as CloudFront runs it, the handler reading the published files
+instead of S3, and between them what CloudFront does (behaviours, compression, response
+headers policies, 304).
 """
 from __future__ import annotations
 
+import base64
+import hashlib
+import io
 import json
 import os
 import re
+import shutil
 import sys
+import zipfile
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import orjson
 
 from ..api import meta
-from ..api.serving import ALLOW_READ, ALLOW_WRITE, SiteInfo, headers
-from ..api.urls import (API, CURRENT, DEFAULT_LIMIT, HOSTS, NOT_FOUND_FILE, PAGE_NOT_BUILT, RESOURCES,
-                        first_page_path, page_file)
-from .contract import Host
-from .files import replace, templates
-from .router import javascript
+from ..api.serving import ACCEPTS_GZIP, ALLOW_READ, ALLOW_WRITE, HTML_TYPE, JSON_TYPE, SiteInfo, allow, headers
+from ..api.urls import API, CURRENT, DEFAULT_LIMIT, HOSTS, NOT_FOUND_FILE, RESOURCES, first_page_path, page_file
+from ..errors import CatalogueError
+from ..system import foreground
+from .contract import Host, Local
+from .files import replace, replace_bytes, templates
+from .router import answer_values, javascript, js_regex
 
 DIRECTORY = f"{HOSTS}/cloudfront"  # <site>/hosts/cloudfront/
 FUNCTION = f"{DIRECTORY}/function.js"
+PAGES_MODULE = f"{DIRECTORY}/pages.mjs"
+PAGES_ZIP = f"{DIRECTORY}/pages.zip"
 TEMPLATE = f"{DIRECTORY}/template.yaml"
+FILES = (FUNCTION, PAGES_MODULE, PAGES_ZIP, TEMPLATE)
+# The URI the function gives a page no file holds (+ the collection's name): no object has
+# it, and only the handler answers it.
+PAGES = "/_pages/"
 MAX_FUNCTION = 10 * 1024  # bytes of code a CloudFront Function may hold
+# A response generated at origin request may be 1 MB, headers included (read as 10^6
+# bytes, the smaller reading); the page's body gets what its headers leave, with room.
+MAX_GENERATED = 1_000_000
+PAGE_BYTES = MAX_GENERATED - 4096
+READS = 100  # objects a page put together may read: (READS - 4) pages of the default size
 ERROR_TTL = 10  # seconds CloudFront keeps a 404 for a missing detail: a new record shows soon
+RUNNER = Path(__file__).with_name("cloudfront.mjs")
+INSTALL_HINT = "node is not installed: `catalogue serve --server cloudfront` runs the function and the handler in it"
 # The router's comment lines, its indentation and its CommonJS export: a CloudFront Function
 # has no use for them, and they take bytes of its 10 KB. (A line's leading blanks are never
 # inside a string: an ES5 string cannot span lines.)
@@ -46,13 +81,12 @@ _DECLARATION = re.compile(r"(?m)^(var [A-Z_]+) = ")  # (a line's first `=`: neve
 
 class Facts:
     """What the function must know of the published generation: how pages are named and
-    which exist, and the body of the 400 for the others."""
+    which exist."""
 
-    def __init__(self, counts: dict[str, int], sizes: list[int], default: int, not_built: str) -> None:
+    def __init__(self, counts: dict[str, int], sizes: list[int], default: int) -> None:
         self.counts = counts
         self.sizes = sizes
         self.default = default
-        self.not_built = not_built
 
     @classmethod
     def of_generation(cls, root: Path) -> "Facts":
@@ -60,24 +94,35 @@ class Facts:
         pages = root / API / RESOURCES[0].name / "pages"  # (every collection has the same sizes)
         sizes = sorted(int(p.name) for p in pages.iterdir() if p.name.isdigit())
         default = int(os.readlink(pages / DEFAULT_LIMIT))
-        return cls(counts, sizes, default, (root / PAGE_NOT_BUILT).read_text(encoding="utf-8"))
+        return cls(counts, sizes, default)
 
 
 def write(site: Path) -> list[Path]:
-    """function.js and template.yaml for the published site, beside the other hosts' files;
-    none (and a warning) when the function would not fit: the site itself is fine."""
-    info = SiteInfo.of_site(site)
-    code = function(urlsplit(info.base_url).path, Facts.of_generation(site / CURRENT), info.cache_control)
+    """The CloudFront files for the published site, beside the other hosts' files; none
+    (and a warning) when the function would not fit: the site itself is fine."""
+    SiteInfo.of_site(site)  # (says so when there is no built site)
+    return write_generation(site, (site / CURRENT).resolve())
+
+
+def write_generation(site: Path, generation: Path) -> list[Path]:
+    """The CloudFront files for one generation of the site (the published one, read once:
+    a build may publish another meanwhile)."""
+    info = SiteInfo.of_generation(generation)
+    code = function(info.prefix, Facts.of_generation(generation), info.cache_control)
     size = len(code.encode("utf-8"))
     if size > MAX_FUNCTION:
-        for path in (FUNCTION, TEMPLATE):  # (never leave a stale function to be deployed)
+        for path in FILES:  # (never leave a stale function to be deployed)
             (site / path).unlink(missing_ok=True)
         print(f"warning: no CloudFront files: the function would be {size:,} bytes, over CloudFront's "
               f"{MAX_FUNCTION:,} (a shorter base_url path or cache_control would fit)", file=sys.stderr)
         return []
+    handler = pages_module(info.cache_control)
+    archive = package(handler)
     replace(site / FUNCTION, code)
-    replace(site / TEMPLATE, template(code, info))
-    return [site / FUNCTION, site / TEMPLATE]
+    replace(site / PAGES_MODULE, handler)
+    replace_bytes(site / PAGES_ZIP, archive)
+    replace(site / TEMPLATE, template(code, archive, info))
+    return [site / path for path in FILES]
 
 
 def function(prefix: str, facts: Facts, cache_control: str) -> str:
@@ -93,9 +138,30 @@ def function(prefix: str, facts: Facts, cache_control: str) -> str:
     compact = {"separators": (",", ":")}
     return templates.get_template("cloudfront.js.j2").render(
         router=_DECLARATION.sub(r"\1=", _UNUSED.sub("", javascript(prefix))).rstrip("\n"),
-        counts=json.dumps(facts.counts, **compact), sizes=json.dumps(sizes, **compact),
-        not_built=json.dumps(facts.not_built), unavailable=json.dumps(meta.WRITE_UNAVAILABLE.decode()),
+        counts=json.dumps(facts.counts, **compact), sizes=json.dumps(sizes, **compact), pages=json.dumps(PAGES),
+        unavailable=json.dumps(meta.WRITE_UNAVAILABLE.decode()),
         headers=json.dumps(answer_headers(cache_control), **compact), page=json.dumps(f"^{page}$"), **groups)
+
+
+def pages_module(cache_control: str, page_bytes: int = PAGE_BYTES) -> str:
+    """The origin-request handler (an ES module) of a site whose answers carry this
+    Cache-Control."""
+    return templates.get_template("cloudfront-pages.mjs.j2").render(
+        pages=json.dumps(PAGES), allow=json.dumps({r.name: allow(r) for r in RESOURCES}),
+        not_found=json.dumps(meta.NOT_FOUND.decode()), reads=READS, bytes=page_bytes,
+        accepts_gzip=js_regex(ACCEPTS_GZIP, whole=False)[0], **answer_values(cache_control))
+
+
+def package(handler: str) -> bytes:
+    """pages.mjs as the zip archive Lambda runs, the same bytes for the same code (its
+    SHA-256 names the function's version in the stack)."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        entry = zipfile.ZipInfo(Path(PAGES_MODULE).name, date_time=(1980, 1, 1, 0, 0, 0))
+        entry.external_attr = 0o644 << 16
+        entry.compress_type = zipfile.ZIP_DEFLATED
+        archive.writestr(entry, handler)
+    return buffer.getvalue()
 
 
 def answer_headers(cache_control: str) -> dict[str, str]:
@@ -118,7 +184,7 @@ VARY_FILES = "Accept, Accept-Encoding"
 def policies(cache_control: str) -> list[dict]:
     """One response headers policy per Allow: the writable lists', and everything else's."""
     found = []
-    for policy_id, name, allow in (("ReadHeaders", "read", ALLOW_READ), ("WriteHeaders", "write", ALLOW_WRITE)):
+    for policy_id, name, allowed in (("ReadHeaders", "read", ALLOW_READ), ("WriteHeaders", "write", ALLOW_WRITE)):
         custom = []
         for header, value in headers(cache_control).items():
             if header in SECURITY:
@@ -127,28 +193,97 @@ def policies(cache_control: str) -> list[dict]:
                 continue
             custom.append({"name": header, "value": VARY_FILES if header == "Vary" else value, "override": "true"})
         # The function's own Allow wins over the path group's (its answers name their route's).
-        custom.append({"name": "Allow", "value": allow, "override": "false"})
-        found.append({"id": policy_id, "name": name, "allow": allow, "custom": custom})
+        custom.append({"name": "Allow", "value": allowed, "override": "false"})
+        found.append({"id": policy_id, "name": name, "allow": allowed, "custom": custom})
     return found
 
 
 def behaviours(prefix: str) -> list[dict]:
-    """The cache behaviours besides the default: the writable lists, by their viewer path."""
-    return [{"path": f"{prefix}/{API}/{r.name}/", "policy": "WriteHeaders"} for r in RESOURCES if r.writable]
+    """The cache behaviours besides the default: each collection's list, by its viewer path,
+    with its Allow's policy and the handler (only a list asks for a page no file holds; the
+    default behaviour's misses go to the bucket without a Lambda call)."""
+    return [{"path": f"{prefix}/{API}/{r.name}/", "policy": "WriteHeaders" if r.writable else "ReadHeaders",
+             "pages": True} for r in RESOURCES]
 
 
-def template(code: str, info: SiteInfo) -> str:
-    """The CloudFormation stack with the function's code inlined (values are written into
-    double-quoted YAML, hence the check)."""
-    prefix = urlsplit(info.base_url).path
+DEFAULT_BEHAVIOUR = {"policy": "ReadHeaders", "pages": False}
+
+
+def template(code: str, archive: bytes, info: SiteInfo) -> str:
+    """The CloudFormation stack with the function's code inlined and the handler's archive
+    named (values are written into double-quoted YAML, hence the check)."""
     for value in (info.cache_control, info.base_url):
         if '"' in value or "\\" in value:
             raise ValueError(f"{value!r} cannot be written into the CloudFormation template")
     return templates.get_template("cloudfront.yaml.j2").render(
         function=code.rstrip("\n"), base_url=info.base_url, host=urlsplit(info.base_url).hostname,
-        policies=policies(info.cache_control), behaviours=behaviours(prefix), default_policy="ReadHeaders",
+        policies=policies(info.cache_control), behaviours=behaviours(info.prefix), default=DEFAULT_BEHAVIOUR,
         security={key: config for key, config in (v[0::2] for v in SECURITY.values())},
-        not_found=NOT_FOUND_FILE, error_ttl=ERROR_TTL)
+        not_found=NOT_FOUND_FILE, error_ttl=ERROR_TTL, archive=Path(PAGES_ZIP).name, pages_uri=PAGES,
+        handler=f"{Path(PAGES_MODULE).stem}.handler", code_sha256=base64.b64encode(hashlib.sha256(archive).digest()).decode())
 
 
-HOST = Host("cloudfront", "CloudFront and S3: a CloudFront Function and a CloudFormation stack (hosts/cloudfront/)", lambda site, hosting: write(site))
+# ---- here -----------------------------------------------------------------------------------
+
+def distribution(info: SiteInfo) -> dict:
+    """What the stack makes of the distribution, as the local runner carries it out: each
+    behaviour's path, response headers ([name, value, override]) and whether it calls the
+    handler; the error document; the limit of a generated response; the objects' types and
+    Cache-Control as the deploy sets them; the Accept-Encoding that takes gzip, and brotli."""
+    made = {}
+    for policy in policies(info.cache_control):
+        made[policy["id"]] = ([[header, value[1], True] for header, value in SECURITY.items()]
+                              + [[c["name"], c["value"], c["override"] == "true"] for c in policy["custom"]])
+    return {"behaviours": [{**b, "headers": made[b["policy"]]} for b in behaviours(info.prefix)],
+            "default": {**DEFAULT_BEHAVIOUR, "headers": made[DEFAULT_BEHAVIOUR["policy"]]},
+            "notFound": NOT_FOUND_FILE, "maxGenerated": MAX_GENERATED,
+            "jsonType": JSON_TYPE, "htmlType": HTML_TYPE, "cacheControl": info.cache_control,
+            "acceptsGzip": json.loads(js_regex(ACCEPTS_GZIP, whole=False)[0]),
+            "acceptsBrotli": json.loads(js_regex(ACCEPTS_GZIP.replace("gzip", "br"), whole=False)[0])}
+
+
+def deploy_here(site: Path) -> dict:
+    """The CloudFront files for the published generation, as a deploy publishes them with
+    it; which generation, and the distribution's part for the local runner."""
+    SiteInfo.of_site(site)
+    generation = (site / CURRENT).resolve()
+    if not write_generation(site, generation):
+        raise CatalogueError("no CloudFront function for this site: it would not fit (see the warning)")
+    return {"generation": str(generation), "distribution": distribution(SiteInfo.of_generation(generation))}
+
+
+def installed() -> bool:
+    return shutil.which("node") is not None
+
+
+def serve(site: Path, local: Local) -> int:
+    """Run the site's function and handler in Node, as CloudFront would, in the foreground
+    until Ctrl-C or SIGTERM; its exit status. Each new generation the site publishes is
+    deployed before it is served: its function made again (the counts), as a deploy does."""
+    node = shutil.which("node")
+    if node is None:
+        raise CatalogueError(INSTALL_HINT)
+    if local.socket is not None:
+        raise CatalogueError("--socket: only the built-in server listens on a Unix socket")
+    site = site.absolute()
+    deployed = deploy_here(site)
+    options = {"site": str(site), "current": CURRENT, "function": str(site / FUNCTION),
+               "pages": str(site / PAGES_MODULE), "host": local.host, "port": local.port,
+               "deploy": [sys.executable, "-m", __name__, str(site)], **deployed}
+    prefix = SiteInfo.of_site(site).prefix
+    print(f"serving {site} with the CloudFront Function and the pages' Lambda@Edge handler in Node at "
+          f"http://{local.host}:{local.port}{prefix}/{API}/ (Ctrl-C stops)", file=sys.stderr, flush=True)
+    return foreground([node, str(RUNNER), json.dumps(options)])
+
+
+HOST = Host("cloudfront", "CloudFront and S3: a CloudFront Function, a Lambda@Edge handler for the pages no file "
+            "holds and a CloudFormation stack (hosts/cloudfront/), run here in Node",
+            lambda site, hosting: write(site), serve, installed)
+
+
+if __name__ == "__main__":
+    # The local runner's deploy of a new generation: its files written, and what it serves by.
+    try:
+        print(json.dumps(deploy_here(Path(sys.argv[1]))))
+    except CatalogueError as error:
+        sys.exit(f"error: {error}")

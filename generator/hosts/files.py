@@ -42,3 +42,13 @@ def link_published(directory: Path, site: Path) -> None:
     for entry in directory.iterdir():
         if entry.name not in PUBLISHED and (entry.is_symlink() or entry.is_file()):
             entry.unlink()  # (what an older version linked: never upload it)
+
+
+def replace_bytes(path: Path, data: bytes) -> None:
+    """replace() for a binary file."""
+    if path.is_file() and path.read_bytes() == data:
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(path.name + ".new")
+    temporary.write_bytes(data)
+    os.replace(temporary, path)

@@ -11,6 +11,9 @@ Every build writes, into OUT/hosts/netlify/ (the directory `netlify deploy` runs
                                     and the Netlify wrapper that carries out its answers
     file-key                        the secret that marks the function's own reads of files
 
+`catalogue serve --server netlify` runs that same function in Deno, Netlify's runtime
+(netlify.mjs), with the published generation's files standing in for the deploy's.
+
 Netlify's `_redirects` cannot tell `?limit=12&offset=24` from `?offset=24&limit=12` (its
 query matching is by named parameters, none of DRF's rules), so every request goes
 through the function. It reads a published file the documented way, `fetch()` of the
@@ -24,11 +27,15 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import shutil
+import sys
 from pathlib import Path
 
 from ..api.serving import ACCEPTS_GZIP, SiteInfo
-from ..api.urls import CURRENT, HOSTS, PUBLISHED
-from .contract import Host
+from ..api.urls import ACCEPTED, API, CURRENT, HOSTS, PUBLISHED
+from ..errors import CatalogueError
+from ..system import foreground
+from .contract import Host, Local
 from .files import replace, templates
 from .router import answer_values, javascript, js_regex
 
@@ -42,6 +49,9 @@ WRITE_SERVICE = "CATALOGUE_WRITE_SERVICE"  # the environment variable naming the
 # Files a request may read to put a page together: each is a fetch() of the site's own URL,
 # and an Edge Function has 50 ms of CPU time (its fetches' waiting is not counted).
 READS = 48
+RUNNER = Path(__file__).with_name("netlify.mjs")
+INSTALL_HINT = ("deno is not installed: `catalogue serve --server netlify` runs the Edge Function in it "
+                "(install Deno, or `pip install deno` into this Python's environment)")
 
 
 def write(site: Path) -> Path:
@@ -85,4 +95,39 @@ def edge_function(info: SiteInfo, key: str) -> str:
         **answer_values(info.cache_control))
 
 
-HOST = Host("netlify", "a Netlify Edge Function in front of the files (hosts/netlify/)", lambda site, hosting: write(site))
+def find_deno() -> str | None:
+    """deno on the PATH, or the one `pip install deno` put beside this Python."""
+    beside = Path(sys.executable).parent / "deno"
+    return shutil.which("deno") or (str(beside) if beside.is_file() else None)
+
+
+def installed() -> bool:
+    return find_deno() is not None
+
+
+def serve(site: Path, local: Local) -> int:
+    """Run the site's Edge Function in Deno in the foreground until Ctrl-C or SIGTERM, in
+    front of the published files; its exit status. POSTs go to the write service."""
+    deno = find_deno()
+    if deno is None:
+        raise CatalogueError(INSTALL_HINT)
+    if local.socket is not None:
+        raise CatalogueError("--socket: only the built-in server listens on a Unix socket")
+    site = site.absolute()
+    info = SiteInfo.of_site(site)
+    function = write(site) / FUNCTIONS_DIR / f"{FUNCTION}.js"  # (a site built before this version has none)
+    (site / ACCEPTED).mkdir(exist_ok=True)
+    write_service = local.write_service.rsplit(":", 1)[0]
+    options = {"site": str(site), "current": CURRENT, "accepted": ACCEPTED, "function": function.as_uri(),
+               "host": local.host, "port": local.port, "env": {WRITE_SERVICE: f"http://{local.write_service}"}}
+    # Deno may listen here, read the site, and reach this server (the function's reads) and the write service.
+    command = [deno, "run", "--quiet", "--no-prompt", "--no-config", f"--allow-read={site}",
+               f"--allow-net={local.host}:{local.port},127.0.0.1:{local.port},{write_service}",
+               str(RUNNER), json.dumps(options)]
+    print(f"serving {site} with the Netlify Edge Function in Deno at "
+          f"http://{local.host}:{local.port}{info.prefix}/{API}/ (Ctrl-C stops)", file=sys.stderr, flush=True)
+    return foreground(command)
+
+
+HOST = Host("netlify", "a Netlify Edge Function in front of the files (hosts/netlify/), run here in Deno",
+            lambda site, hosting: write(site), serve, installed)

@@ -4,9 +4,19 @@ local S3 origin (moto's) holding a deployed build answers the bytes the built-in
 answers; and the CloudFormation template ties the function, the policies and the bucket."""
 from __future__ import annotations
 
+import base64
+import contextlib
 import fnmatch
+import gzip
+import hashlib
+import io
 import json
+import os
 import subprocess
+import threading
+import zipfile
+from email.utils import formatdate
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import boto3
@@ -19,10 +29,10 @@ from conftest import SAMPLE
 from generator import compose
 from generator.api import meta
 from generator.api.serving import ALLOW_READ, ALLOW_WRITE, SiteInfo, headers
-from generator.api.urls import CURRENT, NOT_FOUND_FILE, PAGE_NOT_BUILT, RESOURCES
+from generator.api.urls import CURRENT, NOT_FOUND_FILE, RESOURCES
 from generator.hosts import cloudfront
 from generator.hosts.deploy import deploy
-from golden_files import BOOK, GOLDEN, ROUTES, UNKNOWN
+from golden_files import BOOK, GOLDEN, ROUTES, UNKNOWN, put_together
 from servers import Server, free_port, runnable
 
 needs_node = pytest.mark.skipif(not runnable("node"), reason="node is not installed")
@@ -98,14 +108,13 @@ def test_the_function_decides_as_the_golden_request_table(site):
     for prefix, code in codes.items():
         entries = [entry for entry in table if entry["request"][3] == prefix]
         answers.update(zip(map(id, entries), run(code, [request_event(entry) for entry in entries])))
-    not_built = (site / CURRENT / PAGE_NOT_BUILT).read_text(encoding="utf-8")
     for entry in table:
         expected, got = entry["answer"], answers[id(entry)]
+        built = expected["file"] is not None and (site / CURRENT / expected["file"]).is_file()
         if expected["forward"]:
             want = expected_reply(503, meta.WRITE_UNAVAILABLE.decode(), expected["allow"], None, info.cache_control)
-        elif expected["file"] is not None and expected["missing_file"] == PAGE_NOT_BUILT and not (
-                site / CURRENT / expected["file"]).is_file():
-            want = expected_reply(400, not_built, expected["allow"], None, info.cache_control)
+        elif expected["page"] is not None and not built:  # put together by the handler, the query kept
+            want = {**request_event(entry)["request"], "uri": cloudfront.PAGES + expected["page"]}
         elif expected["file"] is not None:  # (a missing detail is the bucket's to answer)
             want = {**request_event(entry)["request"], "uri": "/" + expected["file"], "querystring": {}}
         else:
@@ -115,47 +124,54 @@ def test_the_function_decides_as_the_golden_request_table(site):
 
 
 @needs_node
-def test_the_function_reads_a_repeated_parameter_and_escapes_as_cloudfront_passes_them(site):
+def test_the_function_passes_a_query_string_on_as_cloudfront_gives_it(site):
+    """A plain spelling names its file; any other (a repeated parameter, escapes) goes to the
+    handler as CloudFront gave it, for the handler to read as Django does."""
     code = (site / cloudfront.FUNCTION).read_text(encoding="utf-8")
-    got = run(code, [event("GET", "/api/v1/books/", "limit=24&offset=24&limit=12"),
-                     event("GET", "/api/v1/books/", "limit=%2012%20&offset=%2B24"),
-                     event("GET", f"/api/v1/books/%37{BOOK[1:]}/", ""),
-                     event("GET", "/api/v1/books/%E0%A4%A/", "")])
-    assert [answer.get("uri") for answer in got[:3]] == [
-        "/api/v1/books/pages/12/0/24.json", "/api/v1/books/pages/12/0/24.json", f"/api/v1/books/76/{BOOK}.json"]
-    assert got[3]["statusCode"] == 404 and got[3]["body"] == meta.NOT_FOUND.decode()  # (not UTF-8: kept as sent)
+    sent = [event("GET", "/api/v1/books/", "limit=24&offset=24&limit=12"),
+            event("GET", "/api/v1/books/", "limit=%2012%20&offset=%2B24"), event("GET", "/api/v1/books/", "offset=24&limit=12"),
+            event("GET", f"/api/v1/books/%37{BOOK[1:]}/", ""), event("GET", "/api/v1/books/%E0%A4%A/", "")]
+    got = run(code, sent)
+    assert [(answer.get("uri"), answer.get("querystring")) for answer in got[:4]] == [
+        ("/_pages/books", sent[0]["request"]["querystring"]), ("/_pages/books", sent[1]["request"]["querystring"]),
+        ("/api/v1/books/pages/12/0/24.json", {}), (f"/api/v1/books/76/{BOOK}.json", {})]
+    assert sent[0]["request"]["querystring"]["limit"]["multiValue"] == [{"value": "24"}, {"value": "12"}]
+    assert got[4]["statusCode"] == 404 and got[4]["body"] == meta.NOT_FOUND.decode()  # (not UTF-8: kept as sent)
 
 
 @needs_node
 def test_the_counts_decide_which_pages_exist(site):
-    """The function must be published again when a count changes: it is what answers 400."""
+    """The function must be published again when a count changes: it is what tells a page
+    file from a page the handler puts together."""
     known = facts(site)
-    grown = cloudfront.Facts({**known.counts, "books": 50}, known.sizes, known.default, known.not_built)
+    grown = cloudfront.Facts({**known.counts, "books": 50}, known.sizes, known.default)
     requests = [event("GET", "/api/v1/books/", "offset=48"), event("GET", "/api/v1/books/", "limit=24&offset=48")]
-    exactly = cloudfront.Facts({**known.counts, "books": 48}, known.sizes, known.default, known.not_built)
+    exactly = cloudfront.Facts({**known.counts, "books": 48}, known.sizes, known.default)
     now = run(cloudfront.function("", known, "no-cache"), requests)
     later = run(cloudfront.function("", grown, "no-cache"), requests)
-    assert [answer["statusCode"] for answer in now] == [400, 400]
-    assert [answer["statusCode"] for answer in run(cloudfront.function("", exactly, "no-cache"), requests)] == [400, 400]
-    assert [answer["uri"] for answer in later] == ["/api/v1/books/pages/default/0/48.json",
-                                                  "/api/v1/books/pages/24/0/48.json"]
-    empty = cloudfront.Facts({**known.counts, "user": 0}, known.sizes, known.default, known.not_built)
+    assert [(answer["uri"], answer["querystring"]) for answer in now] == [
+        ("/_pages/books", {"offset": {"value": "48"}}),
+        ("/_pages/books", {"limit": {"value": "24"}, "offset": {"value": "48"}})]
+    assert [answer["uri"] for answer in run(cloudfront.function("", exactly, "no-cache"), requests)] == [
+        "/_pages/books", "/_pages/books"]
+    assert [(answer["uri"], answer["querystring"]) for answer in later] == [
+        ("/api/v1/books/pages/default/0/48.json", {}), ("/api/v1/books/pages/24/0/48.json", {})]
+    empty = cloudfront.Facts({**known.counts, "user": 0}, known.sizes, known.default)
     first, second = run(cloudfront.function("", empty, "no-cache"),
                         [event("GET", "/api/v1/user/", ""), event("GET", "/api/v1/user/", "offset=12")])
-    assert first["uri"] == "/api/v1/user/pages/default/0/0.json" and second["statusCode"] == 400
+    assert first["uri"] == "/api/v1/user/pages/default/0/0.json" and second["uri"] == "/_pages/user"
 
 
 def test_the_function_fits_a_cloudfront_function(site):
     long = cloudfront.function("/a/longer/path/prefix", cloudfront.Facts(
-        {r.name: 9_999_999 for r in RESOURCES}, [12, 24, 48, 100], 12, (site / CURRENT / PAGE_NOT_BUILT).read_text()),
-        "public, max-age=600, stale-while-revalidate=60")
+        {r.name: 9_999_999 for r in RESOURCES}, [12, 24, 48, 100], 12), "public, max-age=600, stale-while-revalidate=60")
     assert len(long.encode("utf-8")) <= cloudfront.MAX_FUNCTION
 
 
 def test_a_site_whose_function_would_not_fit_gets_no_cloudfront_files(tmp_path, capsys):
     out = tmp_path / "site"
     compose.build(SAMPLE, out, base_url="https://ketab.example.ir/" + "p" * 1000)
-    assert not (out / cloudfront.FUNCTION).exists() and not (out / cloudfront.TEMPLATE).exists()
+    assert not any((out / path).exists() for path in cloudfront.FILES)
     assert "warning: no CloudFront files: the function would be" in capsys.readouterr().err
     assert (out / "hosts/router/router.js").is_file()
 
@@ -208,9 +224,44 @@ def test_the_template_ties_the_function_the_policies_and_the_bucket(site):
     assert {(e["ErrorCode"], e["ResponseCode"], e["ResponsePagePath"]) for e in config["CustomErrorResponses"]} == {
         (403, 404, f"/{NOT_FOUND_FILE}"), (404, 404, f"/{NOT_FOUND_FILE}")}
     assert (site / CURRENT / NOT_FOUND_FILE).read_bytes() == meta.NOT_FOUND
-    assert [b["PathPattern"] for b in config["CacheBehaviors"]] == [f"/api/v1/{r.name}/" for r in RESOURCES if r.writable]
+    assert [b["PathPattern"] for b in config["CacheBehaviors"]] == [f"/api/v1/{r.name}/" for r in RESOURCES]
+    assert [b["ResponseHeadersPolicyId"]["Ref"] for b in config["CacheBehaviors"]] == [
+        "WriteHeaders" if r.writable else "ReadHeaders" for r in RESOURCES]
     statement, = resources["BucketPolicy"]["Properties"]["PolicyDocument"]["Statement"]
     assert statement["Action"] == "s3:GetObject"  # (no ListBucket: a missing object is a 403)
+
+
+def test_the_template_calls_the_handler_from_each_list(site):
+    """Only the lists' behaviours call the handler (a page no file holds is always a list's),
+    with a numbered version of the function whose archive is the one the build wrote."""
+    resources = stack(site)["Resources"]
+    config = resources["Distribution"]["Properties"]["DistributionConfig"]
+    for behaviour in config["CacheBehaviors"]:
+        assert behaviour["LambdaFunctionAssociations"] == [
+            {"EventType": "origin-request", "LambdaFunctionARN": {"Ref": "PagesVersion"}}]
+    assert "LambdaFunctionAssociations" not in config["DefaultCacheBehavior"]
+    function = resources["Pages"]["Properties"]
+    assert (function["Runtime"], function["Handler"], function["Code"]) == ("nodejs20.x", "pages.handler", "pages.zip")
+    assert function["Role"] == {"Fn::GetAtt": ["PagesRole", "Arn"]} and function["Timeout"] <= 30
+    archive = (site / cloudfront.PAGES_ZIP).read_bytes()
+    with zipfile.ZipFile(io.BytesIO(archive)) as opened:
+        assert opened.namelist() == ["pages.mjs"]
+        assert opened.read("pages.mjs") == (site / cloudfront.PAGES_MODULE).read_bytes()
+    version = resources["PagesVersion"]["Properties"]
+    assert version == {"FunctionName": {"Ref": "Pages"},
+                       "CodeSha256": base64.b64encode(hashlib.sha256(archive).digest()).decode()}
+    role = resources["PagesRole"]["Properties"]
+    assert set(role["AssumeRolePolicyDocument"]["Statement"][0]["Principal"]["Service"]) == {
+        "lambda.amazonaws.com", "edgelambda.amazonaws.com"}
+    granted = {s["Action"]: s["Resource"]["Fn::Sub"] for s in role["Policies"][0]["PolicyDocument"]["Statement"]}
+    assert granted == {"s3:GetObject": "arn:${AWS::Partition}:s3:::${Bucket}${OriginPath}/*",
+                       "s3:ListBucket": "arn:${AWS::Partition}:s3:::${Bucket}"}
+
+
+def test_a_rebuild_of_the_same_code_keeps_the_archive(site, tmp_path):
+    """The same pages.mjs makes the same archive: no new version of the function without a change."""
+    assert cloudfront.package(cloudfront.pages_module("no-cache")) == cloudfront.package(cloudfront.pages_module("no-cache"))
+    assert cloudfront.package(cloudfront.pages_module("no-cache")) != cloudfront.package(cloudfront.pages_module("public"))
 
 
 def policy_headers(template: dict, path: str) -> dict[str, str]:
@@ -236,6 +287,175 @@ def test_every_path_group_carries_every_header_and_its_allow(site):
         assert added.pop("Allow") == allow, path
         assert added.pop("Vary") == "Accept, Accept-Encoding"
         assert added == {k: v for k, v in headers(info.cache_control).items() if k != "Vary"}
+
+
+# ---- the pages' handler -------------------------------------------------------------------------
+
+# pages.mjs as Lambda@Edge runs it: handler(event) for each origin-request event, its objects
+# read (readFrom) from a directory or a bucket's URL, under the origin's path, as S3 keys.
+HANDLER = """
+import {readFileSync, statSync} from "node:fs";
+const [module, source] = process.argv.slice(1);  // (node -e: no script name)
+const pages = await import(module);
+if (source) pages.readFrom((origin) => async (key) => {
+  const where = source + origin.s3.path + "/" + key;
+  if (source.startsWith("http")) {
+    const found = await fetch(where);
+    if (found.status !== 200) return null;
+    return {bytes: new Uint8Array(await found.arrayBuffer()), modified: found.headers.get("Last-Modified")};
+  }
+  try {
+    return {bytes: new Uint8Array(readFileSync(where)), modified: statSync(where).mtime.toUTCString()};
+  } catch (error) {
+    return null;
+  }
+});
+const answers = [];
+for (const event of JSON.parse(readFileSync(0, "utf8"))) answers.push(await pages.handler(event));
+process.stdout.write(JSON.stringify(answers));
+"""
+
+
+def handle(module: Path, events: list[dict], source: str | None = None, env: dict | None = None) -> list[dict]:
+    done = subprocess.run(["node", "--input-type=module", "-e", HANDLER, "--", module.as_uri(), source or ""],
+                          input=json.dumps(events), capture_output=True, text=True, env=env, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def origin_event(method: str, uri: str, query: str, request_headers: dict | None = None, path: str = "",
+                 domain: str = "catalogue-origin.s3.us-east-1.amazonaws.com", region: str = "us-east-1") -> dict:
+    """A request CloudFront sends on to an S3 origin, as Lambda@Edge's origin-request event."""
+    sent = {"host": [{"key": "Host", "value": domain}], "user-agent": [{"key": "User-Agent", "value": "Amazon CloudFront"}]}
+    sent.update({k.lower(): [{"key": k, "value": v}] for k, v in (request_headers or {}).items()})
+    return {"Records": [{"cf": {
+        "config": {"distributionDomainName": "d111111abcdef8.cloudfront.net", "distributionId": "EDFDVBD6EXAMPLE",
+                   "eventType": "origin-request", "requestId": "4TyzHTaYWb1GX1qTfsHhEqV6HUDd_BzoBZnwfnvQc_1oF26ClkoUSEQ=="},
+        "request": {"clientIp": "192.0.2.1", "headers": sent, "method": method, "querystring": query, "uri": uri,
+                    "origin": {"s3": {"authMethod": "origin-access-identity", "customHeaders": {}, "domainName": domain,
+                                      "path": path, "region": region}}}}}]}
+
+
+def made(answer: dict) -> tuple[int, bytes, dict[str, str]]:
+    """A generated response's status, body and headers (one value each)."""
+    body = answer["body"].encode() if answer["bodyEncoding"] == "text" else base64.b64decode(answer["body"])
+    return int(answer["status"]), body, {name: values[0]["value"] for name, values in answer["headers"].items()}
+
+
+@pytest.fixture(scope="module")
+def handler_module(site) -> Path:
+    return site / cloudfront.PAGES_MODULE
+
+
+QUERIES = ["limit=5&offset=3&utm_source=x", "offset=480", "limit=24&offset=24&limit=12", "limit=%2012%20&offset=%2B24",
+           "limit=12&offset=11", "", "&".join(["a=1"] * 1001)]
+
+
+@needs_node
+def test_the_handler_answers_pages_as_the_python_hosts(site, handler_module):
+    answers = handle(handler_module, [origin_event("GET", "/_pages/books", query) for query in QUERIES], str(site / CURRENT))
+    info = SiteInfo.of_site(site)
+    for query, answer in zip(QUERIES, answers):
+        status, body, sent = made(answer)
+        assert (status, body) == put_together(site / CURRENT, "books", query), query
+        assert answer["bodyEncoding"] == "text" and isinstance(answer["status"], str)
+        assert "content-length" not in sent  # (CloudFront's to set)
+        assert sent["content-type"] == "application/json" and sent["allow"] == ALLOW_READ
+        assert {k: sent[k.lower()] for k in headers(info.cache_control)} == headers(info.cache_control)
+        assert ("etag" in sent and "last-modified" in sent) == (status == 200), query
+        assert answer["headers"]["etag" if status == 200 else "content-type"][0]["key"] in ("ETag", "Content-Type")
+
+
+@needs_node
+def test_the_handler_compresses_answers_heads_and_passes_files_on(site, handler_module):
+    files = origin_event("GET", "/api/v1/books/pages/12/0/0.json", "", path="/catalogue")
+    events = [origin_event("GET", "/_pages/books", "limit=5", {"Accept-Encoding": "br,gzip"}),
+              origin_event("HEAD", "/_pages/bookshelf", "offset=2"), files, origin_event("GET", "/_pages/nothing", "")]
+    zipped, head, passed, unknown = handle(handler_module, events, str(site / CURRENT))
+    status, body, sent = made(zipped)
+    assert zipped["bodyEncoding"] == "base64" and sent["content-encoding"] == "gzip" and sent["etag"].endswith('-gzip"')
+    assert (status, gzip.decompress(body)) == put_together(site / CURRENT, "books", "limit=5")
+    # A HEAD is made as its GET: CloudFront sets the length from the body and sends none.
+    assert made(head)[:2] == put_together(site / CURRENT, "bookshelf", "offset=2")
+    assert made(head)[2]["allow"] == ALLOW_WRITE
+    assert passed == files["Records"][0]["cf"]["request"]
+    assert made(unknown)[:2] == (404, meta.NOT_FOUND)
+
+
+@needs_node
+def test_a_page_over_the_generated_response_limit_answers_the_400(site, tmp_path):
+    """CloudFront takes at most 1 MB of a generated response: a larger page is the 400
+    that names the largest page (query.md), here with a limit of 5,000 bytes."""
+    module = tmp_path / "pages.mjs"
+    module.write_text(cloudfront.pages_module(SiteInfo.of_site(site).cache_control, page_bytes=5000), encoding="utf-8")
+    small, large = handle(module, [origin_event("GET", "/_pages/user", "limit=3"),
+                                   origin_event("GET", "/_pages/books", "limit=24")], str(site / CURRENT))
+    assert made(small)[:2] == put_together(site / CURRENT, "user", "limit=3")
+    status, body, sent = made(large)
+    largest = int(json.loads(body)["detail"].split("at most ")[1].split(" ")[0])
+    assert status == 400 and json.loads(body)["detail"].startswith(f"This host answers pages of at most {largest} records")
+    assert 0 < largest < 24 and "etag" not in sent
+
+
+@needs_node
+def test_the_400_of_a_page_too_large_names_the_largest_page_twice(site, tmp_path):
+    module = tmp_path / "pages.mjs"
+    module.write_text(cloudfront.pages_module(SiteInfo.of_site(site).cache_control, page_bytes=5000), encoding="utf-8")
+    large, = handle(module, [origin_event("GET", "/_pages/books", "limit=24")], str(site / CURRENT))
+    detail = json.loads(made(large)[1])["detail"]
+    largest = int(detail.split("at most ")[1].split(" ")[0])
+    assert detail == meta.PAGE_TOO_LARGE.format(largest=largest)
+
+
+# A stand-in for the AWS SDK's S3 client (the Lambda runtime provides the real one): objects
+# from <root>/<bucket>/<key>, and every client and GetObject written down.
+SDK = """
+import {readFileSync, statSync, appendFileSync} from "node:fs";
+const note = (what) => appendFileSync(process.env.SDK_LOG, JSON.stringify(what) + "\\n");
+export class GetObjectCommand { constructor(input) { this.input = input; } }
+export class S3Client {
+  constructor(config) { note({client: config}); }
+  async send(command) {
+    const {Bucket, Key} = command.input;
+    note({get: command.input});
+    if (Key.includes("denied")) throw Object.assign(new Error("Access Denied"), {name: "AccessDenied", $metadata: {httpStatusCode: 403}});
+    const file = process.env.SDK_ROOT + "/" + Bucket + "/" + Key;
+    let bytes;
+    try { bytes = readFileSync(file); }
+    catch (error) { throw Object.assign(new Error("NoSuchKey"), {name: "NoSuchKey", $metadata: {httpStatusCode: 404}}); }
+    return {Body: {transformToByteArray: async () => new Uint8Array(bytes)}, LastModified: statSync(file).mtime};
+  }
+}
+"""
+
+
+@needs_node
+def test_the_handler_reads_the_bucket_and_path_of_its_origin(site, handler_module, tmp_path):
+    """In AWS the handler reads S3 with the SDK: the bucket named by the origin's domain, in
+    the origin's region, each key under the origin path; a missing object is a missing
+    file, any other failure is the handler's."""
+    sdk = tmp_path / "node_modules" / "@aws-sdk" / "client-s3"
+    sdk.mkdir(parents=True)
+    (sdk / "package.json").write_text('{"name": "@aws-sdk/client-s3", "type": "module", "exports": "./index.mjs"}')
+    (sdk / "index.mjs").write_text(SDK, encoding="utf-8")
+    module = tmp_path / "pages.mjs"
+    module.write_bytes(handler_module.read_bytes())
+    (tmp_path / "buckets" / "my.catalogue" / "v1").mkdir(parents=True)
+    (tmp_path / "buckets" / "my.catalogue" / "v1" / "site").symlink_to(site / CURRENT)
+    log = tmp_path / "sdk.log"
+    env = {"PATH": os.environ["PATH"], "SDK_ROOT": str(tmp_path / "buckets"), "SDK_LOG": str(log)}
+    where = {"path": "/v1/site", "domain": "my.catalogue.s3.eu-west-1.amazonaws.com", "region": "eu-west-1"}
+    answer, = handle(module, [origin_event("GET", "/_pages/books", "limit=5&offset=20000", **where)], env=env)
+    assert made(answer)[:2] == put_together(site / CURRENT, "books", "limit=5&offset=20000")
+    notes = [json.loads(line) for line in log.read_text().splitlines()]
+    assert notes[0] == {"client": {"region": "eu-west-1"}}
+    keys = [note["get"]["Key"] for note in notes[1:]]
+    assert {note["get"]["Bucket"] for note in notes[1:]} == {"my.catalogue"} and keys[0] == "v1/site/_meta/site.json"
+    assert all(key.startswith("v1/site/api/v1/books/pages/") for key in keys[1:])  # (block 2's index: missing)
+    done = subprocess.run(["node", "--input-type=module", "-e", HANDLER, "--", module.as_uri(), ""],
+                          input=json.dumps([origin_event("GET", "/_pages/books", "", path="/denied")]),
+                          capture_output=True, text=True, env=env, timeout=60)
+    assert done.returncode != 0 and "Access Denied" in done.stderr
 
 
 # ---- a local origin ---------------------------------------------------------------------------
@@ -267,14 +487,25 @@ def builtin(site):
 
 
 def through_cloudfront(site: Path, client, requests: list[tuple]) -> list[tuple[int, bytes, dict]]:
-    """Each request through the function, then (for a rewritten one) the bucket: an object's
-    bytes and metadata, or for a missing one the error document with 404, with the headers
-    the response headers policy of the viewer's path adds."""
+    """Each request through the function, then (for a rewritten one) the origin: for a page
+    sent to the handler, the handler reading the bucket; else the bucket, an object's bytes
+    and metadata, or for a missing one the error document with 404; with the headers the
+    response headers policy of the viewer's path adds."""
     code, template = (site / cloudfront.FUNCTION).read_text(encoding="utf-8"), stack(site)
+    decided = run(code, [event(*request) for request in requests])
+    sent_on = [origin_event(got["method"], got["uri"], query_string(got["querystring"]), path="/catalogue")
+               for got in decided if got.get("uri", "").startswith(cloudfront.PAGES)]
+    with signed_reads(client) as bucket:
+        handled = iter(handle(site / cloudfront.PAGES_MODULE, sent_on, bucket) if sent_on else [])
     answers = []
-    for request, got in zip(requests, run(code, [event(*request) for request in requests])):
+    for request, got in zip(requests, decided):
         if "statusCode" in got:
             answers.append((got["statusCode"], got["body"].encode(), {k: v["value"] for k, v in got["headers"].items()}))
+            continue
+        added = {k.lower(): v for k, v in policy_headers(template, request[1]).items()}
+        if got["uri"].startswith(cloudfront.PAGES):
+            status, body, sent = made(next(handled))  # (the GET's body: CloudFront sends none to a HEAD)
+            answers.append((status, b"" if request[0] == "HEAD" else body, {**added, **sent}))
             continue
         try:
             found = client.get_object(Bucket="catalogue-origin", Key="catalogue" + got["uri"])
@@ -283,10 +514,44 @@ def through_cloudfront(site: Path, client, requests: list[tuple]) -> list[tuple[
             assert exc.response["Error"]["Code"] in ("NoSuchKey", "AccessDenied", "404", "403")
             found = client.get_object(Bucket="catalogue-origin", Key=f"catalogue/{NOT_FOUND_FILE}")
             status = 404
-        sent = {k.lower(): v for k, v in policy_headers(template, request[1]).items()}
-        sent.update({"content-type": found["ContentType"], "cache-control": found["CacheControl"]})
-        answers.append((status, found["Body"].read(), sent))
+        added.update({"content-type": found["ContentType"], "cache-control": found["CacheControl"]})
+        answers.append((status, found["Body"].read(), added))
     return answers
+
+
+@contextlib.contextmanager
+def signed_reads(client):
+    """The bucket over plain HTTP for the handler's reads (GET /<key>: the object, or 404),
+    each read made by the S3 client, signed as the handler's role reads it."""
+    class Reads(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            try:
+                found = client.get_object(Bucket="catalogue-origin", Key=self.path[1:])
+            except ClientError:
+                self.send_error(404)
+                return
+            body = found["Body"].read()
+            self.send_response(200)
+            self.send_header("Last-Modified", formatdate(found["LastModified"].timestamp(), usegmt=True))
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format, *args) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Reads)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+
+
+def query_string(querystring: dict) -> str:
+    """A function's query string object as CloudFront sends it on: every value, in order."""
+    return "&".join(f"{name}={value['value']}" for name, entry in querystring.items()
+                    for value in entry.get("multiValue", [entry]))
 
 
 REQUESTS = [
@@ -296,7 +561,8 @@ REQUESTS = [
     ("GET", "/api/v1/books/", "limit=5"), ("GET", "/api/v1/books/", "offset=13"), ("OPTIONS", "/api/v1/user/", ""),
     ("OPTIONS", f"/api/v1/books/{BOOK}/", ""), ("GET", "/api/v1/books", "offset=24&limit=12"),
     ("PUT", "/api/v1/books/", ""), ("POST", "/api/v1/bookshelf/", ""), ("GET", "/api/v1/nothing/", ""),
-    ("GET", "/api/v1/books/not-a-uuid/", ""),
+    ("GET", "/api/v1/books/not-a-uuid/", ""), ("GET", "/api/v1/books/", "limit=5&offset=3&utm_source=x"),
+    ("GET", "/api/v1/user/", "offset=2&limit=3&offset=4"), ("HEAD", "/api/v1/bookshelf/", "limit=7"),
 ]
 
 

@@ -1,8 +1,8 @@
-"""What the build writes for Netlify, and the Netlify Edge Function, run in Deno (Netlify's runtime) in front of a real static
-file server over the built sample site, standing in for Netlify's static files: (a) it
-answers every request of the golden request table as the table says, (b) served with
-Deno.serve, it answers as the built-in server does (status, body, headers), POSTs to a
-real write service included."""
+"""What the build writes for Netlify, and the Netlify Edge Function, run in Deno (Netlify's
+runtime) in front of the built sample site's files, standing in for Netlify's static files:
+(a) called directly, it answers every request of the golden request table as the table
+says; (b) served by `catalogue serve --server netlify`, it answers as the built-in server
+does (status, body, headers), POSTs to a real write service included."""
 from __future__ import annotations
 
 import http.client
@@ -27,7 +27,7 @@ from generator.hosts import netlify
 from generator.system import stop_with_parent
 from conftest import SAMPLE, published_files
 from golden_files import GOLDEN, ROUTES, put_together
-from servers import Server, WriteStack, find_deno, free_port, runnable, wait_for_port
+from servers import Server, WriteStack, find_deno, runnable
 
 needs_deno = pytest.mark.skipif(not runnable("deno"), reason="deno is not installed")
 
@@ -54,20 +54,6 @@ for (const {request: [method, path, query, prefix, accept]} of table) {
 }
 console.log(JSON.stringify(answers));
 """
-SERVE = NETLIFY_GLOBAL + """
-const [module, port, origin] = Deno.args;
-const edge = (await import(module)).default;
-Deno.serve({hostname: "127.0.0.1", port: Number(port), onListen() {}}, async (request) => {
-  const url = new URL(request.url);
-  const next = () => fetch(origin + url.pathname);
-  const answer = await edge(request, {next});
-  if (answer !== undefined) return answer;
-  // The function stepped aside: what Netlify then serves, the static file at that path.
-  return fetch(origin + url.pathname + url.search, {method: request.method});
-});
-"""
-
-
 class Files(SimpleHTTPRequestHandler):
     """A plain static file server, as Netlify serves a deploy's files."""
 
@@ -223,29 +209,7 @@ console.log(JSON.stringify(answers));
     assert json.loads(done.stdout) == [None, not_found, not_found]
 
 
-# ---- (b) served by Deno.serve, compared with the built-in server -------------------------
-
-class EdgeServer:
-    """The function behind Deno.serve on a free loopback port, in front of the origin."""
-
-    def __init__(self, tmp: Path, origin: str, write_service: str | None = None) -> None:
-        self.port = free_port()
-        harness = tmp / "serve.js"
-        harness.write_text(SERVE, encoding="utf-8")
-        self.log = tmp / f"deno-{self.port}.log"
-        self.process = subprocess.Popen(
-            deno(str(harness), function_module(tmp).as_uri(), str(self.port), origin),
-            env=deno_env(tmp, write_service), stdout=self.log.open("ab"), stderr=subprocess.STDOUT,
-            preexec_fn=stop_with_parent)
-        wait_for_port(self.port, self.process, "deno")
-
-    request = Server.request  # (the same client: it reads only self.port)
-    get = Server.get
-
-    def stop(self) -> None:
-        self.process.terminate()
-        self.process.wait(timeout=15)
-
+# ---- (b) served by `catalogue serve --server netlify`, compared with the built-in server --------
 
 COMPARED = ("Content-Type", "Content-Encoding", "Allow", "Location", "Cache-Control", "Access-Control-Allow-Origin",
             "X-Content-Type-Options", "X-Frame-Options", "Referrer-Policy", "WWW-Authenticate")
@@ -264,9 +228,8 @@ def same(edge, builtin, what) -> None:
 
 
 @pytest.fixture(scope="module")
-def servers(tmp_path_factory, site, origin):
-    tmp = tmp_path_factory.mktemp("edge")
-    edge, builtin = EdgeServer(tmp, origin), Server(site)
+def servers(site):
+    edge, builtin = Server(site, kind="netlify"), Server(site)
     yield edge, builtin
     edge.stop()
     builtin.stop()
@@ -356,9 +319,7 @@ def test_posts_go_to_the_write_service(tmp_path, data_dir):
     comes back as the built-in server relays it: 401 without a token, 400 for a bad body,
     201 with Location for a new user, which the function then serves."""
     stack = WriteStack.start(data_dir, tmp_path)
-    origin = start_origin(stack.site)  # (the site's current generation, as each rebuild publishes it)
-    origin_url = f"http://127.0.0.1:{origin.server_address[1]}/{CURRENT}"
-    edge = EdgeServer(tmp_path, origin_url, f"http://127.0.0.1:{stack.service.port}")
+    edge = Server(stack.site, stack.service.port, kind="netlify")
     try:
         json_type = {"Content-Type": "application/json"}
         token = {**json_type, "Authorization": f"Bearer {stack.token}"}
@@ -380,5 +341,4 @@ def test_posts_go_to_the_write_service(tmp_path, data_dir):
         assert (served.status, json.loads(served.body)) == (200, created)
     finally:
         edge.stop()
-        origin.shutdown()
         stack.stop()

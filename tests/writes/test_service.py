@@ -27,7 +27,7 @@ OWNER = "21474dbb-f5dd-4163-9d23-2efaac50c7d3"  # a user of the sample catalogue
 USERS = 8
 
 
-@pytest.fixture(scope="module", params=server_params())
+@pytest.fixture(scope="module", params=server_params(writes=True))
 def kind(request) -> str:
     return request.param
 
