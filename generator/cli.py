@@ -14,6 +14,7 @@ from .api.urls import API, PREVIEW
 from .sitebuild import Summary
 from .sitebuild import check as check_data
 from .catalogue import synth as synthetic
+from .catalogue.starter import init as init_catalogue
 from .catalogue.settings import LINKS
 from .errors import CatalogueError
 from .hosts import nginx
@@ -59,6 +60,21 @@ def _run(action):
 @click.version_option(package_name="catalogue-generator")
 def main() -> None:
     """Build the catalogue's static JSON API from the data directory."""
+
+
+@main.command()
+@click.argument("directory", type=click.Path(path_type=Path))
+def init(directory: Path) -> None:
+    """Start a new catalogue in DIRECTORY (new or empty): DIRECTORY/data/ with a commented
+    site.yaml and a few sample records of every collection, ready to build and serve."""
+    data = _run(lambda: init_catalogue(directory))
+    summary = _run(lambda: check_data(data, None, None))
+    click.echo(f"created {data}/ (site.yaml; {_summary_lines(summary)[0]})")
+    click.echo("next:")
+    if directory.resolve() != Path.cwd().resolve():
+        click.echo(f"  cd {directory}")
+    click.echo("  catalogue build    # publishes site/api/v1/")
+    click.echo("  catalogue serve    # serves it on http://127.0.0.1:8000/api/v1/")
 
 
 @main.command()

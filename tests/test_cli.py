@@ -151,3 +151,65 @@ def test_build_refuses_a_write_service_address_nginx_cannot_hold(data_dir: Path,
     assert result.output == ("write service address '127.0.0.1:8001; return 200': give it as host:port, "
                              "for example 127.0.0.1:8001\n")
     assert not (tmp_path / "site").exists()
+
+
+# ---- catalogue init -------------------------------------------------------------------------
+INIT_SUMMARY = "records: author 3, books 3, publisher 2, category 3, user 2, bookshelf 2"
+
+
+def test_init_writes_a_catalogue_that_builds(tmp_path: Path, monkeypatch):
+    from generator.catalogue.resources import RESOURCES
+
+    monkeypatch.chdir(tmp_path)
+    result = run("init", "ketab")
+    assert result.exit_code == 0, result.output
+    assert result.output == (f"created ketab/data/ (site.yaml; {INIT_SUMMARY})\n"
+                             "next:\n"
+                             "  cd ketab\n"
+                             "  catalogue build    # publishes site/api/v1/\n"
+                             "  catalogue serve    # serves it on http://127.0.0.1:8000/api/v1/\n")
+    data = tmp_path / "ketab" / "data"
+    assert sorted(p.name for p in data.iterdir()) == sorted(
+        ["site.yaml"] + [f"{r.collection}.yaml" for r in RESOURCES])
+    monkeypatch.chdir(tmp_path / "ketab")
+    built = run("build")
+    assert built.exit_code == 0, built.output
+    assert built.output.splitlines()[0] == INIT_SUMMARY
+    root = (tmp_path / "ketab/site/api/v1/index.json").read_bytes()
+    assert root.startswith(b'{"author":"http://127.0.0.1:8000/api/v1/author/"')  # served where `catalogue serve` listens
+    assert "صادق هدایت".encode() in (tmp_path / "ketab/site/api/v1/author/index.json").read_bytes()
+
+
+def test_init_into_an_empty_directory_and_the_current_one(tmp_path: Path, monkeypatch):
+    (tmp_path / "empty").mkdir()
+    monkeypatch.chdir(tmp_path / "empty")
+    result = run("init", ".")
+    assert result.exit_code == 0, result.output
+    assert "  cd " not in result.output
+    assert (tmp_path / "empty/data/site.yaml").is_file()
+
+
+@pytest.mark.parametrize("existing", ["notes.txt", ".git"])
+def test_init_refuses_a_directory_that_holds_anything(tmp_path: Path, existing: str):
+    (tmp_path / "ketab").mkdir()
+    (tmp_path / "ketab" / existing).write_text("mine")
+    result = run("init", str(tmp_path / "ketab"))
+    assert result.exit_code == 1
+    assert result.output == (f"{tmp_path / 'ketab'} is not empty: catalogue init writes a new catalogue only "
+                             "into a new or empty directory\n")
+    assert sorted(p.name for p in (tmp_path / "ketab").iterdir()) == [existing]
+
+
+def test_init_refuses_a_file(tmp_path: Path):
+    (tmp_path / "ketab").write_text("mine")
+    result = run("init", str(tmp_path / "ketab"))
+    assert result.exit_code == 1
+    assert result.output == f"{tmp_path / 'ketab'} is a file: give catalogue init a new or empty directory\n"
+
+
+def test_version_comes_from_the_package_metadata():
+    from importlib.metadata import version
+
+    result = run("--version")
+    assert result.exit_code == 0
+    assert result.output.endswith(f", version {version('catalogue-generator')}\n")

@@ -9,14 +9,14 @@ build), the viewer costs one file.
 from __future__ import annotations
 
 import json
-from pathlib import Path
+from importlib import resources
 
 import jinja2
 
 from ..catalogue.settings import Settings
 from .urls import API
 
-_TEMPLATE = jinja2.Template(Path(__file__).with_name("viewer.html").read_text(encoding="utf-8"),
+_TEMPLATE = jinja2.Template(resources.files(__package__).joinpath("viewer.html").read_text(encoding="utf-8"),
                             undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
 
 

@@ -13,12 +13,24 @@ import re
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
+from importlib import resources
 from pathlib import Path
 from typing import Any, Callable
 
 import jsonschema_rs
 
-SCHEMA_DIR = Path(__file__).resolve().parent.parent.parent / "schemas"
+
+
+def _schema_dir() -> Path:
+    """The JSON Schemas: catalogue/schemas/ inside an installed package (the package's build
+    copies them there from the project's schemas/, their one source), else a checkout's schemas/."""
+    shipped = resources.files(__package__) / "schemas"
+    if isinstance(shipped, Path) and shipped.is_dir():
+        return shipped
+    return Path(__file__).resolve().parents[2] / "schemas"
+
+
+SCHEMA_DIR = _schema_dir()
 
 
 def _schema_pattern(schema: str, *keys: str) -> re.Pattern:
