@@ -52,7 +52,7 @@ class CatalogueError(Exception):
 
 
 class DataError(CatalogueError):
-    """The input data breaks the rules of data.md; nothing was published."""
+    """The input data breaks the rules of docs/spec/data.md; nothing was published."""
 
     def __init__(self, problems: Problems) -> None:
         self.problems = problems

@@ -90,7 +90,7 @@ def raw(text: str) -> str:
 
 
 BIG = "1" + "0" * 30  # 10**30
-# Query strings read as request.GET and written back into DRF's links (query.md §1), each
+# Query strings read as request.GET and written back into DRF's links (docs/spec/query.md §1), each
 # against 42 records, a default page of 10 (unlike the 12s the spellings write) and no max_limit;
 # then SETTINGS' cases.
 QUERIES = [

@@ -15,7 +15,7 @@ from conftest import ROOT
 
 DOCS = ROOT / "docs"
 README_LIMIT = 12_000  # bytes
-# The query settings of the spec (query.md §2) that this version does not read yet: the docs
+# The query settings of the spec (docs/spec/query.md §2) that this version does not read yet: the docs
 # and the starter's site.yaml name them as coming. Each leaves this set once the loader knows it.
 COMING = {"search", "ordering", "filters", "search_normalise"}
 
@@ -123,6 +123,25 @@ def test_the_readme_is_a_front_door():
         assert (ROOT / target).exists(), f"README links to {target}, which does not exist"
 
 
+SPEC = ("api", "data", "http", "query")
+
+
 def test_the_spec_is_in_the_repository():
-    for name in ("api", "data", "http", "query"):
+    for name in SPEC:
         assert (DOCS / "spec" / f"{name}.md").is_file(), name
+
+
+def test_the_code_cites_the_spec_by_its_path():
+    bare = re.compile(rf"(?<![\w/])(?:{'|'.join(SPEC)})\.md\b")
+    cited = re.compile(r"docs/spec/([a-z]+)\.md")
+    for folder in ("generator", "tests", "benchmarks"):
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            if path == Path(__file__):
+                continue  # (which names the docs' own pages, docs/data.md among them)
+            text = path.read_text(encoding="utf-8")
+            where = path.relative_to(ROOT)
+            for found in bare.finditer(text):
+                line = text.count("\n", 0, found.start()) + 1
+                pytest.fail(f"{where}:{line}: cite the spec by its path, docs/spec/{found[0]}")
+            for name in cited.findall(text):
+                assert (DOCS / "spec" / f"{name}.md").is_file(), f"{where} cites docs/spec/{name}.md"

@@ -1,5 +1,5 @@
 """Where each record lies inside the pre-built pages of the default page size: what lets
-a host answer any other page (query.md §1) from the files the build wrote, without the
+a host answer any other page (docs/spec/query.md §1) from the files the build wrote, without the
 data and without encoding a record again.
 
 A page is its head, its records joined by commas, and TAIL (api/pages.py). For each

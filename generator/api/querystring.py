@@ -1,4 +1,4 @@
-"""How a request's query string is read, and how DRF writes its page links (query.md §1).
+"""How a request's query string is read, and how DRF writes its page links (docs/spec/query.md §1).
 
 The reference is a Django service behind WSGI with DRF's LimitOffsetPagination; every
 function here answers as that pair does, and `hosts/querystring.py` renders the same

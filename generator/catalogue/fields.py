@@ -1,4 +1,4 @@
-"""The rules of data.md for one value, and what a field of a collection is.
+"""The rules of docs/spec/data.md for one value, and what a field of a collection is.
 
 Each collection (resources.py) is a list of fields; a row's values go through the same
 coercers whether they came from CSV (all text) or YAML (typed scalars). The

@@ -1,4 +1,4 @@
-"""Turn raw rows into typed, checked records, applying every rule of data.md to them.
+"""Turn raw rows into typed, checked records, applying every rule of docs/spec/data.md to them.
 
 A record with a bad field is still yielded when its id is sound, so references to it
 do not cascade into more, misleading problems; the run fails anyway. Ids (and the
@@ -203,7 +203,7 @@ def _default(default: Any) -> Any:
 
 
 def _derive_id(record: dict[str, Any], row: dict, collection: str) -> None:
-    """A record given no id gets the one derived from its key fields (data.md)."""
+    """A record given no id gets the one derived from its key fields (docs/spec/data.md)."""
     if record["id"] is None and row.get("id") in (None, ""):
         parts = [record[name] for name in BY_COLLECTION[collection].id_key]
         if None not in parts:
@@ -284,7 +284,7 @@ def _flatten_children(rows, source: Source, problems: Problems):
 
 
 def _derived_parent_id(resource: Resource, row: dict) -> str | None:
-    """The id a node given none has (data.md), for its children to name; None when its key
+    """The id a node given none has (docs/spec/data.md), for its children to name; None when its key
     is not valid (reported with the node itself)."""
     try:
         key = "/".join(resource.field(name).coerce(row.get(name)) for name in resource.id_key)

@@ -1,4 +1,4 @@
-"""The site's settings: site.yaml checked against data.md, with the defaults it names."""
+"""The site's settings: site.yaml checked against docs/spec/data.md, with the defaults it names."""
 from __future__ import annotations
 
 import re
@@ -9,7 +9,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from ..errors import Problems
 from .fields import is_http_url, is_uri, shown
 
-DEFAULT_TIME_ZONE = "Asia/Tehran"  # data.md: when site.yaml names none
+DEFAULT_TIME_ZONE = "Asia/Tehran"  # docs/spec/data.md: when site.yaml names none
 
 @dataclass(frozen=True)
 class Settings:
@@ -20,7 +20,7 @@ class Settings:
     # "api": links are the API's URLs, as DRF wrote them; "paths": each link is the URL of
     # the file itself (for hosts that serve files and nothing else). A build option.
     links: str = "api"
-    # The largest page a request may ask for (DRF's max_limit; query.md §1): a larger limit
+    # The largest page a request may ask for (DRF's max_limit; docs/spec/query.md §1): a larger limit
     # is clamped to it. None: no clamp, as DRF's default.
     max_limit: int | None = None
 

@@ -21,7 +21,7 @@ A CloudFront Function cannot read objects, so the pages sent to PAGES are put to
 pages.mjs, on origin request: templates/pages.js.j2 (the JavaScript hosts' one
 implementation) reading the page indexes and pages from the S3 origin. Its caps: READS
 objects a request, and the body CloudFront takes from a generated response (1 MB): a
-larger page answers the 400 that names the largest page (query.md). Only the collections'
+larger page answers the 400 that names the largest page (docs/spec/query.md). Only the collections'
 lists can ask for such a page, so only their cache behaviours call it.
 
 `catalogue serve --server cloudfront` runs both here (cloudfront.mjs, in Node): the

@@ -42,7 +42,7 @@ from .router import answer_values, javascript, js_regex
 NETLIFY = f"{HOSTS}/netlify"  # <site>/hosts/netlify/: the Netlify base directory
 FUNCTION = "catalogue"  # edge-functions/catalogue.js, as netlify.toml names it
 FUNCTIONS_DIR = "edge-functions"
-PUBLISH_DIR = "public"  # filled by fill_command() from <site>/current (see README: Deploying)
+PUBLISH_DIR = "public"  # filled by fill_command() from <site>/current (see docs/deploying.md: Netlify)
 KEY_FILE = "file-key"
 FILE_HEADER = "x-catalogue-file"  # on the function's own reads of files: the key
 WRITE_SERVICE = "CATALOGUE_WRITE_SERVICE"  # the environment variable naming the write service's URL

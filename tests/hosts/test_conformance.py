@@ -1,4 +1,4 @@
-"""One conformance suite, every server: the built site answers as http.md says the DRF
+"""One conformance suite, every server: the built site answers as docs/spec/http.md says the DRF
 service did, under the built-in server always and under real nginx where it is installed
 (under CI, always: .ci/run installs it and requires these tests)."""
 from __future__ import annotations
@@ -29,7 +29,7 @@ READ = "GET, HEAD, OPTIONS"
 WRITE = "GET, POST, HEAD, OPTIONS"
 COUNTS = {"author": 19, "books": 42, "publisher": 7, "category": 14, "user": 8, "bookshelf": 12}
 BOOK = "76f9d815-44dc-545f-890b-4419e8e5e6da"
-# CloudFront's two answers of its own (README: CloudFront and S3): a missing object gets the
+# CloudFront's two answers of its own (docs/deploying.md: CloudFront and S3): a missing object gets the
 # distribution's one error document, and a read-only host answers every POST 503 before any
 # body is read (a CloudFront Function never sees one).
 ONE_404_BODY = {"cloudfront"}
@@ -126,7 +126,7 @@ def test_follow_next_to_the_end_and_previous_back(server, resource, limit):
 ])
 def test_query_string_spellings(server, query, offset, limit):
     """Every spelling DRF reads as this page: its records, and DRF's links, which keep the
-    parameters it does not know (query.md §1)."""
+    parameters it does not know (docs/spec/query.md §1)."""
     got = page(server, query)
     expected = body(server.get(f"/api/v1/books/?limit={limit}" + (f"&offset={offset}" if offset else "")))
     assert got["results"] == expected["results"] and got["count"] == expected["count"]
@@ -146,7 +146,7 @@ def test_first_page_equals_limit_of_default_size(server):
     "?limit=5&utm_source=x", "?q=%D9%83%D8%AA%D8%A7%D8%A8&offset=3", "?a=1&a=2&limit=3",  # kept in the links
 ])
 def test_pages_off_the_grid(server, query):
-    """query.md §1: every page DRF answers, put together at request time, with DRF's links."""
+    """docs/spec/query.md §1: every page DRF answers, put together at request time, with DRF's links."""
     answer = server.get(f"/api/v1/books/{query}")
     assert (answer.status, answer.body) == put_together(server.site / "current", "books", asked(server, query[1:]))
     assert answer.header("Content-Type") == "application/json"
