@@ -151,3 +151,65 @@ def test_build_refuses_a_write_service_address_nginx_cannot_hold(data_dir: Path,
     assert result.output == ("write service address '127.0.0.1:8001; return 200': give it as host:port, "
                              "for example 127.0.0.1:8001\n")
     assert not (tmp_path / "site").exists()
+
+
+# ---- one cause, one line (issue 28) ------------------------------------------------------------
+
+def test_a_tab_in_a_yaml_file_is_one_problem_naming_the_checks_it_holds_back(data_dir: Path):
+    authors = data_dir / "authors.yaml"
+    lines = authors.read_text(encoding="utf-8").splitlines(keepends=True)
+    assert lines[4].startswith("  bio: ")
+    lines[4] = "\t" + lines[4][2:]  # (books refer to these authors: without them, 55 references fail)
+    authors.write_text("".join(lines), encoding="utf-8")
+    result = run("check", "--data", str(data_dir))
+    assert result.exit_code == 1
+    assert result.output == (
+        "1 problem in the catalogue data:\n"
+        "  data/authors.yaml:5: is not valid YAML: a tab at column 1, which YAML does not allow for "
+        "indenting: indent with spaces (the file was not read past this; references to authors from "
+        "books are checked once it reads)\n")
+
+
+def test_a_misspelt_csv_header_is_one_problem_at_line_1(data_dir: Path):
+    books = data_dir / "books.csv"
+    text = books.read_text(encoding="utf-8")
+    books.write_text(text.replace("id,title,", "id,titel,", 1), encoding="utf-8")
+    result = run("check", "--data", str(data_dir))
+    assert result.exit_code == 1
+    assert result.output == (
+        "1 problem in the catalogue data:\n"
+        "  data/books.csv:1: field 'titel': the header's column is not a field of books: "
+        "rename the column to 'title' (a required field)\n")
+
+
+def test_header_problems_each_once_whatever_the_rows(data_dir: Path):
+    books = data_dir / "books.csv"
+    text = books.read_text(encoding="utf-8")
+    books.write_text(text.replace("id,title,isbn,", "id,title,url,", 1).replace(",images\n", ",nickname\n", 1),
+                     encoding="utf-8")
+    result = run("build", "--data", str(data_dir), "--out", str(data_dir.parent / "site"))
+    assert result.exit_code == 1
+    assert result.output == (
+        "3 problems in the catalogue data:\n"
+        "  data/books.csv:1: field 'url': is computed by the build and cannot be given: remove the column\n"
+        "  data/books.csv:1: field 'nickname': the header's column is not a field of books: remove the "
+        "column or rename it; known fields: about, authors, categories, code, code_qoq, comment_for_develop, "
+        "created_time, ddc, enable, id, images, isbn, pages, price, price_currency, publishers, title, "
+        "translators, weight\n"
+        "  data/books.csv:1: field 'isbn': has no column in the header and is required: add the column\n")
+
+
+def test_repeated_problems_are_capped_with_a_count(data_dir: Path):
+    books = data_dir / "books.csv"
+    gone = "00000000-0000-4000-8000-000000000000"
+    books.write_text(books.read_text(encoding="utf-8").replace("187b102f-27c8-4e95-9f12-42ebc7b73cb1", gone),
+                     encoding="utf-8")
+    result = run("check", "--data", str(data_dir))
+    assert result.exit_code == 1
+    refers = f"field 'authors': refers to author {gone}, which does not exist"
+    assert result.output == (
+        "5 problems in the catalogue data:\n"
+        f"  data/books.csv:2: {refers}\n"
+        f"  data/books.csv:10: {refers}\n"
+        f"  data/books.csv:18: {refers}\n"
+        "  data/books.csv: and 2 more like it on lines 26 and 262\n")
