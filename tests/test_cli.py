@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -115,6 +116,21 @@ def test_build_writes_the_nginx_configuration(data_dir: Path, tmp_path: Path):
     standalone = (out / "hosts/nginx/nginx.conf").read_text(encoding="utf-8")
     assert f'include "{out.absolute()}/hosts/nginx/catalogue.conf";' in standalone
     assert "function route(method, path, query, accept)" in (out / "hosts/router/router.js").read_text(encoding="utf-8")
+
+
+def test_the_built_nginx_configuration_passes_nginx_t_as_written(data_dir: Path, tmp_path: Path):
+    """`nginx -t` of hosts/nginx/nginx.conf right after a build: no `catalogue serve` has run
+    (which once made the run directory the file names), and nothing to warn about."""
+    if not runnable("nginx"):
+        pytest.skip("nginx is not installed")
+    from generator.hosts.nginx import find_nginx
+    out = tmp_path / "site"
+    assert run("build", "--data", str(data_dir), "--out", str(out)).exit_code == 0
+    done = subprocess.run([find_nginx(), "-t", "-c", str(out / "hosts/nginx/nginx.conf")],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.splitlines()[-1].endswith("test is successful"), done.stderr
+    assert not re.search(r"\[(warn|error|crit|alert|emerg)\]", done.stderr), done.stderr
 
 
 def test_token_add_prints_the_token_and_keeps_its_hash(tmp_path: Path):
