@@ -13,6 +13,7 @@ from .api.serving import DEFAULT_LISTEN, DEFAULT_PAGE_SERVICE, DEFAULT_WRITE_SER
 from .api.urls import API, PREVIEW
 from .sitebuild import Summary
 from .sitebuild import check as check_data
+from .sitebuild.state import published_links
 from .catalogue import synth as synthetic
 from .catalogue.settings import LINKS
 from .errors import CatalogueError
@@ -168,10 +169,15 @@ def _preview(data_dir: Path, site_dir: Path, token_file: Path, port: int, write_
 @click.option("--base-url", envvar="CATALOGUE_BASE_URL", help=BASE_URL_HELP)
 @click.option("--listen", default=DEFAULT_LISTEN, show_default=True,
               help="Address of the server block its rebuilds write to OUT/hosts/nginx/.")
+@click.option("--links", type=click.Choice(LINKS),
+              help="The links of its rebuilds and answers (as catalogue build --links); default: those of "
+                   "the site published in OUT (api when none is).")
 def write_service(data_dir: Path, out_dir: Path, token_file: Path, host: str, port: int,
-                  base_url: str | None, listen: str) -> None:
+                  base_url: str | None, listen: str, links: str | None) -> None:
     """Accept POSTs of users and bookshelves: append them to DATA and publish them."""
-    _run(lambda: service.run(service.Config(data_dir, out_dir, token_file, host, port, base_url, listen)))
+    links = links or published_links(out_dir) or "api"  # (a rebuild keeps the site's choice)
+    _run(lambda: service.run(service.Config(data_dir, out_dir, token_file, host, port, base_url, listen,
+                                            links=links)))
 
 
 @main.command()

@@ -399,3 +399,32 @@ def test_serve_starts_the_write_service_again_when_it_dies(tmp_path: Path, data_
     finally:
         assert server.stop() == 0
     assert not [pid for pid in children(os.getpid()) if pid == server.process.pid]
+
+
+def test_the_write_service_keeps_a_paths_site_a_paths_site(tmp_path: Path, data_dir: Path):
+    """A site built with --links paths stays one through the service's rebuilds (the one it
+    makes on starting, and each after a write), and a 201 links as the published record will."""
+    site = tmp_path / "site"
+    build(data_dir, site, links="paths")
+    root_before = (site / "current/api/v1/index.json").read_bytes()
+    token_file = tmp_path / "tokens"
+    token = tokens.add(token_file, "librarian")
+    service = WriteService(data_dir, site, token_file)
+    try:
+        connection = http.client.HTTPConnection("127.0.0.1", service.port, timeout=10)
+        connection.request("POST", "/api/v1/user/", json.dumps({"username": "paths.reader"}),
+                           {"Content-Type": "application/json", "Authorization": f"Bearer {token}"})
+        answer = connection.getresponse()
+        created = json.loads(answer.read())
+        connection.close()
+        assert answer.status == 201, created
+        id = created["id"]
+        assert created["url"] == f"{BASE}/api/v1/user/{id[:2]}/{id}.json"
+        published = site / "current/api/v1/user" / id[:2] / f"{id}.json"
+        assert wait_until(lambda: published.is_file() and published.read_bytes() == json.dumps(
+            created, ensure_ascii=False, separators=(",", ":")).encode())
+        assert (site / "current/api/v1/index.json").read_bytes() == root_before
+        first_page = json.loads((site / "current/api/v1/user/index.json").read_bytes())
+        assert all(user["url"].endswith(".json") for user in first_page["results"])
+    finally:
+        service.stop()
