@@ -3,6 +3,7 @@ the hosts' servers and deploy, the write service, tokens and synthetic catalogue
 from __future__ import annotations
 
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -17,7 +18,7 @@ from .sitebuild.state import published_links
 from .catalogue import synth as synthetic
 from .catalogue.settings import LINKS
 from .errors import CatalogueError
-from .hosts import nginx
+from .hosts import nginx, ready
 from .hosts.contract import Local
 from .hosts.deploy import Comparison, deploy as deploy_site
 from .hosts.registry import servers
@@ -118,8 +119,10 @@ def check(data_dir: Path, base_url: str | None) -> None:
                    + "; ".join(f"{host.name}: {host.summary}" for host in SERVERS.values()) + ".")
 @click.option("--socket", type=click.Path(dir_okay=False, path_type=Path),
               help="Listen on this Unix socket instead of the port (the built-in server; nginx's page service).")
+@click.option("--page-service", is_flag=True, hidden=True,
+              help="Run as nginx's page service (which nginx's serve waits for): no word of readiness.")
 def serve(site_dir: Path, port: int, data_dir: Path | None, token_file: Path | None, write_port: int,
-          base_url: str | None, server_name: str | None, socket: Path | None) -> None:
+          base_url: str | None, server_name: str | None, socket: Path | None, page_service: bool) -> None:
     """Serve a built site in the foreground until Ctrl-C; with --data, a local build of the data and writes."""
     if data_dir is not None and token_file is None:
         raise click.UsageError("--data needs --tokens: the file of the tokens that may write")
@@ -134,9 +137,16 @@ def serve(site_dir: Path, port: int, data_dir: Path | None, token_file: Path | N
         writes = service.supervised(config).start()
     run_server = SERVERS[server_name].serve
     local = Local(port, LOCAL, write_service, socket)
+    stop = threading.Event()
+    if socket is None and not page_service:  # ("ready:" once every part answers; on a loaded machine
+        # the write service, a process of its own, may come up well after the server)
+        parts = ready.Parts(SERVERS[server_name], local, site_dir, writes is not None)
+        threading.Thread(target=ready.watch, args=(parts, lambda line: click.echo(line, err=True), stop),
+                         name="ready", daemon=True).start()
     try:
         status = _run(lambda: run_server(site_dir, local))
     finally:
+        stop.set()
         if writes is not None:
             writes.stop()
     sys.exit(status)

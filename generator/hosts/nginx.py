@@ -190,8 +190,8 @@ def serve(site: Path, local: Local) -> int:
     config = write_configs(site, Hosting(f"{local.host}:{local.port}", local.write_service, pages.address), run)
     command = [nginx, "-p", str(run), "-c", str(config), "-e", str(run / "error.log"), "-g", "daemon off;"]
     with pages.running(site):
-        print(f"serving {site} with nginx at http://{local.host}:{local.port}{serving.prefix}/{API}/ "
-              "(Ctrl-C stops)", file=sys.stderr, flush=True)
+        print(f"starting nginx for {site} at http://{local.host}:{local.port}{serving.prefix}/{API}/",
+              file=sys.stderr, flush=True)
         return foreground(command)  # (SIGTERM: nginx's fast shutdown)
 
 
@@ -221,7 +221,8 @@ class PageService:
         where = ("--socket", str(self.socket)) if self.socket else ("--port", str(self.port))
         if self.socket:
             self.socket.unlink(missing_ok=True)
-        child = Supervised(command("serve", "--server", "builtin", "--site", str(site), *where), "the page service",
+        child = Supervised(command("serve", "--server", "builtin", "--site", str(site), "--page-service", *where),
+                           "the page service",
                            lambda message: print(message, file=sys.stderr, flush=True)).start()
         try:
             self._wait()
