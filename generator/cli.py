@@ -18,8 +18,8 @@ from .sitebuild.state import published_links
 from .catalogue import synth as synthetic
 from .catalogue.settings import LINKS
 from .errors import CatalogueError
-from .hosts import nginx, ready
-from .hosts.contract import Local
+from .hosts import nginx
+from .hosts.contract import Local, Parts, watch
 from .hosts.deploy import Comparison, deploy as deploy_site
 from .hosts.registry import servers
 from .importer.output import FORMATS as IMPORT_FORMATS
@@ -140,8 +140,8 @@ def serve(site_dir: Path, port: int, data_dir: Path | None, token_file: Path | N
     stop = threading.Event()
     if socket is None and not page_service:  # ("ready:" once every part answers; on a loaded machine
         # the write service, a process of its own, may come up well after the server)
-        parts = ready.Parts(SERVERS[server_name], local, site_dir, writes is not None)
-        threading.Thread(target=ready.watch, args=(parts, lambda line: click.echo(line, err=True), stop),
+        parts = Parts(SERVERS[server_name], local, site_dir, writes is not None)
+        threading.Thread(target=watch, args=(parts, lambda line: click.echo(line, err=True), stop),
                          name="ready", daemon=True).start()
     try:
         status = _run(lambda: run_server(site_dir, local))

@@ -65,8 +65,8 @@ class Problems:
                 lines.append(f"  {p}")
             if position == shown - 1 and len(alike) > shown:
                 rest = [q.line for q in alike[shown:]]
-                where = _lines(rest)
-                lines.append(f"  {p.file}: and {len(rest)} more like it{where}")
+                field = f" field {p.field!r}:" if p.field else ""
+                lines.append(f"  {p.file}:{field} and {len(rest)} more like it{_lines(rest)}")
         return "\n".join(lines)
 
 
@@ -75,14 +75,15 @@ _VALUES = re.compile(r"'[^']*'|\"[^\"]*\"|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0
 
 
 def _likeness(problem: Problem) -> tuple[str, str, str]:
+    """Problems of rows alike but for their values; a problem of a whole file (line 0: a
+    collection with no data file, say) is its own, and there are never many."""
+    if not problem.line:
+        return problem.file, problem.field, problem.message
     return problem.file, problem.field, _VALUES.sub("…", problem.message)
 
 
 def _lines(lines: list[int]) -> str:
-    """" on lines 5, 9 and 12" or " on lines 5 to 480"; "" for problems of whole files."""
-    lines = [n for n in lines if n]
-    if not lines:
-        return ""
+    """" on lines 5, 9 and 12" or " on lines 5 to 480"."""
     if len(lines) == 1:
         return f" on line {lines[0]}"
     if len(lines) <= 4:

@@ -228,4 +228,15 @@ def test_repeated_problems_are_capped_with_a_count(data_dir: Path):
         f"  data/books.csv:2: {refers}\n"
         f"  data/books.csv:10: {refers}\n"
         f"  data/books.csv:18: {refers}\n"
-        "  data/books.csv: and 2 more like it on lines 26 and 262\n")
+        "  data/books.csv: field 'authors': and 2 more like it on lines 26 and 262\n")
+
+
+def test_problems_of_whole_files_are_never_counted_away(data_dir: Path):
+    for name in ("authors.yaml", "books.csv", "categories.yaml", "users.yaml"):
+        (data_dir / name).unlink()
+    result = run("check", "--data", str(data_dir))
+    assert result.exit_code == 1
+    assert result.output == "".join(
+        ["4 problems in the catalogue data:\n"]
+        + [f"  data/: collection {c!r} has no data file: add {c}.yaml or {c}.csv\n"
+           for c in ("categories", "authors", "books", "users")])  # (the build's order)

@@ -431,7 +431,7 @@ def test_the_write_service_keeps_a_paths_site_a_paths_site(tmp_path: Path, data_
 
 
 def ready_line(server: Server, seconds: float = 60.0) -> str:
-    """`catalogue serve`'s word that every part of it answers (hosts/ready.py)."""
+    """`catalogue serve`'s word that every part of it answers (hosts/contract.py)."""
     found = wait_until(lambda: next((line for line in server.log.read_text().splitlines()
                                      if line.startswith(("ready:", "not ready"))), None), seconds)
     assert found, server.log.read_text()
