@@ -1,0 +1,230 @@
+"""Search, ordering and filters at request time (query.md §3–5): which records of a
+collection a request selects, in which order, from the query indexes the build wrote
+(api/queryindex.py), as DRF's backends run in the reference service: django-filter's
+first, then SearchFilter, then OrderingFilter.
+
+`select()` gives None when a request asks for none of them (the collection as it is:
+pages are slices of the pre-built ones), or the `Selection` whose records the page
+shows, or raises filters.Rejected with DRF's 400 body. This is the Python hosts' one
+implementation; hosts/templates/query.js.j2 is the JavaScript hosts', and both are
+checked against the same golden table (tests/golden/query.json).
+"""
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import orjson
+
+from ..catalogue.querying import FILTERS, NORMALISE, ORDERING, SEARCH, is_to_many, search_field
+from ..catalogue.resources import BY_NAME
+from . import queryindex as qi
+from .filters import Ordering, Rejected, RelationFilter, Search, fold
+from .querystring import last
+
+Reader = Callable[[str], "bytes | None"]
+SEARCH_PARAM, ORDERING_PARAM = Search(), Ordering()
+SCALAR = ""  # a term's hit in a field of the record itself (else "relation element")
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The records a request selects, by position, in the order its page lists them."""
+    positions: Sequence[int]
+
+    @property
+    def count(self) -> int:
+        return len(self.positions)
+
+    def take(self, start: int, stop: int) -> Sequence[int]:
+        return self.positions[start:stop]
+
+
+class Missing(FileNotFoundError):
+    """A query index file the generation should hold and does not."""
+
+
+def select(read: Reader, name: str, pairs: list[tuple[str, str]], query: dict, count: int) -> Selection | None:
+    """What the request's filters, search and ordering select of the collection `name`
+    of `count` records; None when it asks for none of them."""
+    matched: set[int] | None = None
+    relations = query.get(FILTERS, {}).get(name, [])
+    if relations:
+        matched = _filtered(read, name, pairs, relations)
+    fields = query.get(SEARCH, {}).get(name, [])
+    if fields:
+        terms = SEARCH_PARAM.terms(last(pairs, SEARCH_PARAM.name))
+        if terms:
+            found = _searched(read, name, fields, terms, query.get(NORMALISE), count)
+            matched = found if matched is None else matched & found
+    orderable = query.get(ORDERING, {}).get(name, [])
+    ordering = ORDERING_PARAM.fields(last(pairs, ORDERING_PARAM.name), orderable) if orderable else []
+    if matched is None and not ordering:
+        return None
+    if matched is None and len(ordering) == 1:
+        return Selection(_Sorted(read, name, *ordering[0], count))
+    positions = sorted(matched) if matched is not None else list(range(count))
+    if ordering:
+        positions = _ordered(read, name, ordering, positions)
+    return Selection(positions)
+
+
+# ---- filters ----------------------------------------------------------------------------
+
+
+def _filtered(read: Reader, name: str, pairs: list[tuple[str, str]], relations: list[str]) -> set[int] | None:
+    """The records every filter given keeps (None: no filter given); all mistakes together,
+    as django-filter's form reports them."""
+    resource = BY_NAME[name]
+    errors: dict[str, list[str]] = {}
+    kept: set[int] | None = None
+    for relation in relations:
+        param = RelationFilter(relation, is_to_many(resource, relation))
+        values = [value for key, value in pairs if key == relation]
+        try:
+            ids = param.ids(values)
+            if not ids:
+                continue
+            found: set[int] = set()
+            for id, value in zip(ids, values[-len(ids):]):
+                referring = _referring(read, name, relation, id)
+                if referring is None:
+                    raise param.unknown(value)
+                found.update(referring)
+        except Rejected as rejected:
+            errors.update(rejected.body)
+            continue
+        kept = found if kept is None else kept & found
+    if errors:
+        raise Rejected(errors)
+    return kept
+
+
+def _referring(read: Reader, name: str, relation: str, id: str) -> list[int] | None:
+    """The records referring to the record `id` (None: no such record)."""
+    data = read(qi.filter_file(name, relation, id))
+    if data is None:
+        return None
+    return orjson.loads(data).get(id)
+
+
+# ---- search -----------------------------------------------------------------------------
+
+
+def _searched(read: Reader, name: str, specs: list[str], terms: list[str], normalise: str | None,
+              count: int) -> set[int]:
+    """The records where every term matches some search field; a term matched in a related
+    record's value counts, and when several terms count on related records, one related
+    record of each relation must serve them all, as DRF's single filter() joins them."""
+    fields = [search_field(spec) for spec in specs]
+    hits = []
+    for term in terms:
+        folded = fold(term, normalise).encode()
+        found: dict[int, set[str]] = {}
+        for field in fields:
+            for block in qi.blocks(count):
+                blob = read(qi.text_file(name, field.column, block))
+                if blob is None:
+                    raise Missing(qi.text_file(name, field.column, block))
+                for position, element in matches(blob, folded, field.lookup, field.relation is not None):
+                    tag = SCALAR if field.relation is None else f"{field.relation} {element}"
+                    found.setdefault(block * qi.BLOCK + position, set()).add(tag)
+        hits.append(found)
+    candidates = set(hits[0]).intersection(*hits[1:])
+    return {p for p in candidates if _joined([h[p] for h in hits])}
+
+
+def _joined(tags: list[set[str]]) -> bool:
+    """Whether one choice of a related record per relation serves every term a field of the
+    record itself does not."""
+    left = [t for t in tags if SCALAR not in t]
+    if len(left) <= 1:
+        return True
+    options: dict[str, set[str]] = {}
+    for term in left:
+        for tag in term:
+            relation, _, element = tag.partition(" ")
+            options.setdefault(relation, set()).add(element)
+    names = sorted(options)
+    for choice in itertools.product(*(sorted(options[n]) for n in names)):
+        chosen = {f"{n} {e}" for n, e in zip(names, choice)}
+        if all(term & chosen for term in left):
+            return True
+    return False
+
+
+def matches(blob: bytes, term: bytes, lookup: str, many: bool):
+    """(record, element) of each value in a search column's block that the term matches:
+    contains, startswith or exact, each value once (queryindex's layout)."""
+    record_sep, element_sep = qi.RECORD.encode(), qi.ELEMENT.encode()
+    if not term and lookup == "contains":
+        lookup = "startswith"  # ('' is in every value, but a null is no value: NULL LIKE '%%')
+    needle = term if lookup == "contains" else element_sep + term
+    at, record, counted = 0, -1, 0
+    while True:
+        found = blob.find(needle, at)
+        if found < 0:
+            return
+        end = found + len(needle)
+        if lookup == "exact" and blob[end:end + 1] not in (record_sep, element_sep):
+            at = found + 1
+            continue
+        record += blob.count(record_sep, counted, found + 1)
+        counted = found + 1
+        start = blob.rfind(record_sep, 0, found + 1)
+        element = blob.count(element_sep, start, found + (lookup != "contains")) - 1
+        yield record, element
+        # Past this value: the next element (a relation's), or the next record.
+        stop = blob.find(record_sep, max(end, found + 1))
+        if many:
+            following = blob.find(element_sep, max(end, found + 1))
+            stop = following if 0 <= following < stop else stop
+        at = stop
+
+
+# ---- ordering ---------------------------------------------------------------------------
+
+
+class _Sorted:
+    """A whole collection in one field's order, read from the sorted files a slice at a time."""
+
+    def __init__(self, read: Reader, name: str, field: str, descending: bool, count: int) -> None:
+        self.read, self.name, self.field, self.descending, self.count = read, name, field, descending, count
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __getitem__(self, part: slice) -> list[int]:
+        start, stop, _ = part.indices(self.count)
+        found: list[int] = []
+        for block in range(start // qi.BLOCK, -(-stop // qi.BLOCK)):
+            path = qi.sorted_file(self.name, self.field, self.descending, block)
+            data = self.read(path)
+            if data is None:
+                raise Missing(path)
+            values = qi.read_u32(data)
+            first = block * qi.BLOCK
+            found.extend(values[max(start - first, 0):stop - first])
+        return found
+
+
+def _ordered(read: Reader, name: str, ordering: list[tuple[str, bool]], positions: list[int]) -> list[int]:
+    """The positions sorted by the fields (ties: the collection's order)."""
+    needed = sorted({p // qi.BLOCK for p in positions})
+    columns = []
+    for field, descending in ordering:
+        ranks: dict[int, object] = {}
+        for block in needed:
+            path = qi.rank_file(name, field, block)
+            data = read(path)
+            if data is None:
+                raise Missing(path)
+            ranks[block] = qi.read_u32(data)
+        columns.append((ranks, -1 if descending else 1))
+
+    def key(p: int) -> tuple:
+        block, at = divmod(p, qi.BLOCK)
+        return tuple(sign * ranks[block][at] for ranks, sign in columns) + (p,)
+
+    return sorted(positions, key=key)
