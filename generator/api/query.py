@@ -89,7 +89,9 @@ def _filtered(read: Reader, name: str, pairs: list[tuple[str, str]], relations: 
             found: set[int] = set()
             for id, value in zip(ids, values[-len(ids):]):
                 referring = _referring(read, name, relation, id)
-                if referring is None:
+                # (a to-many filter compares the value as given with str() of the ids it
+                # found: only the canonical spelling of an id is one of its choices)
+                if referring is None or (param.many and value != id):
                     raise param.unknown(value)
                 found.update(referring)
         except Rejected as rejected:

@@ -42,13 +42,18 @@ def search_field(spec: str) -> SearchField:
     return SearchField(spec, lookup or "contains", relation or None, field)
 
 
+# Computed for the document alone, not a column of the old service's tables: DRF could
+# neither search nor order by it.
+NOT_COLUMNS = ("no_child",)
+
+
 def scalars(resource: Resource) -> tuple[str, ...]:
     """The fields of a collection a search may look in and an ordering may name: those of
-    its documents that hold one value (the tree's computed ones too), in document order."""
+    its documents that hold one value (the tree's path, depth and numchild too), in
+    document order."""
     kinds = {f.name: f for f in resource.fields}
-    return tuple(key for key in resource.document
-                 if key in TREE_FIELDS or (key in kinds and kinds[key].to is None
-                                           and kinds[key].coerce is not image_list))
+    return tuple(key for key in resource.document if key not in NOT_COLUMNS and (
+        key in TREE_FIELDS or (key in kinds and kinds[key].to is None and kinds[key].coerce is not image_list)))
 
 
 def relations(resource: Resource) -> dict[str, Resource]:
@@ -60,8 +65,6 @@ def sort_kind(resource: Resource, field: str) -> str:
     """How a field's values compare (query.md §4): "number", "instant", "boolean" or "text"."""
     if field in ("depth", "numchild"):
         return "number"
-    if field in ("no_child",):
-        return "boolean"
     coerce = resource.field(field).coerce if field in resource.names else None
     return {whole: "number", price: "number", timestamp: "instant", boolean: "boolean"}.get(coerce, "text")
 
