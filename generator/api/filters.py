@@ -13,12 +13,19 @@ import re
 from dataclasses import dataclass
 
 from .querystring import digit_value, is_space
+from .render import encode
 
 SPACES = "".join(chr(c) for c in range(0x10000) if chr(c).isspace())  # what Python's \s and strip() take
 # Django's smart_split: quoted phrases (with backslash escapes) stay one bit.
 SMART_SPLIT = re.compile(r"""((?:[^\s'"]*(?:(?:"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*')[^\s'"]*)+)|\S+)""")
 MAX_SEARCH = 1000  # characters of a search value: longer ones answer 400 (a cap DRF does not have)
 NUL = "\x00"
+# DRF's and Django's words, with {value} for the value as given.
+NUL_MESSAGE = "Null characters are not allowed."
+TOO_LONG = f"Ensure this field has no more than {MAX_SEARCH} characters."
+INVALID_UUID = "“{value}” is not a valid UUID."
+UNKNOWN_MANY = "Select a valid choice. {value} is not one of the available choices."
+UNKNOWN_ONE = "Select a valid choice. That choice is not one of the available choices."
 
 # search_normalise: persian (query.md §3): letters and digits folded, marks dropped, ZWNJ a space.
 PERSIAN = {ord("ي"): "ی", ord("ك"): "ک", ord("ة"): "ه", ord("ۀ"): "ه", 0x0640: None, 0x0670: None, 0x200C: " ",
@@ -40,6 +47,10 @@ class Rejected(Exception):
         super().__init__(body)
         self.body = body
 
+    def encoded(self) -> bytes:
+        """The body as DRF's JSONRenderer writes it."""
+        return encode(self.body)
+
 
 @dataclass(frozen=True)
 class Search:
@@ -50,9 +61,9 @@ class Search:
         if value is None:
             return []
         if NUL in value:
-            raise Rejected(["Null characters are not allowed."])
+            raise Rejected([NUL_MESSAGE])
         if len(value) > MAX_SEARCH:
-            raise Rejected({self.name: [f"Ensure this field has no more than {MAX_SEARCH} characters."]})
+            raise Rejected({self.name: [TOO_LONG]})
         return smart_terms(value)
 
 
@@ -103,18 +114,18 @@ class RelationFilter:
         found = []
         for value in values:
             if NUL in value:
-                raise Rejected({self.name: ["Null characters are not allowed."]})
+                raise Rejected({self.name: [NUL_MESSAGE]})
             canonical = uuid_text(value)
             if canonical is None:
-                raise Rejected({self.name: [f"“{value}” is not a valid UUID."]})
+                raise Rejected({self.name: [INVALID_UUID.format(value=value)]})
             found.append(canonical)
         return found
 
     def unknown(self, value: str) -> Rejected:
         """The answer when an id names no record."""
         if self.many:
-            return Rejected({self.name: [f"Select a valid choice. {value} is not one of the available choices."]})
-        return Rejected({self.name: ["Select a valid choice. That choice is not one of the available choices."]})
+            return Rejected({self.name: [UNKNOWN_MANY.format(value=value)]})
+        return Rejected({self.name: [UNKNOWN_ONE]})
 
 
 def uuid_text(value: str) -> str | None:

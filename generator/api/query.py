@@ -105,7 +105,7 @@ def _filtered(read: Reader, name: str, pairs: list[tuple[str, str]], relations: 
 
 def _referring(read: Reader, name: str, relation: str, id: str) -> list[int] | None:
     """The records referring to the record `id` (None: no such record)."""
-    data = read(qi.filter_file(name, relation, id))
+    data = read(qi.filter_file(name, relation, id[:qi.ID_PREFIX]))
     if data is None:
         return None
     return orjson.loads(data).get(id)

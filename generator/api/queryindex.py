@@ -40,6 +40,7 @@ from .filters import fold
 from .urls import API, QUERY_DIR
 
 BLOCK = 65536
+ID_PREFIX = 2  # characters of an id that name its filter file
 RECORD, ELEMENT = "\x00", "\x01"
 BIG_ENDIAN = sys.byteorder == "big"
 UUID_IN_URL = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
@@ -61,8 +62,9 @@ def sorted_file(name: str, field: str, descending: bool, block: int) -> str:
     return f"{query_dir(name)}/sorted/{field}/{'desc' if descending else 'asc'}/{block}.u32"
 
 
-def filter_file(name: str, relation: str, id: str) -> str:
-    return f"{query_dir(name)}/filter/{relation}/{id[:2]}.json"
+def filter_file(name: str, relation: str, prefix: str) -> str:
+    """The ids starting with `prefix` (ID_PREFIX characters) of a filter's related collection."""
+    return f"{query_dir(name)}/filter/{relation}/{prefix}.json"
 
 
 def blocks(count: int) -> range:
@@ -177,7 +179,7 @@ def _filter_files(name: str, relation: str, documents: list[dict], ids: list[str
             referred.setdefault(id, []).append(position)
     shards: dict[str, dict[str, list[int]]] = defaultdict(dict)
     for id in sorted(referred):
-        shards[id[:2]][id] = referred[id]
+        shards[id[:ID_PREFIX]][id] = referred[id]
     return {filter_file(name, relation, prefix): orjson.dumps(shard) for prefix, shard in shards.items()}
 
 

@@ -23,7 +23,6 @@ from email.utils import formatdate, parsedate_to_datetime
 from pathlib import Path
 
 import anyio
-import orjson
 import uvicorn
 from isal import isal_zlib
 from starlette.responses import FileResponse, Response, StreamingResponse
@@ -187,7 +186,7 @@ class Server:
                 if len(body) > STREAM_FROM:  # (a page of thousands of records: never held whole)
                     return StreamingResponse(itertools.chain((bytes(body),), pieces), 200, headers, media_type=JSON)
         except Rejected as rejected:
-            return Response(orjson.dumps(rejected.body), 400, headers, media_type=JSON)
+            return Response(rejected.encoded(), 400, headers, media_type=JSON)
         except FileNotFoundError:  # (a generation built before pages had indexes)
             return Response((generation.root / PAGE_NOT_BUILT).read_bytes(), 400, headers, media_type=JSON)
         return self._made(bytes(body), reads.newest, headers, request)
