@@ -546,3 +546,37 @@ def test_sigterm_leaves_nothing_running(tmp_path: Path, kind: str):
     while any(process_exists(pid) for pid in children) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not any(process_exists(pid) for pid in children)
+
+
+# ---- search, ordering and filters ------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def query_server(tmp_path_factory, kind):
+    """The sample catalogue with search, ordering and filters (tests/query_probes.py), served."""
+    from query_probes import with_settings
+
+    root = tmp_path_factory.mktemp("query")
+    build(with_settings(SAMPLE, root / "data", base_url=BASE), root / "site")
+    running = Server(root / "site", kind=kind)
+    yield running
+    running.stop()
+
+
+def test_random_searches_orderings_and_filters(query_server):
+    """query.md §2–5 on every host: the answers the Python hosts give (checked against DRF
+    in tests/test_drf_query.py), for random probes and along their next links."""
+    from query_probes import SETTINGS, Probes
+
+    site = query_server.site / "current"
+    names = sorted({name for key in ("search", "ordering", "filters") for name in SETTINGS[key]})
+    documents = {name: json.loads(put_together(site, name, "limit=100")[1])["results"] for name in names}
+    probes = Probes(documents, seed=11)
+    for name in names:
+        for _ in range(15):
+            query = probes.query(name)
+            answer = query_server.get(f"/api/v1/{name}/?{query}")
+            assert (answer.status, answer.body) == put_together(site, name, asked(query_server, query)), query
+            if answer.status == 200 and body(answer)["next"]:
+                following = local(body(answer)["next"])
+                again = query_server.get(following)
+                assert (again.status, again.body) == put_together(site, name, asked(query_server, following.split("?", 1)[1]))
