@@ -27,9 +27,9 @@ import re
 import sys
 from array import array
 from collections import defaultdict
-from datetime import datetime
+from datetime import datetime, timedelta, timezone
 from decimal import Decimal
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 import orjson
 
@@ -97,26 +97,103 @@ def related_id(document: dict) -> str:
     """The id of an embedded record: its `id`, else the UUID in its `url`."""
     if "id" in document:
         return document["id"]
-    return UUID_IN_URL.findall(document["url"])[-1]
+    url = document["url"]
+    last = url[-37:-1]  # (an API link ends with "<id>/")
+    return last if UUID_IN_URL.fullmatch(last) else UUID_IN_URL.findall(url)[-1]
 
 
 # ---- the build's side -----------------------------------------------------------------
 
 
-def index_files(name: str, query: dict, documents: list[dict],
-                targets: dict[str, list[str]]) -> dict[str, bytes]:
+class Collector:
+    """One collection's query index files, made from its records' documents given one at a
+    time in order: each block of search values is encoded as soon as it is full (`flush`
+    takes each file), the sort keys and the filters' lists are kept compact until `finish`."""
+
+    def __init__(self, name: str, query: dict, flush: Callable[[str, bytes], None]) -> None:
+        resource = BY_NAME[name]
+        self.name, self.flush = name, flush
+        self.normalise = query.get(NORMALISE)
+        self.search = [search_field(spec) for spec in query.get(SEARCH, {}).get(name, [])]
+        self.values: list[list[str]] = [[] for _ in self.search]
+        self.order = {field: (sort_kind(resource, field), []) for field in query.get(ORDERING, {}).get(name, [])}
+        self.filters: dict[str, dict[str, array]] = {r: {} for r in query.get(FILTERS, {}).get(name, [])}
+        self.count = 0
+
+    def add(self, document: dict) -> None:
+        normalise, position = self.normalise, self.count
+        for found, values in zip(self.search, self.values):
+            found_values = values_of(document, found)
+            values.append(ELEMENT + ELEMENT.join(found_values) if found_values else "")
+        for field, (kind, keys) in self.order.items():
+            value = document.get(field)
+            keys.append(value if value is None or kind == "text" else sort_key(kind, value))
+        for relation, referred in self.filters.items():
+            related = _related(document, relation)
+            for id in (dict.fromkeys(related_id(r) for r in related) if len(related) > 1 else map(related_id, related)):
+                held = referred.get(id)
+                if held is None:
+                    held = referred[id] = array("I")
+                held.append(position)
+        self.count += 1
+        if self.count % BLOCK == 0:
+            self._flush_search(self.count // BLOCK - 1)
+
+    def finish(self, targets: dict[str, Iterable[str]]) -> None:
+        """The last block of search values, the orderings and the filters (every id of the
+        related collection of each, by relation: an id no record refers to is a choice too)."""
+        if self.count % BLOCK or self.count == 0:
+            self._flush_search(self.count // BLOCK)
+        for field, (kind, keys) in self.order.items():
+            self._flush_order(field, keys)
+        for relation, referred in self.filters.items():
+            self._flush_filter(relation, referred, targets[relation])
+
+    def _flush_search(self, block: int) -> None:
+        for found, values in zip(self.search, self.values):
+            # (folded once a block: lower() and the Persian folding never touch the separators)
+            text = fold(RECORD + RECORD.join(values) + RECORD, self.normalise)
+            self.flush(text_file(self.name, found.column, block), text.encode())
+            values.clear()
+
+    def _flush_order(self, field: str, keys: list) -> None:
+        distinct = sorted({key for key in keys if key is not None})
+        rank_of = {key: rank for rank, key in enumerate(distinct, 1)}
+        ranks = array("I", (0 if key is None else rank_of[key] for key in keys))
+        del rank_of, distinct
+        ascending = sorted(range(len(ranks)), key=ranks.__getitem__)  # (a stable sort: ties keep their order)
+        descending = sorted(range(len(ranks)), key=lambda p: -ranks[p])
+        for block in blocks(len(ranks)):
+            part = slice(block * BLOCK, (block + 1) * BLOCK)
+            self.flush(rank_file(self.name, field, block), u32(ranks[part]))
+            self.flush(sorted_file(self.name, field, False, block), u32(ascending[part]))
+            self.flush(sorted_file(self.name, field, True, block), u32(descending[part]))
+
+    def _flush_filter(self, relation: str, referred: dict[str, array], ids: Iterable[str]) -> None:
+        shards: dict[str, dict[str, list[int]]] = defaultdict(dict)
+        for id in ids:
+            referred.setdefault(id, array("I"))
+        for id in sorted(referred):
+            shards[id[:ID_PREFIX]][id] = referred[id].tolist()
+        for prefix, shard in shards.items():
+            self.flush(filter_file(self.name, relation, prefix), orjson.dumps(shard))
+
+
+def index_files(name: str, query: dict, documents: Iterable[dict],
+                targets: dict[str, Iterable[str]]) -> dict[str, bytes]:
     """Every query index file of one collection, from its records' documents in order and
     the ids of every record of each collection its filters name (by relation)."""
-    resource = BY_NAME[name]
     files: dict[str, bytes] = {}
-    normalise = query.get(NORMALISE)
-    for spec in query.get(SEARCH, {}).get(name, []):
-        files.update(_text_files(name, search_field(spec), documents, normalise))
-    for field in query.get(ORDERING, {}).get(name, []):
-        files.update(_order_files(name, field, sort_kind(resource, field), documents))
-    for relation in query.get(FILTERS, {}).get(name, []):
-        files.update(_filter_files(name, relation, documents, targets[relation]))
+    collector = Collector(name, query, files.__setitem__)
+    for document in documents:
+        collector.add(document)
+    collector.finish(targets)
     return files
+
+
+def _related(document: dict, relation: str) -> list[dict]:
+    related = document.get(relation)
+    return [] if related is None else related if isinstance(related, list) else [related]
 
 
 def values_of(document: dict, found: SearchField) -> list[str]:
@@ -124,11 +201,7 @@ def values_of(document: dict, found: SearchField) -> list[str]:
     if found.relation is None:
         value = document.get(found.field)
         return [] if value is None else [_text(value)]
-    related = document.get(found.relation)
-    if related is None:
-        return []
-    related = related if isinstance(related, list) else [related]
-    return [_text(r[found.field]) for r in related if r.get(found.field) is not None]
+    return [_text(r[found.field]) for r in _related(document, found.relation) if r.get(found.field) is not None]
 
 
 def _text(value: Any) -> str:
@@ -137,50 +210,19 @@ def _text(value: Any) -> str:
     return str(value)
 
 
-def _text_files(name: str, found: SearchField, documents: list[dict], normalise: str | None) -> dict[str, bytes]:
-    files = {}
-    for block in blocks(len(documents)):
-        parts = ["".join(ELEMENT + fold(v, normalise) for v in values_of(d, found))
-                 for d in documents[block * BLOCK:(block + 1) * BLOCK]]
-        files[text_file(name, found.column, block)] = (RECORD + RECORD.join(parts) + RECORD).encode()
-    return files
-
-
 def sort_key(kind: str, value: Any) -> Any:
+    """A value as it sorts: numbers as exact numbers, instants as microseconds since 1970."""
     if kind == "number":
-        return Decimal(str(value))
+        number = Decimal(str(value))
+        return int(number) if number == number.to_integral_value() else number
     if kind == "instant":
-        return datetime.fromisoformat(value).timestamp()
+        moment = datetime.fromisoformat(value)
+        return (moment - EPOCH) // MICROSECOND
     return value
 
 
-def _order_files(name: str, field: str, kind: str, documents: list[dict]) -> dict[str, bytes]:
-    values = [d.get(field) for d in documents]
-    distinct = sorted({sort_key(kind, v) for v in values if v is not None})
-    rank_of = {key: rank for rank, key in enumerate(distinct, 1)}
-    ranks = [0 if v is None else rank_of[sort_key(kind, v)] for v in values]
-    ascending = sorted(range(len(ranks)), key=ranks.__getitem__)  # (a stable sort: ties keep their order)
-    descending = sorted(range(len(ranks)), key=lambda p: -ranks[p])
-    files = {}
-    for block in blocks(len(ranks)):
-        part = slice(block * BLOCK, (block + 1) * BLOCK)
-        files[rank_file(name, field, block)] = u32(ranks[part])
-        files[sorted_file(name, field, False, block)] = u32(ascending[part])
-        files[sorted_file(name, field, True, block)] = u32(descending[part])
-    return files
-
-
-def _filter_files(name: str, relation: str, documents: list[dict], ids: list[str]) -> dict[str, bytes]:
-    referred: dict[str, list[int]] = {id: [] for id in ids}
-    for position, document in enumerate(documents):
-        related = document.get(relation)
-        related = [] if related is None else related if isinstance(related, list) else [related]
-        for id in dict.fromkeys(related_id(r) for r in related):
-            referred.setdefault(id, []).append(position)
-    shards: dict[str, dict[str, list[int]]] = defaultdict(dict)
-    for id in sorted(referred):
-        shards[id[:ID_PREFIX]][id] = referred[id]
-    return {filter_file(name, relation, prefix): orjson.dumps(shard) for prefix, shard in shards.items()}
+EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+MICROSECOND = timedelta(microseconds=1)
 
 
 def filter_targets(name: str, query: dict) -> dict[str, str]:
