@@ -52,6 +52,9 @@ class Rejected(Exception):
         return encode(self.body)
 
 
+_LOOKUP_WORDS = {"": "contains", "^": "starts with", "=": "equals"}
+
+
 @dataclass(frozen=True)
 class Search:
     """SearchFilter's `search`: the last value, split into terms as DRF does."""
@@ -65,6 +68,18 @@ class Search:
         if len(value) > MAX_SEARCH:
             raise Rejected({self.name: [TOO_LONG]})
         return smart_terms(value)
+
+    def openapi(self, fields: list[str], normalise: str | None) -> dict:
+        looks = ", ".join(f"`{f.lstrip('^=')}` ({_LOOKUP_WORDS[f[0] if f[0] in '^=' else '']})" for f in fields)
+        folded = (" Before comparing, both sides are folded as search_normalise: persian says (ي/ی, ك/ک, ة/ۀ/ه, "
+                  "Persian and Arabic-Indic digits, tatweel and diacritics dropped, ZWNJ a space): a deviation "
+                  "from DRF.") if normalise else ""
+        return {"name": self.name, "in": "query", "required": False, "schema": {"type": "string"},
+                "description": "DRF's SearchFilter: the value is split into terms at white space and commas "
+                               "(a quoted phrase stays one term), and a record is listed when every term is "
+                               f"found, case ignored, in one of: {looks}. A relation's field matches when one "
+                               "related record's does. A NUL character answers 400; so does a value over "
+                               f"{MAX_SEARCH} characters (a cap DRF does not have).{folded}"}
 
 
 def smart_terms(value: str) -> list[str]:
@@ -96,6 +111,14 @@ class Ordering:
                 found.append((term[1:] if descending else term, descending))
         return found
 
+    def openapi(self, fields: list[str]) -> dict:
+        choices = [name for field in fields for name in (field, f"-{field}")]
+        return {"name": self.name, "in": "query", "required": False,
+                "schema": {"type": "string", "examples": choices},
+                "description": "DRF's OrderingFilter: comma-separated fields, `-` for descending, of "
+                               f"{', '.join(f'`{c}`' for c in choices)}; other names are dropped, and none left "
+                               "means the collection's own order. Ties keep the collection's own order."}
+
 
 @dataclass(frozen=True)
 class RelationFilter:
@@ -120,6 +143,17 @@ class RelationFilter:
                 raise Rejected({self.name: [INVALID_UUID.format(value=value)]})
             found.append(canonical)
         return found
+
+    def openapi(self, target: str) -> dict:
+        given = ("Given more than once, the records related to any of them are listed. Only an id's canonical "
+                 "spelling (lower-case, with hyphens) is one of the choices.") if self.many else \
+            "Given more than once, the last counts; empty, it filters nothing."
+        return {"name": self.name, "in": "query", "required": False, "explode": True,
+                "schema": {"type": "array", "items": {"type": "string", "format": "uuid"}} if self.many
+                else {"type": "string", "format": "uuid"},
+                "description": f"django-filter's filter by a related {target}'s id: the records whose "
+                               f"`{self.name}` includes it. {given} An id that is not a UUID, or names no "
+                               "record, answers 400 with django-filter's message."}
 
     def unknown(self, value: str) -> Rejected:
         """The answer when an id names no record."""
