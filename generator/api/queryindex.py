@@ -129,7 +129,7 @@ class Collector:
             value = document.get(field)
             keys.append(value if value is None or kind == "text" else sort_key(kind, value))
         for relation, referred in self.filters.items():
-            related = _related(document, relation)
+            related = related_records(document, relation)
             for id in (dict.fromkeys(related_id(r) for r in related) if len(related) > 1 else map(related_id, related)):
                 held = referred.get(id)
                 if held is None:
@@ -191,7 +191,8 @@ def index_files(name: str, query: dict, documents: Iterable[dict],
     return files
 
 
-def _related(document: dict, relation: str) -> list[dict]:
+def related_records(document: dict, relation: str) -> list[dict]:
+    """The records a document embeds in a relation, a to-one's as a list of one or none."""
     related = document.get(relation)
     return [] if related is None else related if isinstance(related, list) else [related]
 
@@ -201,7 +202,7 @@ def values_of(document: dict, found: SearchField) -> list[str]:
     if found.relation is None:
         value = document.get(found.field)
         return [] if value is None else [_text(value)]
-    return [_text(r[found.field]) for r in _related(document, found.relation) if r.get(found.field) is not None]
+    return [_text(r[found.field]) for r in related_records(document, found.relation) if r.get(found.field) is not None]
 
 
 def _text(value: Any) -> str:
