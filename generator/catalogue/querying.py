@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import Problems
-from .fields import boolean, id_list, image_list, price, shown, timestamp, whole
+from .fields import boolean, id_list, image_list, price, shown, timestamp, uuid_id, whole
 from .resources import BY_COLLECTION, BY_NAME, TREE_FIELDS, Resource
 
 SEP = "__"  # Django's LOOKUP_SEP: follows a relation
@@ -116,7 +116,9 @@ def _search_spec(resource: Resource, spec: str) -> str | None:
                 f"cannot answer as DRF does; use no prefix (contains), '^' (starts with) or '=' (equals)")
     found = search_field(spec)
     if found.relation is None:
-        return None if found.field in scalars(resource) else _not_a_field(spec, resource, found.field)
+        if found.field not in scalars(resource):
+            return _not_a_field(spec, resource, found.field)
+        return _unsearchable(spec, resource, found.field)
     target = relations(resource).get(found.relation)
     if target is None:
         return (f"{spec!r}: {found.relation!r} is not a relation of {resource.name} a search can follow; "
@@ -125,6 +127,17 @@ def _search_spec(resource: Resource, spec: str) -> str | None:
         return f"{spec!r}: a search follows one relation, not more"
     if found.field not in scalars(target):
         return _not_a_field(spec, target, found.field)
+    return _unsearchable(spec, target, found.field)
+
+
+def _unsearchable(spec: str, resource: Resource, field: str) -> str | None:
+    """A time or a yes/no is held by a database in a form of its own (SQLite: UTC text, 1/0), which
+    no client sees: a search in it would find what the API never shows."""
+    if field in resource.names and resource.field(field).coerce is uuid_id:
+        return f"{spec!r}: an id is held by a database without its hyphens; a search looks in text and numbers"
+    kind = sort_kind(resource, field)
+    if kind in ("instant", "boolean"):
+        return f"{spec!r}: {field} is a{'n' if kind == 'instant' else ''} {kind}; a search looks in text and numbers"
     return None
 
 
