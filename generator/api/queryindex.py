@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import re
 import sys
+from dataclasses import dataclass
 from array import array
 from collections import defaultdict
 from datetime import datetime, timedelta, timezone
@@ -105,12 +106,21 @@ def related_id(document: dict) -> str:
 # ---- the build's side -----------------------------------------------------------------
 
 
-class Collector:
-    """One collection's query index files, made from its records' documents given one at a
-    time in order: each block of search values is encoded as soon as it is full (`flush`
-    takes each file), the sort keys and the filters' lists are kept compact until `finish`."""
+@dataclass
+class Partial:
+    """What a collector keeps of its records until every part of the collection is read:
+    each ordering field's sort keys and each filter's records by related id, in order."""
+    keys: dict[str, list]
+    referred: dict[str, dict[str, array]]
 
-    def __init__(self, name: str, query: dict, flush: Callable[[str, bytes], None]) -> None:
+
+class Collector:
+    """Query index files made from a collection's documents given one at a time in order,
+    from the record at `first` (a block's first): each block of search values is encoded
+    as soon as it is full (`flush` takes each file); the sort keys and the filters' lists
+    are kept compact for `finish`, which may join those of several collectors."""
+
+    def __init__(self, name: str, query: dict, flush: Callable[[str, bytes], None], first: int = 0) -> None:
         resource = BY_NAME[name]
         self.name, self.flush = name, flush
         self.normalise = query.get(NORMALISE)
@@ -118,10 +128,10 @@ class Collector:
         self.values: list[list[str]] = [[] for _ in self.search]
         self.order = {field: (sort_kind(resource, field), []) for field in query.get(ORDERING, {}).get(name, [])}
         self.filters: dict[str, dict[str, array]] = {r: {} for r in query.get(FILTERS, {}).get(name, [])}
-        self.count = 0
+        self.count = first
 
     def add(self, document: dict) -> None:
-        normalise, position = self.normalise, self.count
+        position = self.count
         for found, values in zip(self.search, self.values):
             found_values = values_of(document, found)
             values.append(ELEMENT + ELEMENT.join(found_values) if found_values else "")
@@ -139,15 +149,11 @@ class Collector:
         if self.count % BLOCK == 0:
             self._flush_search(self.count // BLOCK - 1)
 
-    def finish(self, targets: dict[str, Iterable[str]]) -> None:
-        """The last block of search values, the orderings and the filters (every id of the
-        related collection of each, by relation: an id no record refers to is a choice too)."""
+    def close(self) -> Partial:
+        """The last block of search values (unless it ended full), and what `finish` needs."""
         if self.count % BLOCK or self.count == 0:
             self._flush_search(self.count // BLOCK)
-        for field, (kind, keys) in self.order.items():
-            self._flush_order(field, keys)
-        for relation, referred in self.filters.items():
-            self._flush_filter(relation, referred, targets[relation])
+        return Partial({field: keys for field, (_, keys) in self.order.items()}, self.filters)
 
     def _flush_search(self, block: int) -> None:
         for found, values in zip(self.search, self.values):
@@ -156,27 +162,49 @@ class Collector:
             self.flush(text_file(self.name, found.column, block), text.encode())
             values.clear()
 
-    def _flush_order(self, field: str, keys: list) -> None:
-        distinct = sorted({key for key in keys if key is not None})
-        rank_of = {key: rank for rank, key in enumerate(distinct, 1)}
-        ranks = array("I", (0 if key is None else rank_of[key] for key in keys))
-        del rank_of, distinct
-        ascending = sorted(range(len(ranks)), key=ranks.__getitem__)  # (a stable sort: ties keep their order)
-        descending = sorted(range(len(ranks)), key=lambda p: -ranks[p])
-        for block in blocks(len(ranks)):
-            part = slice(block * BLOCK, (block + 1) * BLOCK)
-            self.flush(rank_file(self.name, field, block), u32(ranks[part]))
-            self.flush(sorted_file(self.name, field, False, block), u32(ascending[part]))
-            self.flush(sorted_file(self.name, field, True, block), u32(descending[part]))
 
-    def _flush_filter(self, relation: str, referred: dict[str, array], ids: Iterable[str]) -> None:
-        shards: dict[str, dict[str, list[int]]] = defaultdict(dict)
-        for id in ids:
-            referred.setdefault(id, array("I"))
-        for id in sorted(referred):
-            shards[id[:ID_PREFIX]][id] = referred[id].tolist()
-        for prefix, shard in shards.items():
-            self.flush(filter_file(self.name, relation, prefix), orjson.dumps(shard))
+def finish(name: str, flush: Callable[[str, bytes], None], parts: list[Partial],
+           targets: dict[str, Iterable[str]]) -> None:
+    """The orderings' and the filters' files, from the partials of the collection's records in
+    order and every id of the related collection of each filter, by relation (an id no record
+    refers to is a choice too)."""
+    for field in parts[0].keys:
+        _flush_order(name, flush, field, [key for part in parts for key in part.keys[field]])
+    for relation in parts[0].referred:
+        referred = parts[0].referred[relation]
+        for part in parts[1:]:
+            for id, positions in part.referred[relation].items():
+                held = referred.get(id)
+                if held is None:
+                    referred[id] = positions
+                else:
+                    held.extend(positions)
+        _flush_filter(name, flush, relation, referred, targets[relation])
+
+
+def _flush_order(name: str, flush: Callable[[str, bytes], None], field: str, keys: list) -> None:
+    distinct = sorted({key for key in keys if key is not None})
+    rank_of = {key: rank for rank, key in enumerate(distinct, 1)}
+    ranks = array("I", (0 if key is None else rank_of[key] for key in keys))
+    del rank_of, distinct
+    ascending = sorted(range(len(ranks)), key=ranks.__getitem__)  # (a stable sort: ties keep their order)
+    descending = sorted(range(len(ranks)), key=lambda p: -ranks[p])
+    for block in blocks(len(ranks)):
+        part = slice(block * BLOCK, (block + 1) * BLOCK)
+        flush(rank_file(name, field, block), u32(ranks[part]))
+        flush(sorted_file(name, field, False, block), u32(ascending[part]))
+        flush(sorted_file(name, field, True, block), u32(descending[part]))
+
+
+def _flush_filter(name: str, flush: Callable[[str, bytes], None], relation: str, referred: dict[str, array],
+                  ids: Iterable[str]) -> None:
+    shards: dict[str, dict[str, list[int]]] = defaultdict(dict)
+    for id in ids:
+        referred.setdefault(id, array("I"))
+    for id in sorted(referred):
+        shards[id[:ID_PREFIX]][id] = referred[id].tolist()
+    for prefix, shard in shards.items():
+        flush(filter_file(name, relation, prefix), orjson.dumps(shard))
 
 
 def index_files(name: str, query: dict, documents: Iterable[dict],
@@ -187,7 +215,7 @@ def index_files(name: str, query: dict, documents: Iterable[dict],
     collector = Collector(name, query, files.__setitem__)
     for document in documents:
         collector.add(document)
-    collector.finish(targets)
+    finish(name, files.__setitem__, [collector.close()], targets)
     return files
 
 

@@ -28,7 +28,7 @@ from ..catalogue.load import Input, Source, read_catalogue
 from ..catalogue.settings import Settings
 from ..errors import DataError, GeneratorBug
 from . import state
-from .queries import write_query_indexes
+from .queries import Job as QueryJob, write_query_indexes
 from .part import Part, PartResult, Phases, Plan
 from .publish import Discard, Generation, Output, Site, shard_of_store
 from . import segments
@@ -118,7 +118,7 @@ def build(data_dir: Path, out_dir: Path, base_url: str | None = None, progress: 
             write_skeleton(target, job.settings)
             linked = link_shards(target, incremental, job.settings, result, before)
             phases.done("skeleton and shards")
-            write_query_indexes(site, generation, previous, job.settings, result.published)
+            write_query_indexes(QueryJob(site, generation, previous, job.settings, result.published), job.processes)
             phases.done("query indexes")
             state.keep(generation.root, workspace.scratch, incremental, result.published, tables)
             record_sizes(target, now, before, sum_sizes([result.sizes, linked]))

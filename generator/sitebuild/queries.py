@@ -1,55 +1,85 @@
 """The build's query indexes (api/queryindex.py): made after the pages, from the pages of
 the default size the new generation holds (records encoded once, read back here one page
 at a time), and written only where a file's bytes changed; an unchanged one is linked
-from the previous generation.
+from the previous generation. A collection of several blocks of records is read by as
+many processes as the build uses, each a run of whole blocks.
 """
 from __future__ import annotations
 
+import multiprocessing
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
 import orjson
 
-from ..api.queryindex import Collector, configured, filter_targets, related_id
+from ..api import queryindex
+from ..api.queryindex import Collector, Partial, blocks, configured, filter_targets, finish, related_id
 from ..api.urls import PAGE_BUCKET, page_file
 from ..catalogue.settings import Settings
 from .publish import Generation, Site
 
 
-def write_query_indexes(site: Site, generation: Generation, previous: Path | None, settings: Settings,
-                        counts: dict[str, int]) -> int:
-    """Every query index file of the collections site.yaml configures; the number written."""
-    written = 0
+@dataclass(frozen=True)
+class Job:
+    """The query indexes of one build: where they go, and what they are made from."""
+    site: Site
+    generation: Generation
+    previous: Path | None
+    settings: Settings
+    counts: dict[str, int]
 
-    def flush(path: str, data: bytes) -> None:
-        nonlocal written
-        if previous is not None and _same(previous / path, data):
-            site.carry(generation, previous, path)
+    def flush(self, path: str, data: bytes) -> None:
+        """A file, written, or linked from the previous generation when it holds these bytes."""
+        if self.previous is not None and _same(self.previous / path, data):
+            self.site.carry(self.generation, self.previous, path)
         else:
-            generation.write(path, data)
-            written += 1
+            self.generation.write(path, data)
 
-    pages = Pages(generation.root, settings.default_page_size, counts)
-    for name in configured(settings.query):
-        collector = Collector(name, settings.query, flush)
-        for document in pages.documents(name):
-            collector.add(document)
-        targets = {relation: (related_id(d) for d in pages.documents(target))
-                   for relation, target in filter_targets(name, settings.query).items()}
-        collector.finish(targets)
-    return written
+    def documents(self, name: str, start: int = 0, stop: int | None = None) -> Iterator[dict]:
+        """The documents of a collection's records start..stop, in order, from its default pages."""
+        size = self.settings.default_page_size
+        stop = self.counts[name] if stop is None else min(stop, self.counts[name])
+        for offset in range(start - start % size, stop, size):
+            path = page_file(name, str(size), str(offset // PAGE_BUCKET), str(offset))
+            results = orjson.loads((self.generation.root / path).read_bytes())["results"]
+            yield from results[max(start - offset, 0):stop - offset]
 
 
-class Pages:
-    """The documents of a collection's records, in order, read from its default pages."""
+def write_query_indexes(job: Job, processes: int) -> None:
+    """Every query index file of the collections site.yaml configures."""
+    query = job.settings.query
+    ids: dict[str, list[str]] = {}
+    for name in configured(query):
+        runs = _runs(job.counts[name], processes)
+        if len(runs) > 1:
+            with ProcessPoolExecutor(len(runs), mp_context=multiprocessing.get_context("fork")) as pool:
+                parts = list(pool.map(_collect, [job] * len(runs), [name] * len(runs), runs))
+        else:
+            parts = [_collect(job, name, runs[0])]
+        targets = {}
+        for relation, target in filter_targets(name, query).items():
+            if target not in ids:
+                ids[target] = [related_id(d) for d in job.documents(target)]
+            targets[relation] = ids[target]
+        finish(name, job.flush, parts, targets)
 
-    def __init__(self, root: Path, page_size: int, counts: dict[str, int]) -> None:
-        self.root, self.page_size, self.counts = root, page_size, counts
 
-    def documents(self, name: str) -> Iterator[dict]:
-        for offset in range(0, self.counts[name], self.page_size):
-            path = page_file(name, str(self.page_size), str(offset // PAGE_BUCKET), str(offset))
-            yield from orjson.loads((self.root / path).read_bytes())["results"]
+def _runs(count: int, processes: int) -> list[tuple[int, int]]:
+    """Runs of whole blocks of records, one a process."""
+    numbers = list(blocks(count))
+    share = -(-len(numbers) // max(1, min(processes, len(numbers))))
+    size = queryindex.BLOCK
+    return [(numbers[i] * size, (numbers[min(i + share, len(numbers)) - 1] + 1) * size)
+            for i in range(0, len(numbers), share)]
+
+
+def _collect(job: Job, name: str, run: tuple[int, int]) -> Partial:
+    collector = Collector(name, job.settings.query, job.flush, run[0])
+    for document in job.documents(name, *run):
+        collector.add(document)
+    return collector.close()
 
 
 def _same(path: Path, data: bytes) -> bool:

@@ -70,3 +70,32 @@ def test_settings_taken_away_take_their_indexes_away(catalogue, tmp_path):
     build(catalogue, site)
     left = index_inodes(site)
     assert left and all("/rank/title/" in p or "/sorted/title/" in p for p in left)
+
+
+def test_blocks_read_by_several_processes_give_the_same_files_and_answers(catalogue, tmp_path, monkeypatch):
+    """Records in many blocks (64 records a block here), read by two processes or one: the
+    same index files; and the same answers as with the whole collection in one block."""
+    import json
+
+    from query_probes import Probes
+
+    whole = tmp_path / "whole"
+    build(catalogue, whole)
+    monkeypatch.setattr(queryindex, "BLOCK", 64)
+    two, one = tmp_path / "two", tmp_path / "one"
+    build(catalogue, two, processes=2)
+    build(catalogue, one, processes=1)
+    files = {p: (one / CURRENT / p).read_bytes() for p in index_inodes(one)}
+    assert {p: (two / CURRENT / p).read_bytes() for p in index_inodes(two)} == files
+    assert sum("/search/title/" in p for p in files) > 2
+    blocked, single = (two / CURRENT).resolve(), (whole / CURRENT).resolve()
+    documents = {name: json.loads(put_together(blocked, name, "limit=1000")[1])["results"]
+                 for name in ("books", "author", "bookshelf", "category")}
+    probes = Probes(documents, seed=5)
+    for name in ("books", "author", "bookshelf"):
+        for _ in range(40):
+            query = probes.query(name)
+            got = put_together(blocked, name, query)
+            monkeypatch.setattr(queryindex, "BLOCK", 65536)
+            assert got == put_together(single, name, query), query
+            monkeypatch.setattr(queryindex, "BLOCK", 64)
