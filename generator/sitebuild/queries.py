@@ -37,14 +37,16 @@ class Job:
         else:
             self.generation.write(path, data)
 
-    def documents(self, name: str, start: int = 0, stop: int | None = None) -> Iterator[dict]:
-        """The documents of a collection's records start..stop, in order, from its default pages."""
+    def pages(self, name: str, start: int = 0, stop: int | None = None) -> Iterator[list[dict]]:
+        """The documents of a collection's records start..stop, in order, a page's at a time,
+        from its default pages."""
         size = self.settings.default_page_size
         stop = self.counts[name] if stop is None else min(stop, self.counts[name])
+        root = f"{self.generation.root}/"
         for offset in range(start - start % size, stop, size):
-            path = page_file(name, str(size), str(offset // PAGE_BUCKET), str(offset))
-            results = orjson.loads((self.generation.root / path).read_bytes())["results"]
-            yield from results[max(start - offset, 0):stop - offset]
+            with open(root + page_file(name, str(size), str(offset // PAGE_BUCKET), str(offset)), "rb") as f:
+                results = orjson.loads(f.read())["results"]
+            yield results[max(start - offset, 0):stop - offset] if offset < start or offset + size > stop else results
 
 
 def write_query_indexes(job: Job, processes: int) -> None:
@@ -61,7 +63,7 @@ def write_query_indexes(job: Job, processes: int) -> None:
         targets = {}
         for relation, target in filter_targets(name, query).items():
             if target not in ids:
-                ids[target] = [related_id(d) for d in job.documents(target)]
+                ids[target] = [related_id(d) for page in job.pages(target) for d in page]
             targets[relation] = ids[target]
         finish(name, job.flush, parts, targets)
 
@@ -77,8 +79,8 @@ def _runs(count: int, processes: int) -> list[tuple[int, int]]:
 
 def _collect(job: Job, name: str, run: tuple[int, int]) -> Partial:
     collector = Collector(name, job.settings.query, job.flush, run[0])
-    for document in job.documents(name, *run):
-        collector.add(document)
+    for page in job.pages(name, *run):
+        collector.add(page)
     return collector.close()
 
 
