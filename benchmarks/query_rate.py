@@ -1,9 +1,11 @@
-"""make bench (queries): search, ordering and filters on a large catalogue (query.md §2–5).
+"""make bench (queries): search, ordering and filters on a large catalogue (query.md §2–5), and
+the largest page of one without max_limit (§1).
 
     python benchmarks/query_rate.py [--books 1000000] [--workdir bench-work] [--repeat 15]
 
 Builds the synthetic catalogue of N books twice, without and with the settings below
-(each a fresh build in its own process: seconds and peak RSS), reports the query indexes'
+(each a fresh build in its own process: seconds and peak RSS), streams a page of every
+book from the first (the built-in server's peak RSS while it does), reports the query indexes'
 bytes against the site's, then serves the second with the built-in server and times
 requests one at a time (median and 90th percentile, after one warm-up request that loads
 the indexes): a search for a rare title word and for the most common one, an ordering
@@ -130,6 +132,27 @@ def edge_reads(generation: Path, name: str, query: str) -> tuple[int, int]:
     return len(read_files), sum(read_files.values())
 
 
+def streamed(site: Path, books: int) -> str:
+    """A page of every book (a site without max_limit), streamed by the built-in server: its
+    size, time and the server's peak resident memory (query.md §1: bounded)."""
+    server = Server(site)
+    try:
+        connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=600)
+        started = time.perf_counter()
+        connection.request("GET", f"/api/v1/books/?limit={books}&offset=1")
+        response = connection.getresponse()
+        size = 0
+        while chunk := response.read(1 << 20):
+            size += len(chunk)
+        seconds = time.perf_counter() - started
+        status = Path(f"/proc/{server.process.pid}/status").read_text()
+        peak = int(next(line.split()[1] for line in status.splitlines() if line.startswith("VmHWM:")))
+    finally:
+        server.stop()
+    return (f"?limit={books}&offset=1 from the built-in server: {response.status}, {size / 1e6:,.0f} MB in "
+            f"{seconds:.1f} s, the server's peak RSS {peak / 1024:.0f} MB")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--books", type=int, default=100000)
@@ -144,6 +167,7 @@ def main() -> None:
             f.write(SETTINGS)
     # (nothing deleted until both are built: creating files right after deleting many is slower)
     without = timed_build(plain, args.workdir / f"site-plain-{args.books}")
+    print(streamed(args.workdir / f"site-plain-{args.books}", args.books), flush=True)
     with_query = timed_build(data, args.workdir / f"site-query-{args.books}")
     site = args.workdir / f"site-query-{args.books}"
     files, size = index_bytes(site)
