@@ -62,8 +62,8 @@ def select(read: Reader, name: str, pairs: list[tuple[str, str]], query: dict, c
     ordering = ORDERING_PARAM.fields(last(pairs, ORDERING_PARAM.name), orderable) if orderable else []
     if matched is None and not ordering:
         return None
-    if matched is None and len(ordering) == 1:
-        return Selection(_Sorted(read, name, *ordering[0], count))
+    if matched is None:
+        return Selection(_Whole(read, name, ordering, count))
     positions = sorted(matched) if matched is not None else list(range(count))
     if ordering:
         positions = _ordered(read, name, ordering, positions)
@@ -188,27 +188,68 @@ def matches(blob: bytes, term: bytes, lookup: str, many: bool):
 # ---- ordering ---------------------------------------------------------------------------
 
 
-class _Sorted:
-    """A whole collection in one field's order, read from the sorted files a slice at a time."""
+class _Whole:
+    """A whole collection in an ordering, a slice at a time: the first field's sorted files;
+    where more fields follow, the runs of records that tie on the first field around the
+    slice are read whole and sorted by all of them (a run is the same records in any order
+    of the first field: its place does not change)."""
 
-    def __init__(self, read: Reader, name: str, field: str, descending: bool, count: int) -> None:
-        self.read, self.name, self.field, self.descending, self.count = read, name, field, descending, count
+    def __init__(self, read: Reader, name: str, ordering: list[tuple[str, bool]], count: int) -> None:
+        self.read, self.name, self.ordering, self.count = read, name, ordering, count
+        self.field, self.descending = ordering[0]
 
     def __len__(self) -> int:
         return self.count
 
     def __getitem__(self, part: slice) -> list[int]:
         start, stop, _ = part.indices(self.count)
+        if start >= stop or len(self.ordering) == 1:
+            return self._sorted(start, stop)
+        low, high = self._run_start(start), self._run_start(stop - 1, after=True)
+        return _ordered(self.read, self.name, self.ordering, self._sorted(low, high))[start - low:stop - low]
+
+    def _sorted(self, start: int, stop: int) -> list[int]:
         found: list[int] = []
         for block in range(start // qi.BLOCK, -(-stop // qi.BLOCK)):
-            path = qi.sorted_file(self.name, self.field, self.descending, block)
-            data = self.read(path)
-            if data is None:
-                raise Missing(path)
-            values = qi.read_u32(data)
+            values = qi.read_u32(_need(self.read, qi.sorted_file(self.name, self.field, self.descending, block)))
             first = block * qi.BLOCK
             found.extend(values[max(start - first, 0):stop - first])
         return found
+
+    def _rank(self, at: int) -> int:
+        """The first field's rank of the record at `at` in its order."""
+        position = self._sorted(at, at + 1)[0]
+        return qi.read_u32(_need(self.read, qi.rank_file(self.name, self.field, position // qi.BLOCK)))[
+            position % qi.BLOCK]
+
+    def _run_start(self, at: int, after: bool = False) -> int:
+        """Where the run of ties holding `at` starts (with `after`: where the next starts),
+        galloping from `at`, then halving."""
+        rank, step, inside, step_sign = self._rank(at), 1, at, (1 if after else -1)
+        limit = self.count - 1 if after else 0
+        while True:  # (the farthest tie known, and the first index known not to tie)
+            probe = at + step_sign * step
+            if (probe > limit) if after else (probe < limit):
+                outside = limit + step_sign
+                break
+            if self._rank(probe) != rank:
+                outside = probe
+                break
+            inside, step = probe, step * 2
+        while abs(outside - inside) > 1:
+            middle = (inside + outside) // 2
+            if self._rank(middle) == rank:
+                inside = middle
+            else:
+                outside = middle
+        return inside + 1 if after else inside
+
+
+def _need(read: Reader, path: str) -> bytes:
+    data = read(path)
+    if data is None:
+        raise Missing(path)
+    return data
 
 
 def _ordered(read: Reader, name: str, ordering: list[tuple[str, bool]], positions: list[int]) -> list[int]:

@@ -159,3 +159,21 @@ def test_an_ordering_sorts_as_python_does_ties_in_order(books, ordering):
     for field, descending in reversed(fields):  # (stable sorts, last key first)
         expected.sort(key=lambda at: books[at][field], reverse=descending)
     assert list(selection.take(0, len(books))) == expected
+
+
+@settings(max_examples=200, deadline=None)
+@given(catalogues(), st.sampled_from(["pages,title", "-pages,-title", "title,-pages", "pages", "-pages,title,pages"]),
+       st.integers(0, 14), st.integers(1, 14))
+@pytest.mark.parametrize("block", [65536, 3])
+def test_a_whole_collection_in_several_fields_order_a_slice_at_a_time(block, books, ordering, start, length):
+    """The runs of ties around a slice sorted alone give what sorting everything does (in
+    blocks of 3 records too: runs across the files)."""
+    before, queryindex.BLOCK = queryindex.BLOCK, block
+    try:
+        files = queryindex.index_files("books", QUERY, books, {})
+        selection = query.select(files.get, "books", [("ordering", ordering)], QUERY, len(books))
+        everything = query._ordered(files.get, "books", Ordering().fields(ordering, ["title", "pages"]),
+                                    list(range(len(books))))
+        assert list(selection.take(start, start + length)) == everything[start:start + length]
+    finally:
+        queryindex.BLOCK = before

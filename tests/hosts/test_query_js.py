@@ -76,3 +76,26 @@ def test_javascript_reads_values_as_the_golden_table_says(tmp_path):
     table = FILTERS.read_text(encoding="utf-8")
     done = subprocess.run(["node", str(script)], input=table, capture_output=True, text=True, check=True, timeout=60)
     assert json.loads(done.stdout) == json.loads(table)
+
+
+def test_javascript_answers_as_python_across_many_blocks(tmp_path, monkeypatch):
+    """Records in blocks of 16: searches over many files, orderings whose runs of ties cross
+    them, filters; the JavaScript reads them as the Python does."""
+    from generator.api import queryindex
+    from generator.hosts import query as query_js
+
+    monkeypatch.setattr(queryindex, "BLOCK", 16)
+    query_js.javascript.cache_clear()
+    try:
+        synth.write(tmp_path / "plain", 200, seed=4)
+        compose.build(with_settings(tmp_path / "plain", tmp_path / "data"), tmp_path / "site")
+        generation = (tmp_path / "site" / CURRENT).resolve()
+        probes = Probes(documents(generation), seed=9)
+        requests = [(name, probes.query(name)) for name in COLLECTIONS for _ in range(40)]
+        requests += [("books", f"ordering={o}&offset={n}&limit=7") for o in ("pages,-title", "-price,pages", "pages")
+                     for n in (0, 15, 16, 31, 100)]
+        got = run_node(module(tmp_path), generation, requests)
+        for (name, query), answer in zip(requests, got):
+            assert answer == put_together(generation, name, query), (name, query)
+    finally:
+        query_js.javascript.cache_clear()
