@@ -22,6 +22,7 @@ from ..catalogue.querying import FILTERS, NORMALISE, ORDERING, SEARCH, is_to_man
 from ..catalogue.resources import BY_NAME
 from . import queryindex as qi
 from .filters import Ordering, Rejected, RelationFilter, Search, fold
+from .pageindex import read_u32
 from .querystring import last
 
 Reader = Callable[[str], "bytes | None"]
@@ -208,7 +209,7 @@ class _Whole:
     def _sorted(self, start: int, stop: int) -> list[int]:
         found: list[int] = []
         for block in range(start // qi.BLOCK, -(-stop // qi.BLOCK)):
-            values = qi.read_u32(_need(self.read, qi.sorted_file(self.name, self.field, self.descending, block)))
+            values = read_u32(_need(self.read, qi.sorted_file(self.name, self.field, self.descending, block)))
             first = block * qi.BLOCK
             found.extend(values[max(start - first, 0):stop - first])
         return found
@@ -216,7 +217,7 @@ class _Whole:
     def _rank(self, at: int) -> int:
         """The first field's rank of the record at `at` in its order."""
         position = self._sorted(at, at + 1)[0]
-        return qi.read_u32(_need(self.read, qi.rank_file(self.name, self.field, position // qi.BLOCK)))[
+        return read_u32(_need(self.read, qi.rank_file(self.name, self.field, position // qi.BLOCK)))[
             position % qi.BLOCK]
 
     def _run_start(self, at: int, after: bool = False) -> int:
@@ -254,7 +255,7 @@ def _ordered(read: Reader, name: str, ordering: list[tuple[str, bool]], position
     needed = sorted({p // qi.BLOCK for p in positions})
     columns = []
     for field, descending in ordering:
-        ranks = {block: qi.read_u32(_need(read, qi.rank_file(name, field, block))) for block in needed}
+        ranks = {block: read_u32(_need(read, qi.rank_file(name, field, block))) for block in needed}
         columns.append((ranks, -1 if descending else 1))
 
     def key(p: int) -> tuple:
