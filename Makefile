@@ -65,11 +65,12 @@ clean:
 # configuration against a bare nginx on the same page file, and the records/s of
 # `catalogue import` from the built-in server (10K books).
 bench: $(STAMP)
-	$(BIN)/python benchmarks/bench.py --sizes $(BENCH_SIZES) --workdir bench-work
+	$(BIN)/python benchmarks/bench.py --sizes $(BENCH_SIZES) --workdir bench-work $(if $(FLOOR_WRITER),--floor-writer $(FLOOR_WRITER))
 	$(BIN)/python benchmarks/write_delay.py --sizes 0,100000 --workdir bench-work
 	$(BIN)/python benchmarks/serve_rate.py --books 20000 --workdir bench-work
 	$(BIN)/python benchmarks/nginx_bare.py --books 20000 --workdir bench-work
 	$(BIN)/python benchmarks/import_rate.py --books 10000 --workdir bench-work
+	$(BIN)/python benchmarks/query_rate.py --books $(if $(BENCH_FULL),1000000,100000) --workdir bench-work
 
 # The README's pictures of the HTML view (docs/screenshots/), taken by the browser test.
 screenshots: $(STAMP)
