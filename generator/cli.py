@@ -239,10 +239,15 @@ def _compared_lines(compared: Comparison, shown: int = 5) -> None:
                                               "(which is kept beside it, renamed).")
 @click.option("--backoff", default=0.5, show_default=True, envvar="CATALOGUE_IMPORT_BACKOFF",
               type=click.FloatRange(0), help="Seconds before a failed request's second try, doubled at each try.")
+@click.option("--query", "query_file", type=click.Path(dir_okay=False, exists=True, path_type=Path),
+              help="A YAML file with the service's search, ordering, filters (and search_normalise), as "
+                   "site.yaml writes them: DRF does not publish them. Checked against the service, then "
+                   "written into site.yaml.")
 def import_(url: str, out: Path, fmt: str, concurrency: int, token: str | None, resume: bool,
-            time_zone: str | None, replace: bool, backoff: float) -> None:
+            time_zone: str | None, replace: bool, backoff: float, query_file: Path | None) -> None:
     """Read the catalogue API at URL (its root, https://host/api/v1/) into a data directory."""
-    options = importer.Options(out, fmt, concurrency, token, resume, time_zone, replace, backoff)
+    query = _run(lambda: importer.read_query_file(query_file)) if query_file else None
+    options = importer.Options(out, fmt, concurrency, token, resume, time_zone, replace, backoff, query)
     summary = _run(lambda: importer.freeze(url, options))
     counts = ", ".join(f"{collection} {count:,}" for collection, count in summary.records.items())
     click.echo(f"imported {url} into {out} in {summary.seconds:.1f} s ({summary.rate:,.0f} records/s)")

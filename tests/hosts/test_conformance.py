@@ -602,6 +602,39 @@ def test_sigterm_leaves_nothing_running(tmp_path: Path, kind: str):
     assert not any(process_exists(pid) for pid in children)
 
 
+# ---- search, ordering and filters ------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def query_server(tmp_path_factory, kind):
+    """The sample catalogue with search, ordering and filters (tests/query_probes.py), served."""
+    from query_probes import with_settings
+
+    root = tmp_path_factory.mktemp("query")
+    build(with_settings(SAMPLE, root / "data", base_url=BASE), root / "site")
+    running = Server(root / "site", kind=kind)
+    yield running
+    running.stop()
+
+
+def test_random_searches_orderings_and_filters(query_server):
+    """query.md §2–5 on every host: the answers the Python hosts give (checked against DRF
+    in tests/test_drf_query.py), for random probes and along their next links."""
+    from query_probes import SETTINGS, Probes
+
+    site = query_server.site / "current"
+    names = sorted({name for key in ("search", "ordering", "filters") for name in SETTINGS[key]})
+    documents = {name: json.loads(put_together(site, name, "limit=100")[1])["results"] for name in names}
+    probes = Probes(documents, seed=11)
+    for name in names:
+        for _ in range(15):
+            query = probes.query(name)
+            answer = query_server.get(f"/api/v1/{name}/?{query}")
+            assert (answer.status, answer.body) == put_together(site, name, asked(query_server, query)), query
+            if answer.status == 200 and body(answer)["next"]:
+                following = local(body(answer)["next"])
+                again = query_server.get(following)
+                assert (again.status, again.body) == put_together(site, name, asked(query_server, following.split("?", 1)[1]))
+
 
 # ---- last: what nginx logged ---------------------------------------------------------------
 
@@ -612,10 +645,10 @@ EXPECTED_ERRORS = re.compile(r"\[error\] \S+ \*\d+ (connect\(\) failed \(111: Co
                              r"|client intended to send too large (chunked )?body)")
 
 
-def test_nginx_logged_no_warning_for_any_request_of_the_suite(server):
-    """Last of the module, so that under nginx its server has answered every request above
-    (and, run alone, the request table at least): error.log holds no [warn] and no [error]
-    but those EXPECTED_ERRORS names, for the write port."""
+def test_nginx_logged_no_warning_for_any_request_of_the_suite(server, query_server):
+    """Last of the module, so that under nginx its servers have answered every request above
+    (and, run alone, the request table at least): their error.log holds no [warn] and no
+    [error] but those EXPECTED_ERRORS names, for their write ports."""
     if server.kind != "nginx":
         pytest.skip("nginx's error.log")
     for entry in GOLDEN_TABLE:
@@ -624,8 +657,9 @@ def test_nginx_logged_no_warning_for_any_request_of_the_suite(server):
                        {"Accept": accept} if accept else {})
     for path in ("/_meta/", "/_meta/site.json", "/api/v1/books", f"/api/v1/books/{BOOK}"):
         server.get(path)
-    log = (server.site / ".run" / "error.log").read_text(encoding="utf-8")
-    found = [line for line in log.splitlines() if re.search(r"\[(warn|error|crit|alert|emerg)\]", line)]
-    unexpected = [line for line in found if not ((m := EXPECTED_ERRORS.search(line))
-                                                 and m["port"] in (None, str(server.write_port)))]
-    assert unexpected == []
+    for running in (server, query_server):
+        log = (running.site / ".run" / "error.log").read_text(encoding="utf-8")
+        found = [line for line in log.splitlines() if re.search(r"\[(warn|error|crit|alert|emerg)\]", line)]
+        unexpected = [line for line in found if not ((m := EXPECTED_ERRORS.search(line))
+                                                     and m["port"] in (None, str(running.write_port)))]
+        assert unexpected == [], running.site
