@@ -182,7 +182,7 @@ def test_a_tab_in_a_yaml_file_is_one_problem_naming_the_checks_it_holds_back(dat
     assert result.output == (
         "1 problem in the catalogue data:\n"
         "  data/authors.yaml:5: is not valid YAML: a tab at column 1, which YAML does not allow for "
-        "indenting: indent with spaces (the file was not read past this; references to authors from "
+        "indenting: indent with spaces (nothing of the file was read; references to authors from "
         "books are checked once it reads)\n")
 
 
@@ -240,3 +240,18 @@ def test_problems_of_whole_files_are_never_counted_away(data_dir: Path):
         ["4 problems in the catalogue data:\n"]
         + [f"  data/: collection {c!r} has no data file: add {c}.yaml or {c}.csv\n"
            for c in ("categories", "authors", "books", "users")])  # (the build's order)
+
+
+def test_a_csv_file_cut_short_by_a_broken_quote_holds_back_the_references_to_it(data_dir: Path):
+    """Users read up to a broken quote: the bookshelves of users after it are not reported
+    one by one as owned by no one."""
+    users = data_dir / "users.csv"
+    (data_dir / "users.yaml").unlink()
+    users.write_text('id,username,bio\n8162a4c5-73aa-444d-8a00-7877dd6972d1,sara.ahmadi,"never closed\n',
+                     encoding="utf-8")
+    result = run("check", "--data", str(data_dir))
+    assert result.exit_code == 1
+    assert result.output == (
+        "1 problem in the catalogue data:\n"
+        "  data/users.csv:2: is not valid CSV: unexpected end of data (the file was not read past this; "
+        "references to users from bookshelves are checked once it reads)\n")

@@ -291,7 +291,7 @@ def csv_rows_of(f, source: Source, problems: Problems) -> Iterator[tuple[int, di
     try:
         header = list(source.header) if source.header is not None else next(reader, None)
         if header is None:
-            unreadable(source, problems, 0, "is empty: a CSV file needs a header row")
+            unreadable(source, problems, 0, "is empty: a CSV file needs a header row", partly=False)
             return
         header = [h.strip() for h in header]  # (checked once, by check_header)
         end = reader.line_num + source.first_line - 1
@@ -346,16 +346,17 @@ def check_header(source: Source, problems: Problems) -> None:
         problems.add(source.name, 1, name, "has no column in the header and is required: add the column")
 
 
-def unreadable(source: Source, problems: Problems, line: int, message: str) -> None:
-    """A problem that stops the reading of a file: its records past it are unknown, so
-    references to them are not checked (each would fail and only repeat this); the
-    message says so, once."""
+def unreadable(source: Source, problems: Problems, line: int, message: str, partly: bool = True) -> None:
+    """A problem that stops the reading of a file (`partly`: after the records before it;
+    else before any): its other records are unknown, so references to them are not checked
+    (each would fail and only repeat this); the message says so, once."""
     problems.unread.add(source.collection)
     referrers = [r.collection for r in BY_COLLECTION.values()
                  if r.collection != source.collection and any(f.to == source.collection for f in r.relations)]
     held = (f"; references to {source.collection} from {' and '.join(referrers)} are checked once it reads"
             if referrers else "")
-    problems.add(source.name, line, "", f"{message} (the file was not read past this{held})")
+    read = "the file was not read past this" if partly else "nothing of the file was read"
+    problems.add(source.name, line, "", f"{message} ({read}{held})")
 
 
 def _yaml_rows(source: Source, problems: Problems) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -370,14 +371,16 @@ def yaml_rows_of(f, source: Source, problems: Problems, whole: bool = False) -> 
     try:
         root = loader.get_single_node()
     except yaml.YAMLError as exc:
-        unreadable(source, problems, _mark_line(exc), f"is not valid YAML: {_yaml_reason(exc, source.path if whole else None)}")
+        # (the whole document is parsed before any record is made: none is)
+        unreadable(source, problems, _mark_line(exc), f"is not valid YAML: {_yaml_reason(exc, source.path if whole else None)}",
+                   partly=False)
         return
     finally:
         loader.dispose()
     if root is None:
         return
     if not isinstance(root, yaml.SequenceNode):
-        unreadable(source, problems, root.start_mark.line + 1, "must be a list of records (- key: value)")
+        unreadable(source, problems, root.start_mark.line + 1, "must be a list of records (- key: value)", partly=False)
         return
     for node in root.value:
         try:
