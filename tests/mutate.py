@@ -51,11 +51,15 @@ class Mutant:
 
 def mutants(path: str) -> list[Mutant]:
     found = []
+    in_string = False  # (inside a docstring: words, not code)
     for number, text in enumerate((ROOT / path).read_text(encoding="utf-8").splitlines(), 1):
         code = text.split("  #")[0]
         stripped = code.strip()
-        if not stripped or stripped.startswith(("#", '"""', "import ", "from ", "def ", "class ", "@")) \
-                or stripped.endswith('"""') or stripped.startswith(("//", "*")):
+        quotes = stripped.count('"""')
+        if in_string or quotes:
+            in_string = in_string != (quotes % 2 == 1)
+            continue
+        if not stripped or stripped.startswith(("#", "import ", "from ", "def ", "class ", "@", "//", "*")):
             continue
         seen = set()
         for old, new in SWAPS:
