@@ -18,7 +18,7 @@ TOKENS ?= write-tokens
 comma := ,
 BENCH_SIZES := 10000,100000$(if $(BENCH_FULL),$(comma)1000000)
 
-.PHONY: build check test docs serve serve-cloudflare node_modules bench golden screenshots clean
+.PHONY: build check test docs serve serve-cloudflare node_modules bench mutation golden screenshots clean
 
 build: $(STAMP)
 	@$(BIN)/catalogue build --data data --out site
@@ -82,12 +82,18 @@ clean:
 # the requests/s of each server installed on the same files (20K books), the generated nginx
 # configuration against a bare nginx on the same page file, and the records/s of
 # `catalogue import` from the built-in server (10K books).
+# Plausible one-line mistakes in the modules that decide what clients get, one at a time, and
+# whether their tests see each (tests/mutate.py); the survivors are listed.
+mutation: $(TEST_STAMP)
+	$(BIN)/python tests/mutate.py
+
 bench: $(TEST_STAMP)
-	$(BIN)/python benchmarks/bench.py --sizes $(BENCH_SIZES) --workdir bench-work
+	$(BIN)/python benchmarks/bench.py --sizes $(BENCH_SIZES) --workdir bench-work $(if $(FLOOR_WRITER),--floor-writer $(FLOOR_WRITER))
 	$(BIN)/python benchmarks/write_delay.py --sizes 0,100000 --workdir bench-work
 	$(BIN)/python benchmarks/serve_rate.py --books 20000 --workdir bench-work
 	$(BIN)/python benchmarks/nginx_bare.py --books 20000 --workdir bench-work
 	$(BIN)/python benchmarks/import_rate.py --books 10000 --workdir bench-work
+	$(BIN)/python benchmarks/query_rate.py --books $(if $(BENCH_FULL),1000000,100000) --workdir bench-work
 
 # The README's pictures of the HTML view (docs/screenshots/), taken by the browser test.
 screenshots: $(TEST_STAMP)

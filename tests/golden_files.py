@@ -189,6 +189,47 @@ def querystring_table() -> list[dict]:
              "answer": answer(query, count, default, most)} for query, count, default, most in cases]
 
 
+FILTERS = GOLDEN / "filters.json"
+# Values of search, ordering and filters as clients send them, hostile ones too.
+SEARCH_CASES = ["", " ", "a b", "a,b", ",a,,b,", '"a b" c', "'a b',c", '"a \\"b\\" c"', "\"", "'", '"a', "a\u200cb،c",
+                "a\u3000b\x1cc\x85d", "ΣΑΣ Σ", "İstanbul", "ﬁ ß", "كتاب عربي", "کتـــاب", "دَرس ۱۲٣", "\u2028", "x" * 3]
+UUID_CASES = ["", "nope", "00000000-0000-4000-8000-000000000000", "00000000000040008000000000000000",
+              "{00000000-0000-4000-8000-000000000000}", "urn:uuid:00000000-0000-4000-8000-00000000000A",
+              " 00000000000040008000000000000000 ", "+0000000000040008000000000000000", "0_000000000040008000000000000000",
+              "٠0000000000040008000000000000000", "０0000000000040008000000000000000", "-00000000000040008000000000000000",
+              "uuid:{{00000000-0000-4000-8000-000000000000}}", "urn:00000000-0000-4000-8000-000000000000-",
+              "\u300000000000000040008000000000000000", "g0000000000040008000000000000000",
+              " 0000000000040008000000000000001", "0000000000040008000000000000001 ", "\u3000000000000004000800000000000000",
+              "                                ", "+", "0000000000000000000000000000000_", "00000000000000000000000000000000"]
+ORDERING_CASES = ["", "title", "-title", " -title ,pages", "--title", "-", "title,,nope", "\u3000pages\x1c"]
+
+
+# Search columns (each record's values) and terms, for the matcher (api/query.matches).
+MATCH_COLUMNS = [[["بوف کور"], [], ["کور"], ["a", "bc"], [""], ["ab", "ab", "b"]], [["x"]], [[]], []]
+MATCH_TERMS = ["کور", "b", "ab", "", "bc", "x", "بوف کور", "zz"]
+
+
+def _blob(records: list[list[str]]) -> bytes:
+    from generator.api.queryindex import ELEMENT, RECORD
+    return (RECORD + RECORD.join("".join(ELEMENT + v for v in values) for values in records) + RECORD).encode()
+
+
+def filters_table() -> dict:
+    """Python's readings of the cases: api/filters.py's and the matcher's, for their JavaScript twins."""
+    from generator.api.filters import Ordering, smart_terms, fold, uuid_text
+    from generator.api.query import matches
+    return {"matches": [[records, term, lookup, [list(m) for m in matches(_blob(records), term.encode(), lookup, True)]]
+                        for records in MATCH_COLUMNS for term in MATCH_TERMS
+                        for lookup in ("contains", "startswith", "exact")],"terms": [[text, smart_terms(text)] for text in SEARCH_CASES],
+            "fold": [[text, n, fold(text, n)] for text in SEARCH_CASES for n in (None, "persian")],
+            "uuid": [[text, uuid_text(text)] for text in UUID_CASES],
+            "ordering": [[text, [list(f) for f in Ordering().fields(text, ["title", "pages"])]] for text in ORDERING_CASES]}
+
+
+def write_filters_table() -> None:
+    FILTERS.write_text(json.dumps(filters_table(), ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+
+
 def write_querystring_table() -> None:
     """One case a line: the table is read by eye."""
     lines = [json.dumps(case, ensure_ascii=False) for case in querystring_table()]
@@ -216,6 +257,7 @@ def put_together(generation: Path, name: str, query: str) -> tuple[int, bytes]:
     """The status and body of a collection's page as the Python hosts make it (the file the
     query names plainly when it is there, else api/assemble.py): what every host answers."""
     from generator.api import assemble, meta
+    from generator.api.filters import Rejected
     from generator.api.params import Paging, plain_page
     from generator.api.querystring import TooManyFields
     from generator.api.serving import SiteInfo
@@ -231,7 +273,11 @@ def put_together(generation: Path, name: str, query: str) -> tuple[int, bytes]:
 
     def read(path: str) -> bytes | None:
         return (generation / path).read_bytes() if (generation / path).is_file() else None
-    return 200, b"".join(assemble.answer(read, paging, info.page_size, f"{info.base_url}/api/v1/{name}/"))
+    try:
+        return 200, b"".join(assemble.answer(read, paging, info.page_size, f"{info.base_url}/api/v1/{name}/",
+                                             info.query))
+    except Rejected as rejected:
+        return 400, rejected.encoded()
 
 
 PAGE_INDEX = ".idx"  # (generator.api.urls.PAGE_INDEX: this module imports nothing of the generator at its top)
@@ -251,6 +297,7 @@ def refresh() -> None:
         (GOLDEN / MANIFEST).write_text(manifest(out), encoding="utf-8")
     (GOLDEN / ROUTES).write_text(json.dumps(route_table(), ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
     write_querystring_table()
+    write_filters_table()
     print(f"refreshed {len(FILES)} golden files, {MANIFEST}, {ROUTES} and {QUERYSTRING} in "
           f"{GOLDEN.relative_to(ROOT)}", file=sys.stderr)
 

@@ -15,9 +15,6 @@ from conftest import ROOT
 
 DOCS = ROOT / "docs"
 README_LIMIT = 12_000  # bytes
-# The query settings of the spec (docs/spec/query.md §2) that this version does not read yet: the docs
-# and the starter's site.yaml name them as coming. Each leaves this set once the loader knows it.
-COMING = {"search", "ordering", "filters", "search_normalise"}
 
 
 def written_pages() -> dict[str, str]:
@@ -83,23 +80,17 @@ def test_a_made_up_option_is_caught(monkeypatch):
         test_every_command_and_option_written_exists()
 
 
-def documented_keys() -> tuple[set[str], str]:
-    """The keys with a section of their own under the site.yaml heading of docs/data.md, and
-    the heading of the coming ones."""
+def documented_keys() -> set[str]:
+    """The keys with a section of their own under the site.yaml heading of docs/data.md."""
     page = (DOCS / "data.md").read_text(encoding="utf-8")
     section = page.split("\n## site.yaml", 1)[1].split("\n## ", 1)[0]
-    headings = re.findall(r"(?m)^### (.+)$", section)
-    coming = [h for h in headings if h.startswith("Coming:")]
-    return {h for h in headings if not h.startswith("Coming:")}, (coming[0] if coming else "")
+    return set(re.findall(r"(?m)^### (.+)$", section))
 
 
 def test_every_site_yaml_key_is_documented_and_no_other():
     from generator.catalogue.settings import SITE_KEYS
 
-    keys, coming = documented_keys()
-    assert keys == SITE_KEYS
-    assert {k for k in COMING - SITE_KEYS if k not in coming} == set(), "coming settings not named as coming"
-    assert not (COMING & SITE_KEYS & set(re.findall(r"[a-z_]+", coming))), "a setting the loader knows is still 'coming'"
+    assert documented_keys() == SITE_KEYS
 
 
 def test_the_starter_site_yaml_lists_every_key_with_its_docs():
@@ -108,9 +99,9 @@ def test_the_starter_site_yaml_lists_every_key_with_its_docs():
 
     text = starter_files()["site.yaml"].decode("utf-8")
     listed = set(re.findall(r"(?m)^(?:# )?([a-z_]+):(?: |$)", text))
-    assert listed == SITE_KEYS | COMING
+    assert listed == SITE_KEYS
     for key in SITE_KEYS:
-        assert f"Docs: docs/data.md#{key}" in text, key
+        assert f"docs/data.md#{key}" in text, key
 
 
 def test_the_readme_is_a_front_door():

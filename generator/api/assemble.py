@@ -10,13 +10,15 @@ golden table (tests/golden/pages.json).
 """
 from __future__ import annotations
 
-from typing import Callable, Iterator
+from collections import OrderedDict
+from typing import Callable, Iterator, Sequence
 
 import orjson
 
 from . import pageindex
 from .pages import TAIL
 from .params import Paging
+from .query import select
 from .urls import PAGE_BUCKET, page_file, page_index_file
 
 Reader = Callable[[str], "bytes | None"]
@@ -55,18 +57,55 @@ def head(count: int, base: str, links: tuple[str | None, str | None]) -> bytes:
         count, orjson.dumps(following), orjson.dumps(previous))
 
 
-def answer(read: Reader, wanted: Paging, page_size: int, base: str) -> Iterator[bytes]:
+def answer(read: Reader, wanted: Paging, page_size: int, base: str, query: dict | None = None) -> Iterator[bytes]:
     """The page's bytes, in pieces (a large page is never held whole): the head, the records
-    a piece per page file they come from, and TAIL. Raises FileNotFoundError when a file it
-    needs is missing (a generation built before there were indexes)."""
+    a piece per page file they come from, and TAIL. With the site's `query` settings, the
+    request's search, ordering and filters pick the records (api/query.py). Raises
+    FileNotFoundError when a file it needs is missing (a generation built before there were
+    indexes), filters.Rejected for a request DRF answers with 400."""
     blocks = Blocks(read, wanted.name, page_size)
     count = blocks.count(wanted.offset)
+    selection = select(read, wanted.name, wanted.pairs, query, blocks.count(0)) if query else None
+    if selection is not None:
+        count = selection.count
+    stop = min(wanted.offset + wanted.limit, count)
     yield head(count, base, wanted.links(count))
+    if selection is None:
+        pieces = records(read, blocks, wanted.offset, stop)
+    else:
+        blocks.read = read = recent(read)  # (records picked from one page read it once)
+        pieces = picked(read, blocks, selection.take(wanted.offset, stop))
     first = True
-    for piece in records(read, blocks, wanted.offset, min(wanted.offset + wanted.limit, count)):
+    for piece in pieces:
         yield piece if first else b"," + piece
         first = False
     yield TAIL
+
+
+def recent(read: Reader, keep: int = 16) -> Reader:
+    """`read`, remembering the last few files read."""
+    held: OrderedDict[str, bytes | None] = OrderedDict()
+
+    def reading(path: str) -> bytes | None:
+        if path in held:
+            held.move_to_end(path)
+        else:
+            held[path] = read(path)
+            if len(held) > keep:
+                held.popitem(last=False)
+        return held[path]
+    return reading
+
+
+def picked(read: Reader, blocks: Blocks, positions: Sequence[int]) -> Iterator[bytes]:
+    """The records at these positions, in this order: each run of neighbours at once."""
+    at = 0
+    while at < len(positions):
+        end = at + 1
+        while end < len(positions) and positions[end] == positions[end - 1] + 1:
+            end += 1
+        yield from records(read, blocks, positions[at], positions[end - 1] + 1)
+        at = end
 
 
 def records(read: Reader, blocks: Blocks, start: int, stop: int) -> Iterator[bytes]:

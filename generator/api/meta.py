@@ -96,6 +96,10 @@ SERVER_ERROR = detail("A server error occurred.")
 SERVICE_UNAVAILABLE = detail("Service temporarily unavailable, try again later.")
 # A host that cannot read or send so large a page (an edge runtime's caps: docs/spec/query.md §1).
 PAGE_TOO_LARGE = "This host answers pages of at most {largest} records: ask for limit={largest} or less."
+# An edge host may read only so many files a request; a search over a very large collection
+# can need more (api/queryindex.py: one file per field per 65,536 records).
+TOO_MANY_READS = ("This host reads at most {most} files to answer one request, and this search, ordering "
+                  "or filter needs more on a collection this large; the built-in server and nginx answer it.")
 # Django refuses a query string of more than DATA_UPLOAD_MAX_NUMBER_FIELDS (1,000) fields with
 # its HTML 400 page; the same status here, in DRF's shape, with Django's message.
 TOO_MANY_FIELDS = detail("The number of GET/POST parameters exceeded settings.DATA_UPLOAD_MAX_NUMBER_FIELDS.")

@@ -25,6 +25,8 @@ from ..catalogue.fields import USERNAME_MAX, USERNAME_RE, Field, text, username
 from ..catalogue.settings import Settings
 from . import meta
 from .params import PAGINATION
+from .filters import Ordering, RelationFilter, Search
+from ..catalogue.querying import FILTERS, NORMALISE, ORDERING, SEARCH, is_to_many, relations
 from .render import encode
 from .routes import ROUTES, Route
 from .schemas import load_schemas
@@ -235,6 +237,14 @@ def _answers(route: Route, settings: Settings, method: str, body: dict) -> dict[
         "304": {"description": "Not modified since the version the request names (If-None-Match, "
                                "If-Modified-Since).", "headers": answer_headers(route, settings, file=True)},
     }
+    if route.kind == "list" and rejects(route.resource, settings):
+        found["400"] = {"description": "A search or filter value DRF refuses: a NUL character, an id that is "
+                                       "not a UUID or names no record; the body is DRF's.",
+                        "headers": answer_headers(route, settings, routed=False)}
+        if not head:
+            found["400"]["content"] = _json({"oneOf": [
+                {"type": "array", "items": {"type": "string"}},
+                {"type": "object", "additionalProperties": {"type": "array", "items": {"type": "string"}}}]})
     if route.kind in ("detail", "root", "schema"):
         kind = route.kind
         messages = ([_decode(meta.no_match(route.resource))["detail"]] if kind == "detail" else []) + [
@@ -262,6 +272,26 @@ PAGE_PARAMETERS = [{"$ref": PARAMETERS + p.name} for p in PAGINATION]
 def page_parameters(settings: Settings) -> list[dict[str, Any]]:
     """Each query parameter of a collection, as its object (params.py) describes itself."""
     return [p.openapi(settings.page_sizes, settings.default_page_size, settings.max_limit) for p in PAGINATION]
+
+
+def query_parameters(resource: Resource, settings: Settings) -> list[dict[str, Any]]:
+    """The search, ordering and filter parameters a collection takes (site.yaml), as their
+    objects (filters.py) describe themselves."""
+    query, name = settings.query, resource.name
+    found = []
+    for relation in query.get(FILTERS, {}).get(name, []):
+        target = relations(resource)[relation]
+        found.append(RelationFilter(relation, is_to_many(resource, relation)).openapi(target.label.lower()))
+    if query.get(SEARCH, {}).get(name):
+        found.append(Search().openapi(query[SEARCH][name], query.get(NORMALISE)))
+    if query.get(ORDERING, {}).get(name):
+        found.append(Ordering().openapi(query[ORDERING][name]))
+    return found
+
+
+def rejects(resource: Resource, settings: Settings) -> bool:
+    """Whether a request to the collection's list may be refused (a search or filter value)."""
+    return bool(settings.query.get(SEARCH, {}).get(resource.name) or settings.query.get(FILTERS, {}).get(resource.name))
 
 
 ID = {"name": "id", "in": "path", "required": True,
@@ -367,7 +397,7 @@ def paths(settings: Settings) -> dict[str, Any]:
             r = route.resource
             schema, options = ref(f"{component_name(r.schema)}Page"), meta.options_list(r)
             summary = f"A page of the {r.name} collection."
-            path, parameters, shared = route.pattern, PAGE_PARAMETERS, []
+            path, parameters, shared = route.pattern, PAGE_PARAMETERS + query_parameters(r, settings), []
         else:
             r = route.resource
             schema, options = ref(component_name(r.schema)), meta.options_detail(r)

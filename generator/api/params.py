@@ -131,6 +131,7 @@ class Paging:
     limit: int
     offset: int
     query: str
+    pairs: tuple[tuple[str, str], ...] = ()  # the query string's parameters, as request.GET holds them
 
     @classmethod
     def read(cls, name: str, query: str, site: SiteInfo) -> "Paging":
@@ -138,7 +139,7 @@ class Paging:
         pairs = tuple(querystring.parse(query))
         limit = LIMIT.read(querystring.last(pairs, LIMIT.name), site)
         offset = OFFSET.read(querystring.last(pairs, OFFSET.name), site)
-        return cls(name, limit, offset, query)
+        return cls(name, limit, offset, query, pairs)
 
     def links(self, count: int) -> tuple[str | None, str | None]:
         """The query strings of `next` and `previous` (None: null), as DRF writes them."""

@@ -4,7 +4,7 @@ a build records of how its site is served.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -74,6 +74,7 @@ class SiteInfo:
     cache_control: str
     page_size: int = 12  # the default page size (DRF's PAGE_SIZE)
     max_limit: int | None = None  # DRF's max_limit: None, no clamp
+    query: dict = field(default_factory=dict)  # search, ordering, filters (catalogue/querying.py)
 
     @property
     def prefix(self) -> str:
@@ -82,7 +83,7 @@ class SiteInfo:
 
     def encode(self) -> bytes:
         return orjson.dumps({"base_url": self.base_url, "cache_control": self.cache_control,
-                             "page_size": self.page_size, "max_limit": self.max_limit})
+                             "page_size": self.page_size, "max_limit": self.max_limit, "query": self.query})
 
     @classmethod
     def of_site(cls, site: Path) -> "SiteInfo":

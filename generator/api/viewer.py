@@ -14,13 +14,21 @@ from importlib import resources
 import jinja2
 
 from ..catalogue.settings import Settings
-from .urls import API
+from ..catalogue.querying import relations
+from .urls import API, RESOURCES
 
 _TEMPLATE = jinja2.Template(resources.files(__package__).joinpath("viewer.html").read_text(encoding="utf-8"),
                             undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
 
 
 def viewer(settings: Settings) -> bytes:
-    """The page for a site with these settings (its page sizes)."""
-    return _TEMPLATE.render(page_sizes=json.dumps(list(settings.page_sizes)),
-                            api=json.dumps(f"/{API}/")).encode("utf-8")
+    """The page for a site with these settings (its page sizes, its search, ordering and filters)."""
+    targets = {r.name: {relation: target.name for relation, target in relations(r).items()} for r in RESOURCES}
+    return _TEMPLATE.render(page_sizes=json.dumps(list(settings.page_sizes)), api=json.dumps(f"/{API}/"),
+                            query=_script_json(settings.query),
+                            filter_targets=_script_json(targets)).encode("utf-8")
+
+
+def _script_json(value) -> str:
+    """JSON to write inside a <script>: no `</` can end it early."""
+    return json.dumps(value, ensure_ascii=False).replace("</", "<\\/")

@@ -2,12 +2,13 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from ..errors import Problems
 from .fields import is_http_url, is_uri, shown
+from .querying import query_settings
 
 DEFAULT_TIME_ZONE = "Asia/Tehran"  # docs/spec/data.md: when site.yaml names none
 
@@ -23,6 +24,9 @@ class Settings:
     # The largest page a request may ask for (DRF's max_limit; docs/spec/query.md §1): a larger limit
     # is clamped to it. None: no clamp, as DRF's default.
     max_limit: int | None = None
+    # search, ordering, filters and search_normalise (docs/spec/query.md §2), as a plain document:
+    # what each collection's `?search=`, `?ordering=` and filters by related id take.
+    query: dict = field(default_factory=dict)
 
     @property
     def default_page_size(self) -> int:
@@ -33,7 +37,9 @@ class Settings:
         return ZoneInfo(self.time_zone)
 
 
-SITE_KEYS = {"base_url", "page_sizes", "time_zone", "cache_control", "max_limit"}
+QUERY_KEYS = ("search", "ordering", "filters")  # per collection, each a list (docs/spec/query.md §2)
+NORMALISE = ("persian",)  # the values of search_normalise
+SITE_KEYS = {"base_url", "page_sizes", "time_zone", "cache_control", "max_limit", *QUERY_KEYS, "search_normalise"}
 
 
 LINKS = ("api", "paths")
@@ -70,9 +76,10 @@ def settings(name: str, raw: dict, problems: Problems, base_url: str | None = No
     cache = raw.get("cache_control", Settings.cache_control)
     if not isinstance(cache, str) or not re.fullmatch(r"[!#%&*+,\-./0-9=A-Z^_`a-z|~ ]+", cache):
         problems.add(name, 0, "cache_control", f"{shown(cache)} is not a Cache-Control value like 'public, max-age=60'")
+    query = query_settings(name, raw, problems)
     if len(problems) > before:
         return None
-    return Settings(url, tuple(sizes), str(zone), cache, links, max_limit)
+    return Settings(url, tuple(sizes), str(zone), cache, links, max_limit, query)
 
 
 def _max_limit(name: str, raw: dict, sizes, problems: Problems) -> int | None:

@@ -18,6 +18,7 @@ import re
 import signal
 import sys
 import time
+from collections import OrderedDict
 from email.utils import formatdate, parsedate_to_datetime
 from pathlib import Path
 
@@ -28,11 +29,12 @@ from starlette.responses import FileResponse, Response, StreamingResponse
 
 from ..api import assemble, meta
 from ..api.params import Paging
+from ..api.filters import Rejected
 from ..api.querystring import TooManyFields
 from ..api.routes import Answer, Bodies, resolve
 from ..api.serving import (ACCEPTS_GZIP, DEFAULT_WRITE_SERVICE, FORWARDED, GZIP_MIN, MAX_BODY, SiteInfo,
                            content_type, headers)
-from ..api.urls import ACCEPTED, API, CURRENT, PAGE_NOT_BUILT
+from ..api.urls import ACCEPTED, QUERY_DIR, API, CURRENT, PAGE_NOT_BUILT
 from .contract import Host, Local
 
 JSON = "application/json"
@@ -51,21 +53,50 @@ class Generation:
         self.headers = {**headers(info.cache_control), "Server": SERVER}
 
 
+class Indexes:
+    """The query index files last read (api/queryindex.py), kept in memory up to a bound:
+    a search of a million records reads tens of megabytes of them."""
+
+    def __init__(self, bound: int = 256 << 20) -> None:
+        self.bound = bound
+        self.held: OrderedDict[Path, tuple[bytes, float]] = OrderedDict()
+        self.size = 0
+
+    def get(self, path: Path) -> tuple[bytes, float] | None:
+        found = self.held.get(path)
+        if found is not None:
+            self.held.move_to_end(path)
+        return found
+
+    def put(self, path: Path, data: bytes, modified: float) -> None:
+        self.held[path] = (data, modified)
+        self.size += len(data)
+        while self.size > self.bound and len(self.held) > 1:
+            self.size -= len(self.held.popitem(last=False)[1][0])
+
+
 class Reads:
     """A generation's files as a page put together reads them: each whole, and the newest
     modification time among them (the page's Last-Modified)."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, indexes: Indexes) -> None:
         self.root = root
+        self.indexes = indexes
         self.newest = 0.0
 
     def __call__(self, path: str) -> bytes | None:
-        try:
-            with open(self.root / path, "rb") as f:
-                self.newest = max(self.newest, os.fstat(f.fileno()).st_mtime)
-                return f.read()
-        except FileNotFoundError:
-            return None
+        key = self.root / path  # (the generation's root is in the key: a new build, new keys)
+        held = self.indexes.get(key) if QUERY_DIR in path else None
+        if held is None:
+            try:
+                with open(key, "rb") as f:
+                    held = (f.read(), os.fstat(f.fileno()).st_mtime)
+            except FileNotFoundError:
+                return None
+            if QUERY_DIR in path:
+                self.indexes.put(key, *held)
+        self.newest = max(self.newest, held[1])
+        return held[0]
 
 
 class Server:
@@ -75,6 +106,7 @@ class Server:
         self.site = site.absolute()
         self.write_service = write_service
         self.bodies = Bodies()
+        self.indexes = Indexes()
         self._published: tuple[str, Generation] | None = None
 
     def generation(self) -> Generation:
@@ -145,14 +177,16 @@ class Server:
             paging = Paging.read(answer.page, query, info)
         except TooManyFields:
             return Response(meta.TOO_MANY_FIELDS, 400, headers, media_type=JSON)
-        reads = Reads(generation.root)
-        pieces = assemble.answer(reads, paging, info.page_size, f"{info.base_url}/{API}/{answer.page}/")
+        reads = Reads(generation.root, self.indexes)
+        pieces = assemble.answer(reads, paging, info.page_size, f"{info.base_url}/{API}/{answer.page}/", info.query)
         body = bytearray()
         try:
             for piece in pieces:
                 body += piece
                 if len(body) > STREAM_FROM:  # (a page of thousands of records: never held whole)
                     return StreamingResponse(itertools.chain((bytes(body),), pieces), 200, headers, media_type=JSON)
+        except Rejected as rejected:
+            return Response(rejected.encoded(), 400, headers, media_type=JSON)
         except FileNotFoundError:  # (a generation built before pages had indexes)
             return Response((generation.root / PAGE_NOT_BUILT).read_bytes(), 400, headers, media_type=JSON)
         return self._made(bytes(body), reads.newest, headers, request)
@@ -330,7 +364,7 @@ def serve(site: Path, local: Local) -> int:
                                      server_header=False, date_header=False, access_log=False,
                                      http="h11"))  # (h11 keeps the case of header names; httptools does not)
     address = f"unix:{socket}" if socket else f"http://{host}:{port}{serving.prefix}/{API}/"
-    print(f"serving {site} with the built-in server at {address} (Ctrl-C stops)", file=sys.stderr, flush=True)
+    print(f"starting the built-in server for {site} at {address}", file=sys.stderr, flush=True)
     server.run()
     return 0 if server.started else 1
 

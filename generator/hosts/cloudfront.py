@@ -271,14 +271,14 @@ def serve(site: Path, local: Local) -> int:
                "pages": str(site / PAGES_MODULE), "host": local.host, "port": local.port,
                "deploy": [sys.executable, "-m", __name__, str(site)], **deployed}
     prefix = SiteInfo.of_site(site).prefix
-    print(f"serving {site} with the CloudFront Function and the pages' Lambda@Edge handler in Node at "
-          f"http://{local.host}:{local.port}{prefix}/{API}/ (Ctrl-C stops)", file=sys.stderr, flush=True)
+    print(f"starting the CloudFront Function and the pages' Lambda@Edge handler in Node for {site} at "
+          f"http://{local.host}:{local.port}{prefix}/{API}/", file=sys.stderr, flush=True)
     return foreground([node, str(RUNNER), json.dumps(options)])
 
 
 HOST = Host("cloudfront", "CloudFront and S3: a CloudFront Function, a Lambda@Edge handler for the pages no file "
             "holds and a CloudFormation stack (hosts/cloudfront/), run here in Node",
-            lambda site, hosting: write(site), serve, installed)
+            lambda site, hosting: write(site), serve, installed, takes_writes=False)
 
 
 if __name__ == "__main__":

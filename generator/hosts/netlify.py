@@ -124,8 +124,8 @@ def serve(site: Path, local: Local) -> int:
     command = [deno, "run", "--quiet", "--no-prompt", "--no-config", f"--allow-read={site}",
                f"--allow-net={local.host}:{local.port},127.0.0.1:{local.port},{write_service}",
                str(RUNNER), json.dumps(options)]
-    print(f"serving {site} with the Netlify Edge Function in Deno at "
-          f"http://{local.host}:{local.port}{info.prefix}/{API}/ (Ctrl-C stops)", file=sys.stderr, flush=True)
+    print(f"starting the Netlify Edge Function in Deno for {site} at "
+          f"http://{local.host}:{local.port}{info.prefix}/{API}/", file=sys.stderr, flush=True)
     return foreground(command)
 
 

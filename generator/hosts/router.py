@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 from ..api import meta, pageindex, params, routes
 from ..api.serving import FORWARDED, GZIP_MIN, HTML_TYPE, JSON_TYPE, MAX_BODY, SiteInfo, headers
 from ..api.urls import API, HOSTS, OPENAPI_FILE, PAGE_BUCKET, SITE_INFO, VIEWER, detail_file, page_file, page_index_file, root_path
-from . import querystring
+from . import query, querystring
 from .contract import Host
 from .files import replace, templates
 
@@ -119,13 +119,13 @@ def answer_values(cache_control: str) -> dict:
     build their own Responses (a Worker, an Edge Function) share, and the pages they put
     together (templates/pages.js.j2, with the query-string reading of querystring.py)."""
     return {"headers": json.dumps(headers(cache_control)), "max_body": MAX_BODY,
-            "querystring": querystring.javascript(), "site_info": json.dumps(SITE_INFO), "api_path": json.dumps(API),
+            "querystring": querystring.javascript(), "query": query.javascript(), "site_info": json.dumps(SITE_INFO), "api_path": json.dumps(API),
             "index": json.dumps({"bucket": PAGE_BUCKET, "header": pageindex.HEADER.size}),
             "page_file": json.dumps(page_file("{name}", "{limit}", "{bucket}", "{offset}")),
             "index_file": json.dumps(page_index_file("{name}", "{limit}", "{bucket}", "{offset}")),
             "limit": params.LIMIT.name, "offset": params.OFFSET.name,
             "too_many_fields": json.dumps(meta.TOO_MANY_FIELDS.decode()),
-            "too_large_text": json.dumps(meta.PAGE_TOO_LARGE), "gzip_min": GZIP_MIN,
+            "too_large_text": json.dumps(meta.PAGE_TOO_LARGE), "too_many_reads": json.dumps(meta.TOO_MANY_READS), "gzip_min": GZIP_MIN,
             "json_type": json.dumps(JSON_TYPE), "html_type": json.dumps(HTML_TYPE),
             "too_large": json.dumps(meta.TOO_LARGE.decode()),
             "write_unavailable": json.dumps(meta.WRITE_UNAVAILABLE.decode()), "forwarded": json.dumps(FORWARDED)}

@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 
 from ..api.urls import API, RESOURCES
 from ..errors import CatalogueError, DataError
-from . import output
+from . import output, probe
 from .convert import convert
 from .crawl import Crawl, Progress, Settings
 
@@ -30,6 +30,7 @@ class Options:
     time_zone: str | None = None
     replace: bool = False
     backoff: float = 0.5  # seconds before a request's second try
+    query: dict | None = None  # the service's search, ordering and filters (importer/probe.py), if told
 
 
 @dataclass
@@ -60,10 +61,25 @@ def freeze(url: str, options: Options, progress: Progress | None = None) -> Summ
     frozen = convert(links, collections, pages, sizes, options.time_zone, max_limit)
     if frozen.problems:
         raise DataError(frozen.problems)
+    if options.query:
+        _check_query(options.query, pages, crawl, settings.root)
+        frozen.site.update(options.query)
+        frozen.notes.append("search, ordering and filters: as --query gives them; the service answers a few "
+                            "such queries as they say")
     formats, replaced = output.write(frozen, options.out, options.format, options.replace)
     shutil.rmtree(state)
     return Summary({r.collection: len(frozen.rows[r.collection]) for r in RESOURCES}, formats, frozen.notes,
                    time.monotonic() - started, replaced)
+
+
+def _check_query(query: dict, pages: dict[str, list[dict]], crawl: Crawl, root: str) -> None:
+    """Ask the service a few queries; an error naming those it answers otherwise."""
+    documents = {name: [record for page in found for record in page["results"]] for name, found in pages.items()}
+    path = urlsplit(root).path
+    differences = probe.probe(query, documents, lambda target: crawl.client.get_json(path + target))
+    if differences:
+        raise CatalogueError("the service answers these queries otherwise than --query's settings say (nothing "
+                             "was written; fix the file and run again with --resume):\n  " + "\n  ".join(differences))
 
 
 def api_root(url: str) -> str:

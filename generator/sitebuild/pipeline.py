@@ -28,6 +28,7 @@ from ..catalogue.load import Input, Source, read_catalogue
 from ..catalogue.settings import Settings
 from ..errors import DataError, GeneratorBug
 from . import state
+from .queries import Job as QueryJob, write_query_indexes
 from .part import Part, PartResult, Phases, Plan
 from .publish import Discard, Generation, Output, Site, shard_of_store
 from . import segments
@@ -117,6 +118,8 @@ def build(data_dir: Path, out_dir: Path, base_url: str | None = None, progress: 
             write_skeleton(target, job.settings)
             linked = link_shards(target, incremental, job.settings, result, before)
             phases.done("skeleton and shards")
+            write_query_indexes(QueryJob(site, generation, previous, job.settings, result.published), job.processes)
+            phases.done("query indexes")
             state.keep(generation.root, workspace.scratch, incremental, result.published, tables)
             record_sizes(target, now, before, sum_sizes([result.sizes, linked]))
             phases.done("state for the next build")
@@ -191,7 +194,8 @@ def write_skeleton(target: Target, settings: Settings) -> None:
     root = Renderer(settings, Urls(settings.base_url, settings.links)).root()
     checker.check("root", root, root_path())
     checker.raise_if_violated()
-    info = SiteInfo(settings.base_url, settings.cache_control, settings.default_page_size, settings.max_limit)
+    info = SiteInfo(settings.base_url, settings.cache_control, settings.default_page_size, settings.max_limit,
+                    settings.query)
     for path, data in ((root_path(), root), (PAGE_NOT_BUILT, meta.page_not_built(settings)),
                        (NOT_FOUND_FILE, meta.NOT_FOUND), (SITE_INFO, info.encode()),
                        (OPENAPI_FILE, openapi.encoded(settings)), (VIEWER, viewer(settings))):

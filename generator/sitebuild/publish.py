@@ -32,7 +32,7 @@ from typing import Callable, Iterator, Protocol
 from isal import isal_zlib
 
 from ..api.serving import GZIP_MIN
-from ..api.urls import BUILD_DIR, CURRENT, PAGE_INDEX, SERVED, is_shard
+from ..api.urls import BUILD_DIR, CURRENT, PAGE_INDEX, QUERY_DIR, SERVED, is_shard
 from ..errors import CatalogueError
 from ..system import fsync_dir, syncfs
 
@@ -112,7 +112,7 @@ class Generation:
         shard, target = place[0], f"{place[1]}/{name}"
         written = [1, len(data)]
         self._write(target, data)
-        if len(data) >= GZIP_MIN and not name.endswith(PAGE_INDEX):  # (read by hosts, never served)
+        if len(data) >= GZIP_MIN and not name.endswith(PAGE_INDEX) and f"/{QUERY_DIR}/" not in path:  # (read by hosts, never served)
             twin = gzip(data) if twin is None else twin
             self._write(target + ".gz", twin)
             written = [2, len(data) + len(twin)]

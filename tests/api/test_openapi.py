@@ -126,3 +126,23 @@ def test_every_resource_has_its_page_schema():
     for r in RESOURCES:
         page = components[f"{openapi.component_name(r.schema)}Page"]
         assert page["allOf"][0] == {"$ref": "#/components/schemas/Page"}
+
+
+def test_search_ordering_and_filters_are_listed_with_their_choices():
+    from query_probes import SETTINGS
+
+    settings = replace(load.read_catalogue(SAMPLE).settings, query={**SETTINGS, "search_normalise": "persian"})
+    document = openapi.document(settings)
+    validate(document)
+    books = document["paths"][f"/{API}/books/"]["get"]
+    named = {p.get("name"): p for p in books["parameters"]}
+    assert {"search", "ordering", "authors", "translators", "publishers", "categories"} <= set(named)
+    assert "`title` (contains)" in named["search"]["description"] and "`isbn` (equals)" in named["search"]["description"]
+    assert "persian" in named["search"]["description"]
+    assert named["ordering"]["schema"]["examples"] == ["title", "-title", "price", "-price", "pages", "-pages",
+                                                       "created_time", "-created_time"]
+    assert named["authors"]["schema"]["type"] == "array" and "400" in books["responses"]
+    shelves = document["paths"][f"/{API}/bookshelf/"]["get"]
+    assert {p.get("name"): p for p in shelves["parameters"]}["user"]["schema"] == {"type": "string", "format": "uuid"}
+    publishers = document["paths"][f"/{API}/publisher/"]["get"]
+    assert [p.get("name") for p in publishers["parameters"]] == [None, None, None, None] and "400" not in publishers["responses"]

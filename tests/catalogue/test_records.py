@@ -87,7 +87,7 @@ def test_unknown_csv_column(data_dir):
     path = data_dir / "bookshelves.csv"
     lines = path.read_text(encoding="utf-8").splitlines()
     path.write_text("\n".join([lines[0] + ",colour"] + [l + "," for l in lines[1:]]) + "\n", encoding="utf-8")
-    assert_reported(data_dir, "bookshelves.csv", 2, "colour", "not a field of bookshelves")
+    assert_reported(data_dir, "bookshelves.csv", 1, "colour", "not a field of bookshelves")  # once, on the header
 
 
 def test_missing_required_field_yaml(data_dir):
@@ -415,7 +415,8 @@ def test_site_yaml_unknown_key_and_repeated_page_size(data_dir):
     (data_dir / "site.yaml").write_text("base_url: https://a.example\npage_sizes: [12, 24, 12]\ntheme: dark\n",
                                         encoding="utf-8")
     found = {(p.field, p.message) for p in problems_of(data_dir)}
-    assert found == {("theme", "is not a setting; known settings: base_url, cache_control, max_limit, page_sizes, time_zone"),
+    assert found == {("theme", "is not a setting; known settings: base_url, cache_control, filters, max_limit, ordering, page_sizes, "
+                                  "search, search_normalise, time_zone"),
                      ("page_sizes", "[12, 24, 12] lists a page size twice")}
 
 

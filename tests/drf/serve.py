@@ -8,6 +8,7 @@ Root-relative image paths resolve against --base-url (default: where it serves).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from pathlib import Path
@@ -54,6 +55,7 @@ def configure(data: Path, work: Path) -> None:
     os.environ["CATALOGUE_DRF_PAGE_SIZE"] = str(settings.default_page_size)
     os.environ["CATALOGUE_DRF_TIME_ZONE"] = settings.time_zone
     os.environ["CATALOGUE_DRF_MAX_LIMIT"] = str(settings.max_limit or "")
+    os.environ["CATALOGUE_DRF_QUERY"] = json.dumps(settings.query)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ WSGI_APPLICATION = None
 
 # No django.contrib.auth: the catalogue's users are profiles (drf.app's UserProfile), and
 # writes need no authentication here. DRF's browsable renderer needs its templates.
-INSTALLED_APPS = ["django.contrib.staticfiles", "rest_framework", "drf.app"]
+INSTALLED_APPS = ["django.contrib.staticfiles", "rest_framework", "django_filters", "drf.app"]
 # Django's order; the header for other origins comes first, as a CORS middleware is placed,
 # so that it is on every answer, the redirect CommonMiddleware answers by itself included.
 MIDDLEWARE = [

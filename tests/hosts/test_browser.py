@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from conftest import ROOT, SAMPLE
+from query_probes import with_settings
 from servers import WriteStack, runnable
 
 pytestmark = pytest.mark.skipif(not runnable("chromium"), reason="chromium is not installed")
@@ -32,8 +33,7 @@ FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory):
     work = tmp_path_factory.mktemp("browser")
-    data = work / "data"
-    shutil.copytree(SAMPLE, data)
+    data = with_settings(SAMPLE, work / "data")  # (search, ordering and filters on: query_probes.SETTINGS)
     running = WriteStack.start(data, work)
     yield running
     running.stop()
@@ -94,6 +94,31 @@ def test_the_list_is_right_to_left_and_goes_page_by_page_to_a_book(page, stack):
     assert card.locator("h2").inner_text() == second["title"]
     assert "ریال" in card.inner_text()
     page.screenshot(path=str(shots() / "detail.png"), full_page=False)
+
+
+def test_a_search_an_ordering_and_the_books_of_an_author(page, stack):
+    base = f"http://127.0.0.1:{stack.server.port}"
+    page.goto(f"{base}/api/v1/books/?limit=24")
+    page.locator("form#query").wait_for()
+    page.fill("#search", "هدایت")
+    page.select_option("#ordering", "-title")
+    page.locator("form#query button").click()
+    page.wait_for_url("**/api/v1/books/?limit=24&search=*&ordering=-title")
+    expected = json.loads(stack.server.get("/api/v1/books/?search=%D9%87%D8%AF%D8%A7%DB%8C%D8%AA&ordering=-title").body)
+    first = expected["results"][0]
+    page.get_by_role("link", name=first["title"], exact=True).first.wait_for()
+    assert page.locator("#search").input_value() == "هدایت"
+    titles = page.locator("ol.list-items li").all_inner_texts()
+    assert titles == [book["title"] for book in expected["results"]]
+    page.screenshot(path=str(shots() / "search.png"), full_page=False)
+
+    author = first["authors"][0]["url"].rstrip("/").rsplit("/", 1)[1]
+    page.goto(f"{base}/api/v1/author/{author}/")
+    page.locator("#related a").first.click()
+    page.wait_for_url(f"**/api/v1/books/?authors={author}")
+    by_author = json.loads(stack.server.get(f"/api/v1/books/?authors={author}").body)
+    page.locator("ol.list-items li").first.wait_for()
+    assert page.locator("ol.list-items li").all_inner_texts() == [b["title"] for b in by_author["results"]]
 
 
 def test_the_user_form_posts_with_a_token_and_the_user_is_served_after_the_rebuild(page, stack):

@@ -42,6 +42,10 @@ for (const [name, query] of requests) {
     const made = await assemblePage(read, readPaging(name, query, await siteInfo(read)), {reads: 1e9, bytes: Infinity});
     answers.push([200, Buffer.from(made.body).toString("base64")]);
   } catch (error) {
+    if (error instanceof QyRejected) {
+      answers.push([400, Buffer.from(error.encoded()).toString("base64")]);
+      continue;
+    }
     if (!(error instanceof QsTooManyFields)) throw error;
     answers.push([400, Buffer.from(TOO_MANY_FIELDS).toString("base64")]);
   }
@@ -56,7 +60,7 @@ QUERIES = ["", "limit=5", "limit=12&offset=5", "offset=1000", "limit=1_2&utm_sou
 
 def module(directory: Path) -> Path:
     values = answer_values("no-cache")
-    code = values["querystring"] + "\n" + templates.get_template("pages.js.j2").render(values)
+    code = values["querystring"] + "\n" + values["query"] + "\n" + templates.get_template("pages.js.j2").render(values)
     path = directory / "pages.mjs"
     path.write_text(code + "\nconst notModified = () => false;\n" + HARNESS, encoding="utf-8")
     return path

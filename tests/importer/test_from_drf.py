@@ -71,3 +71,38 @@ def test_every_page_and_every_detail_as_the_service_answers(imported, name):
     for record in records:
         pair.same(pair.local(record["url"]))
     pair.same(f"/api/v1/{name}/", "OPTIONS")
+
+
+def test_the_import_takes_the_service_s_query_settings_and_checks_them(tmp_path):
+    """DRF does not publish its search, ordering and filter fields: told them (--query), the
+    import asks the service a few such queries, and refuses settings it answers otherwise."""
+    import yaml
+    from query_probes import SETTINGS, with_settings
+
+    data = with_settings(SAMPLE, tmp_path / "data")
+    drf = DrfService.start(data, tmp_path / "drf")
+    try:
+        told = {key: SETTINGS[key] for key in ("search", "ordering", "filters")}
+        (tmp_path / "query.yaml").write_text(yaml.safe_dump(told, allow_unicode=True), encoding="utf-8")
+        result = CliRunner().invoke(main, ["import", f"{drf.url}/api/v1/", "--out", str(tmp_path / "imported"),
+                                           "--query", str(tmp_path / "query.yaml")])
+        assert result.exit_code == 0, result.output
+        assert "  search, ordering and filters: as --query gives them;" in result.output
+        site = yaml.safe_load((tmp_path / "imported" / "site.yaml").read_text(encoding="utf-8"))
+        assert {key: site[key] for key in told} == told
+
+        wrong = {**told, "search": {"books": ["title"]}, "ordering": {"books": ["pages"]}}
+        (tmp_path / "wrong.yaml").write_text(yaml.safe_dump(wrong, allow_unicode=True), encoding="utf-8")
+        result = CliRunner().invoke(main, ["import", f"{drf.url}/api/v1/", "--out", str(tmp_path / "again"),
+                                           "--query", str(tmp_path / "wrong.yaml")])
+        assert result.exit_code == 1 and not (tmp_path / "again").exists()
+        assert "the service answers these queries otherwise than --query's settings say" in result.output
+        assert "books/?search=" in result.output
+
+        (tmp_path / "bad.yaml").write_text("search:\n  books: ['$title']\nsort: 1\n", encoding="utf-8")
+        result = CliRunner().invoke(main, ["import", f"{drf.url}/api/v1/", "--out", str(tmp_path / "bad"),
+                                           "--query", str(tmp_path / "bad.yaml")])
+        assert result.exit_code == 1
+        assert "field 'sort': is not a query setting" in result.output and "'$title': the prefix '$'" in result.output
+    finally:
+        drf.stop()

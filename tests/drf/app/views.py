@@ -7,6 +7,7 @@ The classes have no docstrings on purpose: DRF puts a view's docstring into the
 from django.http import Http404
 from rest_framework import mixins, viewsets
 
+from .filtering import configure
 from .models import Author, Book, Bookshelf, Category, Publisher, UserProfile
 from .serializers import (AuthorSerializer, BookSerializer, BookshelfSerializer, CategorySerializer,
                           PublisherSerializer, UserSerializer)
@@ -51,3 +52,8 @@ class UserViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
 class BookshelfViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
     queryset = Bookshelf.objects.select_related("user")
     serializer_class = BookshelfSerializer
+
+
+for _name, _viewset in (("author", AuthorViewSet), ("books", BookViewSet), ("publisher", PublisherViewSet),
+                        ("category", CategoryViewSet), ("user", UserViewSet), ("bookshelf", BookshelfViewSet)):
+    configure(_viewset, _name)

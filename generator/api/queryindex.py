@@ -1,0 +1,270 @@
+"""The query indexes the build writes for the collections site.yaml gives `search`,
+`ordering` or `filters` (docs/spec/query.md §2–5), and what they hold: enough for a host to answer
+any search, ordering and filter exactly, reading a few files, without the data.
+
+Records are named by their position in the collection's own order (the position of
+their bytes in the pre-built pages, api/pageindex.py). Under `api/v1/<name>/_query/`:
+
+- `search/<column>/<block>.txt`, for each search field (a column: `title`,
+  `authors__fullName`): the folded values (filters.fold) of the block's records, UTF-8,
+  as NUL, then each record's values each preceded by U+0001, followed by NUL. A record
+  with no value (null, or no related record) has none; so a term is found in a value by
+  a substring search, at the start of one after U+0001, equal to one between U+0001 and
+  U+0001 or NUL; the record is the count of NULs before the match.
+- `rank/<field>/<block>.u32`: each record's rank among the field's distinct values
+  (1 the smallest; 0 null, which sorts first as SQLite sorts it), little-endian uint32.
+- `sorted/<field>/<asc|desc>/<block>.u32`: the positions in the field's order, ties
+  in the collection's order (the fast path of a whole collection in one ordering).
+- `filter/<relation>/<xx>.json`: for each id of the related collection starting with
+  the two hex digits xx, the sorted positions of the records that refer to it.
+
+A block is BLOCK records (or positions in an order). A file is rewritten by a build
+only when its bytes change.
+"""
+from __future__ import annotations
+
+import re
+from array import array
+from dataclasses import dataclass
+from collections import defaultdict
+from datetime import datetime, timedelta, timezone
+from decimal import Decimal
+from typing import Any, Callable, Iterable
+
+import orjson
+
+from ..catalogue.querying import (FILTERS, NORMALISE, ORDERING, SEARCH, SearchField, relations, search_field,
+                                  sort_kind)
+from ..catalogue.resources import BY_NAME
+from .filters import fold
+from .pageindex import u32
+from .urls import API, QUERY_DIR
+
+BLOCK = 65536
+ID_PREFIX = 2  # characters of an id that name its filter file
+RECORD, ELEMENT = "\x00", "\x01"
+UUID_IN_URL = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+def query_dir(name: str) -> str:
+    return f"{API}/{name}/{QUERY_DIR}"
+
+
+def text_file(name: str, column: str, block: int) -> str:
+    return f"{query_dir(name)}/search/{column}/{block}.txt"
+
+
+def rank_file(name: str, field: str, block: int) -> str:
+    return f"{query_dir(name)}/rank/{field}/{block}.u32"
+
+
+def sorted_file(name: str, field: str, descending: bool, block: int) -> str:
+    return f"{query_dir(name)}/sorted/{field}/{'desc' if descending else 'asc'}/{block}.u32"
+
+
+def filter_file(name: str, relation: str, prefix: str) -> str:
+    """The ids starting with `prefix` (ID_PREFIX characters) of a filter's related collection."""
+    return f"{query_dir(name)}/filter/{relation}/{prefix}.json"
+
+
+def blocks(count: int) -> range:
+    """The blocks of a collection of `count` records (an empty one has its one, empty, block)."""
+    return range(max(-(-count // BLOCK), 1))
+
+
+def configured(query: dict) -> list[str]:
+    """The collections (URL segments) with any query index, in the API root's order."""
+    named = {name for key in (SEARCH, ORDERING, FILTERS) for name in query.get(key, {})}
+    return [name for name in BY_NAME if name in named]
+
+
+def related_id(document: dict) -> str:
+    """The id of an embedded record: its `id`, else the UUID in its `url`."""
+    if "id" in document:
+        return document["id"]
+    url = document["url"]
+    last = url[-37:-1]  # (an API link ends with "<id>/")
+    if url[-1] == "/" and len(last) == 36 and last[8] == last[13] == last[18] == last[23] == "-":
+        return last
+    return UUID_IN_URL.findall(url)[-1]
+
+
+# ---- the build's side -----------------------------------------------------------------
+
+
+@dataclass
+class Partial:
+    """What a collector keeps of its records until every part of the collection is read:
+    each ordering field's sort keys and each filter's records by related id, in order."""
+    keys: dict[str, list]
+    referred: dict[str, dict[str, array]]
+
+
+class Collector:
+    """Query index files made from a collection's documents given a page at a time in order,
+    from the record at `first` (a block's first): each block of search values is encoded
+    as soon as it is full (`flush` takes each file); the sort keys and the filters' lists
+    are kept compact for `finish`, which may join those of several collectors."""
+
+    def __init__(self, name: str, query: dict, flush: Callable[[str, bytes], None], first: int = 0) -> None:
+        resource = BY_NAME[name]
+        self.name, self.flush = name, flush
+        self.normalise = query.get(NORMALISE)
+        self.search = [search_field(spec) for spec in query.get(SEARCH, {}).get(name, [])]
+        self.values: list[list[str]] = [[] for _ in self.search]
+        self.order = {field: (sort_kind(resource, field), []) for field in query.get(ORDERING, {}).get(name, [])}
+        self.filters: dict[str, dict[str, array]] = {r: {} for r in query.get(FILTERS, {}).get(name, [])}
+        self.count = first
+
+    def add(self, documents: list[dict]) -> None:
+        """The next records (a page's): a list comprehension a field, cheaper than a call a value."""
+        start = self.count
+        for found, values in zip(self.search, self.values):
+            values.extend(_column(documents, found))
+        for field, (kind, keys) in self.order.items():
+            if kind == "text":
+                keys.extend([d.get(field) for d in documents])
+            else:
+                keys.extend([None if d.get(field) is None else sort_key(kind, d[field]) for d in documents])
+        for relation, referred in self.filters.items():
+            for position, document in enumerate(documents, start):
+                related = related_records(document, relation)
+                ids = map(related_id, related) if len(related) < 2 else dict.fromkeys(map(related_id, related))
+                for id in ids:
+                    held = referred.get(id)
+                    if held is None:
+                        held = referred[id] = array("I")
+                    held.append(position)
+        self.count += len(documents)
+        full = self.count // BLOCK
+        if full > start // BLOCK:  # (a block filled up: the pages given split at its end)
+            self._flush_full(start, full)
+
+    def _flush_full(self, start: int, full: int) -> None:
+        """The search values of the block that just filled up, those past it kept."""
+        past = self.count - full * BLOCK
+        held = [values[len(values) - past:] if past else [] for values in self.values]
+        for values in self.values:
+            del values[len(values) - past:]
+        self._flush_search(full - 1)
+        for values, kept in zip(self.values, held):
+            values.extend(kept)
+
+    def close(self) -> Partial:
+        """The last block of search values (unless it ended full), and what `finish` needs."""
+        if self.count % BLOCK or self.count == 0:
+            self._flush_search(self.count // BLOCK)
+        return Partial({field: keys for field, (_, keys) in self.order.items()}, self.filters)
+
+    def _flush_search(self, block: int) -> None:
+        for found, values in zip(self.search, self.values):
+            # (folded once a block: lower() and the Persian folding never touch the separators)
+            text = fold(RECORD + RECORD.join(values) + RECORD, self.normalise)
+            self.flush(text_file(self.name, found.column, block), text.encode())
+            values.clear()
+
+
+def finish(name: str, flush: Callable[[str, bytes], None], parts: list[Partial],
+           targets: dict[str, Iterable[str]]) -> None:
+    """The orderings' and the filters' files, from the partials of the collection's records in
+    order and every id of the related collection of each filter, by relation (an id no record
+    refers to is a choice too)."""
+    for field in parts[0].keys:
+        _flush_order(name, flush, field, [key for part in parts for key in part.keys[field]])
+    for relation in parts[0].referred:
+        referred = parts[0].referred[relation]
+        for part in parts[1:]:
+            for id, positions in part.referred[relation].items():
+                held = referred.get(id)
+                if held is None:
+                    referred[id] = positions
+                else:
+                    held.extend(positions)
+        _flush_filter(name, flush, relation, referred, targets[relation])
+
+
+def _flush_order(name: str, flush: Callable[[str, bytes], None], field: str, keys: list) -> None:
+    distinct = sorted({key for key in keys if key is not None})
+    rank_of = {key: rank for rank, key in enumerate(distinct, 1)}
+    ranks = array("I", (0 if key is None else rank_of[key] for key in keys))
+    del rank_of, distinct
+    ascending = sorted(range(len(ranks)), key=ranks.__getitem__)  # (a stable sort: ties keep their order)
+    descending = sorted(range(len(ranks)), key=lambda p: -ranks[p])
+    for block in blocks(len(ranks)):
+        part = slice(block * BLOCK, (block + 1) * BLOCK)
+        flush(rank_file(name, field, block), u32(ranks[part]))
+        flush(sorted_file(name, field, False, block), u32(ascending[part]))
+        flush(sorted_file(name, field, True, block), u32(descending[part]))
+
+
+def _flush_filter(name: str, flush: Callable[[str, bytes], None], relation: str, referred: dict[str, array],
+                  ids: Iterable[str]) -> None:
+    shards: dict[str, dict[str, list[int]]] = defaultdict(dict)
+    for id in ids:
+        referred.setdefault(id, array("I"))
+    for id in sorted(referred):
+        shards[id[:ID_PREFIX]][id] = referred[id].tolist()
+    for prefix, shard in shards.items():
+        flush(filter_file(name, relation, prefix), orjson.dumps(shard))
+
+
+def index_files(name: str, query: dict, documents: Iterable[dict],
+                targets: dict[str, Iterable[str]]) -> dict[str, bytes]:
+    """Every query index file of one collection, from its records' documents in order and
+    the ids of every record of each collection its filters name (by relation)."""
+    files: dict[str, bytes] = {}
+    collector = Collector(name, query, files.__setitem__)
+    for document in documents:
+        collector.add([document])
+    finish(name, files.__setitem__, [collector.close()], targets)
+    return files
+
+
+def related_records(document: dict, relation: str) -> list[dict]:
+    """The records a document embeds in a relation, a to-one's as a list of one or none."""
+    related = document.get(relation)
+    return [] if related is None else related if isinstance(related, list) else [related]
+
+
+def _column(documents: list[dict], found: SearchField) -> list[str]:
+    """The documents' values in a search column, as queryindex's layout writes a record's."""
+    if found.relation is None:
+        field = found.field
+        return ["" if (v := d.get(field)) is None else ELEMENT + (v if isinstance(v, str) else _text(v))
+                for d in documents]
+    return [(ELEMENT + ELEMENT.join(values)) if (values := values_of(d, found)) else "" for d in documents]
+
+
+def values_of(document: dict, found: SearchField) -> list[str]:
+    """A record's values in a search column: its field's, or each related record's."""
+    if found.relation is None:
+        value = document.get(found.field)
+        return [] if value is None else [_text(value)]
+    return [_text(r[found.field]) for r in related_records(document, found.relation) if r.get(found.field) is not None]
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "1" if value else "0"  # (as SQLite holds a boolean)
+    return str(value)
+
+
+def sort_key(kind: str, value: Any) -> Any:
+    """A value as it sorts: numbers as exact numbers, instants as microseconds since 1970."""
+    if kind == "number":
+        number = Decimal(str(value))
+        return int(number) if number == number.to_integral_value() else number
+    if kind == "instant":
+        moment = datetime.fromisoformat(value)
+        return (moment - EPOCH) // MICROSECOND
+    return value
+
+
+EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+MICROSECOND = timedelta(microseconds=1)
+
+
+def filter_targets(name: str, query: dict) -> dict[str, str]:
+    """The collections (URL segments) whose ids the collection's filters take, by relation."""
+    resource = BY_NAME[name]
+    return {relation: relations(resource)[relation].name for relation in query.get(FILTERS, {}).get(name, [])}

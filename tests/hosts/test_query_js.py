@@ -1,0 +1,103 @@
+"""The JavaScript hosts' search, ordering and filters (templates/query.js.j2, inside
+templates/pages.js.j2) answer as the Python hosts' (api/query.py), byte for byte: random
+probes drawn from the records (tests/query_probes.py), on the sample with and without
+search_normalise and on a synthetic catalogue, run in Node against the built files. Also
+what each answer read: the files and bytes an edge host fetches for it."""
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+from conftest import SAMPLE
+from generator import compose
+from generator.api.urls import CURRENT
+from generator.catalogue import synth
+from generator.hosts.router import answer_values
+from golden_files import FILTERS, put_together
+from query_probes import SETTINGS, Probes, with_settings
+from test_pages_js import module, run_node
+
+from servers import runnable
+
+pytestmark = pytest.mark.skipif(not runnable("node"), reason="node is not installed")
+COLLECTIONS = sorted({name for key in ("search", "ordering", "filters") for name in SETTINGS[key]})
+
+
+@pytest.fixture(scope="module", params=["sample", "persian", "synthetic"])
+def built(request, tmp_path_factory):
+    work = tmp_path_factory.mktemp("query-js")
+    if request.param == "synthetic":
+        synth.write(work / "plain", 2000, seed=11)
+        data = with_settings(work / "plain", work / "data")
+    else:
+        data = with_settings(SAMPLE, work / "data",
+                             **({"search_normalise": "persian"} if request.param == "persian" else {}))
+    compose.build(data, work / "site")
+    return (work / "site" / CURRENT).resolve()
+
+
+def documents(generation) -> dict[str, list[dict]]:
+    found = {}
+    for name in COLLECTIONS:
+        status, body = put_together(generation, name, "limit=100000")
+        found[name] = json.loads(body)["results"]
+    return found
+
+
+def test_javascript_answers_queries_as_python_does(built, tmp_path):
+    probes = Probes(documents(built), seed=3)
+    requests = [(name, probes.query(name)) for name in COLLECTIONS for _ in range(80)]
+    requests += [("books", q) for q in ("search=%00", "authors=nope", "authors=", "search=" + "x" * 1001,
+                                        "search=%22%22", "ordering=-", "search=%E2%80%A8&authors=%E2%80%A8")]
+    got = run_node(module(tmp_path), built, requests)
+    for (name, query), answer in zip(requests, got):
+        assert answer == put_together(built, name, query), (name, query)
+
+
+GOLDEN_HARNESS = """
+import {readFileSync} from "node:fs";
+const table = JSON.parse(readFileSync(0, "utf8"));
+const blob = (records) => "\u0000" + records.map((values) => values.map((v) => "\u0001" + v).join("")).join("\u0000") + "\u0000";
+const out = {
+  matches: table.matches.map(([records, term, lookup]) => [records, term, lookup, [...qyMatches(blob(records), term, lookup, true)]]),
+  terms: table.terms.map(([text]) => [text, qyTerms(text)]),
+  fold: table.fold.map(([text, n]) => [text, n, qyFold(text, n)]),
+  uuid: table.uuid.map(([text]) => [text, qyUuid(text)]),
+  ordering: table.ordering.map(([text]) => [text, qyOrdering(text, ["title", "pages"])]),
+};
+process.stdout.write(JSON.stringify(out));
+"""
+
+
+def test_javascript_reads_values_as_the_golden_table_says(tmp_path):
+    values = answer_values("no-cache")
+    script = tmp_path / "filters.mjs"
+    script.write_text(values["querystring"] + "\n" + values["query"] + "\n" + GOLDEN_HARNESS, encoding="utf-8")
+    table = FILTERS.read_text(encoding="utf-8")
+    done = subprocess.run(["node", str(script)], input=table, capture_output=True, text=True, check=True, timeout=60)
+    assert json.loads(done.stdout) == json.loads(table)
+
+
+def test_javascript_answers_as_python_across_many_blocks(tmp_path, monkeypatch):
+    """Records in blocks of 16: searches over many files, orderings whose runs of ties cross
+    them, filters; the JavaScript reads them as the Python does."""
+    from generator.api import queryindex
+    from generator.hosts import query as query_js
+
+    monkeypatch.setattr(queryindex, "BLOCK", 16)
+    query_js.javascript.cache_clear()
+    try:
+        synth.write(tmp_path / "plain", 200, seed=4)
+        compose.build(with_settings(tmp_path / "plain", tmp_path / "data"), tmp_path / "site")
+        generation = (tmp_path / "site" / CURRENT).resolve()
+        probes = Probes(documents(generation), seed=9)
+        requests = [(name, probes.query(name)) for name in COLLECTIONS for _ in range(40)]
+        requests += [("books", f"ordering={o}&offset={n}&limit=7") for o in ("pages,-title", "-price,pages", "pages")
+                     for n in (0, 15, 16, 31, 100)]
+        got = run_node(module(tmp_path), generation, requests)
+        for (name, query), answer in zip(requests, got):
+            assert answer == put_together(generation, name, query), (name, query)
+    finally:
+        query_js.javascript.cache_clear()

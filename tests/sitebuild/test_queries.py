@@ -1,0 +1,100 @@
+"""The build's query indexes (sitebuild/queries.py): made with the pages, exact after every
+kind of edit, and rewritten only where they changed: a one-book edit rewrites a few index
+files, not the index; an unchanged catalogue rewrites none."""
+from __future__ import annotations
+
+import csv
+import os
+from pathlib import Path
+
+import pytest
+import yaml
+
+from generator.api import queryindex
+from generator.api.urls import CURRENT
+from generator.catalogue import synth
+from generator.sitebuild import build
+from golden_files import put_together
+from query_probes import with_settings
+
+
+def index_inodes(site: Path) -> dict[str, int]:
+    root = (site / CURRENT).resolve()
+    found = {}
+    for directory, _dirs, names in os.walk(root / "api"):
+        if f"/{queryindex.QUERY_DIR}" in directory:
+            for name in names:
+                path = Path(directory, name)
+                found[str(path.relative_to(root))] = path.stat().st_ino
+    return found
+
+
+@pytest.fixture
+def catalogue(tmp_path):
+    synth.write(tmp_path / "plain", 400, seed=2, fmt="csv")
+    return with_settings(tmp_path / "plain", tmp_path / "data")
+
+
+def test_a_one_book_edit_rewrites_a_few_index_files(catalogue, tmp_path):
+    site = tmp_path / "site"
+    build(catalogue, site)
+    before = index_inodes(site)
+    assert len(before) > 100
+    build(catalogue, site)  # (nothing changed: nothing rewritten)
+    assert index_inodes(site) == before
+    books = catalogue / "books.csv"
+    with books.open(encoding="utf-8", newline="") as f:
+        rows = list(csv.reader(f))
+    rows[200][rows[0].index("title")] = "یک عنوان تازه"
+    with books.open("w", encoding="utf-8", newline="") as f:
+        csv.writer(f, lineterminator="\n").writerows(rows)
+    build(catalogue, site)
+    after = index_inodes(site)
+    rewritten = sorted(path for path in after if before.get(path) != after[path])
+    assert set(after) == set(before)
+    assert 0 < len(rewritten) <= 8, rewritten  # (its title's search column, the title's ranks and orders)
+    generation = (site / CURRENT).resolve()
+    found = put_together(generation, "books", "search=%DB%8C%DA%A9+%D8%B9%D9%86%D9%88%D8%A7%D9%86+%D8%AA%D8%A7%D8%B2%D9%87")
+    assert found[0] == 200 and b'"count":1,' in found[1]
+
+
+def test_settings_taken_away_take_their_indexes_away(catalogue, tmp_path):
+    site = tmp_path / "site"
+    build(catalogue, site)
+    assert any("/search/" in path for path in index_inodes(site))
+    site_yaml = yaml.safe_load((catalogue / "site.yaml").read_text(encoding="utf-8"))
+    site_yaml.pop("search"), site_yaml.pop("filters")
+    site_yaml["ordering"] = {"books": ["title"]}
+    (catalogue / "site.yaml").write_text(yaml.safe_dump(site_yaml, allow_unicode=True), encoding="utf-8")
+    build(catalogue, site)
+    left = index_inodes(site)
+    assert left and all("/rank/title/" in p or "/sorted/title/" in p for p in left)
+
+
+def test_blocks_read_by_several_processes_give_the_same_files_and_answers(catalogue, tmp_path, monkeypatch):
+    """Records in many blocks (64 records a block here), read by two processes or one: the
+    same index files; and the same answers as with the whole collection in one block."""
+    import json
+
+    from query_probes import Probes
+
+    whole = tmp_path / "whole"
+    build(catalogue, whole)
+    monkeypatch.setattr(queryindex, "BLOCK", 64)
+    two, one = tmp_path / "two", tmp_path / "one"
+    build(catalogue, two, processes=2)
+    build(catalogue, one, processes=1)
+    files = {p: (one / CURRENT / p).read_bytes() for p in index_inodes(one)}
+    assert {p: (two / CURRENT / p).read_bytes() for p in index_inodes(two)} == files
+    assert sum("/search/title/" in p for p in files) > 2
+    blocked, single = (two / CURRENT).resolve(), (whole / CURRENT).resolve()
+    documents = {name: json.loads(put_together(blocked, name, "limit=1000")[1])["results"]
+                 for name in ("books", "author", "bookshelf", "category")}
+    probes = Probes(documents, seed=5)
+    for name in ("books", "author", "bookshelf"):
+        for _ in range(40):
+            query = probes.query(name)
+            got = put_together(blocked, name, query)
+            monkeypatch.setattr(queryindex, "BLOCK", 65536)
+            assert got == put_together(single, name, query), query
+            monkeypatch.setattr(queryindex, "BLOCK", 64)
