@@ -119,6 +119,8 @@ def main() -> None:
             for mutant in made:
                 mutant.killed = run(mutant, tests, copy, args.timeout)
                 results.append(mutant)
+                if not mutant.killed:  # (said at once: a long run can be stopped and still told)
+                    print(f"survived: {mutant.path}:{mutant.line}: {mutant.after.strip()}", flush=True)
             killed = sum(m.killed for m in made)
             print(f"{module}: {killed}/{len(made)} killed ({time.monotonic() - started:.0f} s)", flush=True)
     report = ["| module | mutants | killed | survived |", "|---|---|---|---|"]
