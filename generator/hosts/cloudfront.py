@@ -278,7 +278,7 @@ def serve(site: Path, local: Local) -> int:
 
 HOST = Host("cloudfront", "CloudFront and S3: a CloudFront Function, a Lambda@Edge handler for the pages no file "
             "holds and a CloudFormation stack (hosts/cloudfront/), run here in Node",
-            lambda site, hosting: write(site), serve, installed)
+            lambda site, hosting: write(site), serve, installed, takes_writes=False)
 
 
 if __name__ == "__main__":

@@ -32,3 +32,4 @@ class Host:
     write: Callable[[Path, Hosting], object] | None = None  # what it needs in the built site
     serve: Callable[[Path, Local], int] | None = None  # serves the site in the foreground; the exit status
     installed: Callable[[], bool] = _always  # whether serve() can run here
+    takes_writes: bool = True  # whether its POSTs reach a write service (False: every POST answers 503)
