@@ -6,8 +6,8 @@ first, then SearchFilter, then OrderingFilter.
 `select()` gives None when a request asks for none of them (the collection as it is:
 pages are slices of the pre-built ones), or the `Selection` whose records the page
 shows, or raises filters.Rejected with DRF's 400 body. This is the Python hosts' one
-implementation; hosts/templates/query.js.j2 is the JavaScript hosts', and both are
-checked against the same golden table (tests/golden/query.json).
+implementation; hosts/templates/query.js.j2 is the JavaScript hosts', and both answer
+the same random probes byte for byte (tests/hosts/test_query_js.py).
 """
 from __future__ import annotations
 
