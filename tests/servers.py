@@ -1,7 +1,7 @@
 """Real servers for tests and benchmarks, on free loopback ports (each held from the moment
 it is chosen until its server listens), stopped with SIGTERM:
-`catalogue serve` with either server (nginx or the built-in one) and the write service
-(`catalogue write-service`). Each is started so that it dies with the process that
+`catalogue serve` with every server of the host registry (generator/hosts/registry.py)
+and the write service (`catalogue write-service`). Each is started so that it dies with the process that
 started it: an interrupted test run leaves nothing behind."""
 from __future__ import annotations
 
@@ -20,19 +20,21 @@ from pathlib import Path
 
 import pytest
 
-from generator.hosts import cloudflare, cloudfront, netlify
+from generator.hosts import cloudflare
 from generator.hosts.netlify import find_deno
-from generator.hosts.nginx import find_nginx, installed
+from generator.hosts.nginx import find_nginx
+from generator.hosts.registry import servers
 from generator.system import stop_with_parent
 
-SERVERS = ("builtin", "nginx", "cloudflare", "cloudfront", "netlify")
-READ_ONLY = {"cloudfront"}  # hosts with no write service behind them: every POST answers 503
+SERVERS = tuple(servers())  # every host that serves here, in the registry's order
+READ_ONLY = {name for name, host in servers().items() if not host.takes_writes}  # every POST answers 503
 WRANGLER = cloudflare.NODE_MODULES / "wrangler" / "bin" / "wrangler.js"  # (make node_modules)
 # Programs the tests need beyond Python; CI (.ci/run) installs them and names them in
 # CATALOGUE_REQUIRE, and then a test that needs one never skips.
 REQUIRED = set(filter(None, os.environ.get("CATALOGUE_REQUIRE", "").split(",")))
-INSTALLED = {"builtin": lambda: True, "nginx": installed, "node": lambda: shutil.which("node") is not None,
-             "cloudflare": cloudflare.installed, "cloudfront": cloudfront.installed, "netlify": netlify.installed,
+# (the servers' runtimes, as the registry says; then the programs some tests need of their own)
+INSTALLED = {**{name: host.installed for name, host in servers().items()},
+             "node": lambda: shutil.which("node") is not None,
              "deno": lambda: find_deno() is not None,
              "wrangler": lambda: shutil.which("node") is not None and WRANGLER.is_file(),
              "rsync": lambda: shutil.which("rsync") is not None,

@@ -4,6 +4,9 @@ below it, every module says what it is for, and the architecture page of the doc
 from __future__ import annotations
 
 import ast
+import io
+import re
+import tokenize
 import shutil
 from pathlib import Path
 
@@ -163,3 +166,94 @@ def test_a_collection_named_elsewhere_is_caught(tmp_path: Path):
     (copy / "api" / "sneaky.py").write_text('"""x"""\ndef f(c):\n    return c == "bookshelves" or c == "Book"\n')
     assert set(naming_collections(copy)) - NAMING_COLLECTIONS == {"api/sneaky.py"}
     assert naming_collections(copy)["api/sneaky.py"] == 2
+
+
+# ---- docstrings and comments name files that exist --------------------------------------------
+# A path written in generator/'s docstrings and comments (`api/urls.py`, `templates/pages.js.j2`,
+# `hosts/templates/query.js.j2`, `generator/...`, `tests/...`, `schemas/...`) names a file of the
+# project, found from the folder of the file that names it or one of the folders above it, or
+# `module.name`: a module and something it defines. Paths with placeholders (`<site>/...`,
+# `OUT/...`, `PREFIX/...`, `{name}`) and the built site's own (`api/v1/...`, `_meta/...`, a
+# host's `edge-functions/...`) are what a build writes, not the project's files: not checked.
+SOURCE_FILE = re.compile(r"\.(py|j2|mjs|js|html|json|yaml|toml|md|txt|cfg)$")
+REFERENCE = re.compile(r"(?<![\w/.<>${}*-])((?:[A-Za-z_][\w-]*/)+[\w.-]+)")
+SITE_PATHS = ("api/v1/", "_meta/", "edge-functions/")  # (paths in a built site, not in the project)
+PLACEHOLDER = re.compile(r"^[A-Z]+/")  # (OUT/, PREFIX/: a folder the user names)
+
+
+def commentary(path: Path) -> list[tuple[int, str]]:
+    """(line, text) of what a file says to its readers: a Python module's docstrings and
+    comments; every line of a template, a page or a JavaScript module (whose comments a
+    tokenizer of its own would be needed to pick out)."""
+    text = path.read_text(encoding="utf-8")
+    if path.suffix != ".py":
+        return list(enumerate(text.splitlines(), 1))
+    found = [(token.start[0], token.string) for token in tokenize.generate_tokens(io.StringIO(text).readline)
+             if token.type == tokenize.COMMENT]
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+                found += [(first.lineno + i, line) for i, line in enumerate(first.value.value.splitlines())]
+    return sorted(found)
+
+
+def defines(module: Path, name: str) -> bool:
+    """Whether a Python module defines the name at its top level (or as a class's member)."""
+    for node in ast.walk(ast.parse(module.read_text(encoding="utf-8"))):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name:
+            return True
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+        if any(isinstance(t, ast.Name) and t.id == name for t in targets):
+            return True
+        if isinstance(node, (ast.Import, ast.ImportFrom)) and any((a.asname or a.name) == name for a in node.names):
+            return True
+    return False
+
+
+def looked_up(reference: str, named_in: Path, root: Path) -> Path | None:
+    """The file a reference names, from the folder of the file that names it or one above
+    (up to the project's root): a file itself, or for `module.name` the module."""
+    module = reference.rpartition(".")[0]
+    for folder in [named_in.parent, *named_in.parent.parents]:
+        if folder != root and root not in folder.parents:
+            break
+        if (folder / reference).is_file():
+            return folder / reference
+        if module and (folder / f"{module}.py").is_file():
+            return folder / f"{module}.py"
+    return None
+
+
+def wrong_references(package: Path, root: Path) -> list[str]:
+    found = []
+    for path in sorted(p for p in package.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
+        for line, text in commentary(path):
+            for match in REFERENCE.finditer(text):
+                reference = match.group(1).rstrip(".")
+                if reference.startswith(SITE_PATHS) or PLACEHOLDER.match(reference):
+                    continue
+                target = looked_up(reference, path, root)
+                if target is None and not SOURCE_FILE.search(reference):
+                    continue  # (a folder, a media type, a URL path: nothing to look up)
+                if target is None or (target.name != Path(reference).name
+                                      and not defines(target, reference.rpartition(".")[2])):
+                    found.append(f"{path.relative_to(root)}:{line}: {reference}")
+    return found
+
+
+def test_docstrings_and_comments_name_files_that_exist():
+    assert wrong_references(PACKAGE, ROOT) == []
+
+
+def test_a_wrong_reference_is_caught(tmp_path: Path):
+    copy = tmp_path / "generator"
+    shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    (copy / "api" / "sneaky.py").write_text(
+        '"""Routes from api/routes.py, not api/nowhere.py; see templates/pages.js.j2."""\n'
+        "# hosts/templates/pages.js.j2 is right, api/query.nothing_here is not\n")
+    assert [wrong for wrong in wrong_references(copy, tmp_path) if "sneaky" in wrong] == [
+        "generator/api/sneaky.py:1: api/nowhere.py",
+        "generator/api/sneaky.py:1: templates/pages.js.j2",
+        "generator/api/sneaky.py:2: api/query.nothing_here",
+    ]

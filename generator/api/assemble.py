@@ -5,8 +5,8 @@ never encoding a record again: a page is a new head, slices of page files and TA
 
 `read` is the host's way to read a file of the published generation (None when there is
 none); this module is the Python hosts' one implementation of request-time pages, and
-hosts/templates/answers.js.j2 the JavaScript hosts'. Both are checked against the same
-golden table (tests/golden/pages.json).
+hosts/templates/answers.js.j2 the JavaScript hosts'. Both answer the same requests
+byte for byte (tests/hosts/test_pages_js.py).
 """
 from __future__ import annotations
 

@@ -4,8 +4,8 @@ a raw value is read (docs/spec/query.md §3–5), as params.py's objects own lim
 (django-filter's filter on a relation by id). What they read is matched against the
 build's query indexes by api/query.py.
 
-Everything here is plain text work, and hosts/templates/filters.js.j2 is its twin for
-the JavaScript hosts: both are checked against tests/golden/filters.json.
+Everything here is plain text work, and the first part of hosts/templates/query.js.j2
+is its twin for the JavaScript hosts: both are checked against tests/golden/filters.json.
 """
 from __future__ import annotations
 

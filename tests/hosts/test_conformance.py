@@ -23,7 +23,7 @@ from generator.api.urls import RESOURCES
 from generator.sitebuild import build
 from conftest import ROOT, SAMPLE
 from golden_files import GOLDEN, ROUTES, put_together, routed
-from servers import Server, process_exists, server_params
+from servers import READ_ONLY, Server, process_exists, server_params
 
 BASE = "https://ketab.example.ir"
 READ = "GET, HEAD, OPTIONS"
@@ -34,7 +34,6 @@ BOOK = "76f9d815-44dc-545f-890b-4419e8e5e6da"
 # distribution's one error document, and a read-only host answers every POST 503 before any
 # body is read (a CloudFront Function never sees one).
 ONE_404_BODY = {"cloudfront"}
-READ_ONLY = {"cloudfront"}
 UNRESERVED = re.compile(r"%(3[0-9]|[46][1-9A-Fa-f]|[57][0-9Aa]|2[DEde]|5[Ff]|7[Ee])")  # escaped A-Z a-z 0-9 - . _ ~
 
 
