@@ -142,6 +142,10 @@ def test_search_ordering_and_filters_are_listed_with_their_choices():
     assert named["ordering"]["schema"]["examples"] == ["title", "-title", "price", "-price", "pages", "-pages",
                                                        "created_time", "-created_time"]
     assert named["authors"]["schema"]["type"] == "array" and "400" in books["responses"]
+    assert [named[n]["required"] for n in ("search", "ordering", "authors")] == [False, False, False]
+    assert named["authors"]["explode"] is True
+    assert "answers 400" in named["search"]["description"] and "a cap DRF does not have" in named["search"]["description"]
+    assert "not a UUID, or names no record, answers 400" in named["authors"]["description"]
     shelves = document["paths"][f"/{API}/bookshelf/"]["get"]
     assert {p.get("name"): p for p in shelves["parameters"]}["user"]["schema"] == {"type": "string", "format": "uuid"}
     publishers = document["paths"][f"/{API}/publisher/"]["get"]
