@@ -42,7 +42,7 @@ from .router import answer_values, javascript, js_regex
 NETLIFY = f"{HOSTS}/netlify"  # <site>/hosts/netlify/: the Netlify base directory
 FUNCTION = "catalogue"  # edge-functions/catalogue.js, as netlify.toml names it
 FUNCTIONS_DIR = "edge-functions"
-PUBLISH_DIR = "public"  # filled by fill_command() from <site>/current (see docs/deploying.md: Netlify)
+PUBLISH_DIR = "public"  # filled by fill() from <site>/current (see docs/deploying.md: Netlify)
 KEY_FILE = "file-key"
 FILE_HEADER = "x-catalogue-file"  # on the function's own reads of files: the key
 WRITE_SERVICE = "CATALOGUE_WRITE_SERVICE"  # the environment variable naming the write service's URL
@@ -67,12 +67,45 @@ def write(site: Path) -> Path:
 
 
 def fill_command(site: str = "SITE") -> str:
-    """The command, run in <site>/hosts/netlify/, that makes the publish directory a plain
-    copy (links followed: the shards and pages/default are links) of the directories the
-    site serves; --delete-excluded takes anything else out of it, a .state/ an older
-    command copied included, so that `netlify deploy` never uploads the build's state."""
-    served = " ".join(f"--include '/{name}/***'" for name in PUBLISHED)
-    return f"rsync -aL --delete-excluded {served} --exclude '*' {site}/{CURRENT}/ {PUBLISH_DIR}/"
+    """The command that fills the publish directory (`fill`), for netlify.toml and the docs."""
+    return f"python -m generator.hosts.netlify {site}"
+
+
+def fill(site: Path) -> int:
+    """<site>/hosts/netlify/public/ made a plain copy of the directories the site serves (their
+    links followed: the shards and pages/default are links), each file hard-linked from the
+    published generation (copied across file systems), anything else taken out: a .state/
+    an older copy held included, so that `netlify deploy` never uploads the build's state.
+    No program but Python is needed. Returns the number of files it holds."""
+    source = (site / CURRENT).resolve()
+    public = site / NETLIFY / PUBLISH_DIR
+    wanted: set[Path] = set()
+    for name in PUBLISHED:
+        for directory, _dirs, names in os.walk(source / name, followlinks=True):
+            here = public / Path(directory).relative_to(source)
+            if here.is_symlink() or here.is_file():
+                here.unlink()
+            here.mkdir(parents=True, exist_ok=True)
+            for file in names:
+                origin, copy = Path(directory, file).resolve(), here / file
+                wanted.add(copy)
+                if copy.is_symlink() or not (copy.exists() and os.path.samefile(origin, copy)):
+                    copy.unlink(missing_ok=True)
+                    try:
+                        os.link(origin, copy)
+                    except OSError:  # (another file system)
+                        shutil.copy2(origin, copy)
+    for directory, dirs, names in os.walk(public, topdown=False):
+        for name in names:
+            if Path(directory, name) not in wanted:
+                Path(directory, name).unlink()
+        for name in dirs:
+            path = Path(directory, name)
+            if path.is_symlink():
+                path.unlink()
+            elif not any(path.iterdir()):
+                path.rmdir()
+    return len(wanted)
 
 
 def file_key(path: Path) -> str:
@@ -131,3 +164,9 @@ def serve(site: Path, local: Local) -> int:
 
 HOST = Host("netlify", "a Netlify Edge Function in front of the files (hosts/netlify/), run here in Deno",
             lambda site, hosting: write(site), serve, installed)
+
+
+if __name__ == "__main__":  # python -m generator.hosts.netlify SITE: fill its publish directory
+    if len(sys.argv) != 2:
+        sys.exit("usage: python -m generator.hosts.netlify SITE")
+    print(f"{fill(Path(sys.argv[1])):,} files in {Path(sys.argv[1]) / NETLIFY / PUBLISH_DIR}")

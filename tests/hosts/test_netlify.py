@@ -8,6 +8,8 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import shutil
+import sys
 import subprocess
 import threading
 import time
@@ -121,24 +123,33 @@ def test_the_build_writes_the_function_and_netlify_toml(tmp_path):
     assert (root / "edge-functions" / "catalogue.js").stat().st_mtime_ns == before
 
 
-@pytest.mark.skipif(not runnable("rsync"), reason="rsync is not installed")
 def test_the_publish_directory_holds_what_the_site_serves_and_never_the_build_state(tmp_path):
-    """The command netlify.toml names, run as it says: a plain copy of api/ and _meta/, and
-    whatever else the directory held (a .state/ an older command copied) taken out."""
+    """The command netlify.toml names, run as it says (Python alone): a plain copy of api/ and
+    _meta/, and whatever else the directory held (a .state/ an older command copied, a link)
+    taken out; run again after a rebuild, it holds the new generation's files."""
     from generator.compose import build as build_and_host
     site = tmp_path / "site"
     build_and_host(SAMPLE, site)
     root = site / netlify.NETLIFY
     toml = (root / "netlify.toml").read_text(encoding="utf-8")
-    command = next(line for line in toml.splitlines() if line.startswith("#   rsync ")).removeprefix("#   ")
+    command = next(line for line in toml.splitlines() if line.startswith("#   python ")).removeprefix("#   ")
     (root / "public" / ".state").mkdir(parents=True)
     (root / "public" / ".state" / "keys-books.0").write_bytes(b"private")
-    subprocess.run(["bash", "-c", command.replace("SITE/", f"{site}/")], cwd=root, check=True)
+    (root / "public" / "stale").symlink_to(site)
+    command = command.replace("python ", f"{sys.executable} ", 1).replace("SITE", str(site))
+    subprocess.run(command.split(), cwd=root, check=True)
     public = root / "public"
     copied = {str(p.relative_to(public)) for p in public.rglob("*") if not p.is_dir()}
     assert copied == published_files(site) and not any(p.is_symlink() for p in public.rglob("*"))
     assert sorted(p.name for p in public.iterdir()) == ["_meta", "api"]
     assert len(copied) == 173  # the build's 151 files and the 22 of pages/default, as files
+    SAMPLE_COPY = tmp_path / "data"
+    shutil.copytree(SAMPLE, SAMPLE_COPY, dirs_exist_ok=True)
+    (SAMPLE_COPY / "site.yaml").write_text((SAMPLE / "site.yaml").read_text(encoding="utf-8").replace(
+        "[12, 24]", "[12]"), encoding="utf-8")
+    build_and_host(SAMPLE_COPY, site)
+    subprocess.run(command.split(), cwd=root, check=True)
+    assert {str(p.relative_to(public)) for p in public.rglob("*") if not p.is_dir()} == published_files(site)
 
 
 # ---- (a) the golden request table -------------------------------------------------------
