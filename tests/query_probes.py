@@ -35,6 +35,18 @@ def with_settings(data: Path, out: Path, **more) -> Path:
     return out
 
 
+def query_catalogue(kind: str, work: Path, books: int, seed: int) -> Path:
+    """A data directory with SETTINGS: the sample ("sample"), the sample with
+    search_normalise: persian ("persian"), or a synthetic catalogue ("synthetic")."""
+    from conftest import SAMPLE
+    from generator.catalogue import synth
+
+    if kind == "synthetic":
+        synth.write(work / "plain", books, seed=seed)
+        return with_settings(work / "plain", work / "data")
+    return with_settings(SAMPLE, work / "data", **({"search_normalise": "persian"} if kind == "persian" else {}))
+
+
 class Probes:
     """Random queries for one catalogue, from its published documents."""
 

@@ -11,10 +11,8 @@ import json
 
 import pytest
 
-from conftest import SAMPLE
 from drf_service import compared
-from generator.catalogue import synth
-from query_probes import SETTINGS, Probes, with_settings
+from query_probes import SETTINGS, Probes, query_catalogue
 
 COLLECTIONS = sorted({name for key in ("search", "ordering", "filters") for name in SETTINGS[key]})
 
@@ -29,13 +27,7 @@ def documents(pair) -> dict[str, list[dict]]:
 @pytest.fixture(scope="module", params=["sample", "synthetic", "persian"])
 def pair(tmp_path_factory, request):
     work = tmp_path_factory.mktemp("drfq")
-    if request.param == "synthetic":
-        synth.write(work / "plain", 300, seed=7)
-        data = with_settings(work / "plain", work / "data")
-    else:
-        data = with_settings(SAMPLE, work / "data",
-                             **({"search_normalise": "persian"} if request.param == "persian" else {}))
-    with compared(data, work) as pair:
+    with compared(query_catalogue(request.param, work, 300, seed=7), work) as pair:
         yield pair
 
 

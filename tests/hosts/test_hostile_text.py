@@ -8,7 +8,6 @@ OpenAPI document stays valid and carries none of them; the HTML answer never hol
 from __future__ import annotations
 
 import json
-import shutil
 from collections import Counter
 from urllib.parse import quote
 
@@ -21,10 +20,9 @@ from generator.catalogue.resources import RESOURCES
 from hostile_text import PAYLOADS, hostile_catalogue
 from query_probes import with_settings
 from servers import Server, runnable
+from test_browser import browser  # noqa: F401 (the fixture: one Chromium for the module)
 
 BROWSER = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 ALL = "?limit=100"  # (every record of the catalogue on one page: max_limit is 100)
 # What a list item of the view shows for a record (api/viewer.html, pageNavigation).
 SHOWN = ("title", "fullName", "company", "name", "username", "url")
@@ -97,16 +95,6 @@ def test_the_openapi_document_is_valid_and_carries_none_of_them(hostile):
 # ---- the HTML view, in Chromium ---------------------------------------------------------
 
 needs_chromium = pytest.mark.skipif(not runnable("chromium"), reason="chromium is not installed")
-
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=shutil.which("chromium"), args=FLAGS)
-        yield launched
-        launched.close()
 
 
 @pytest.fixture

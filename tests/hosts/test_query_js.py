@@ -10,13 +10,12 @@ import subprocess
 
 import pytest
 
-from conftest import SAMPLE
 from generator import compose
 from generator.api.urls import CURRENT
 from generator.catalogue import synth
 from generator.hosts.router import answer_values
 from golden_files import FILTERS, put_together
-from query_probes import SETTINGS, Probes, with_settings
+from query_probes import SETTINGS, Probes, query_catalogue, with_settings
 from test_pages_js import module, run_node
 
 from servers import runnable
@@ -28,13 +27,7 @@ COLLECTIONS = sorted({name for key in ("search", "ordering", "filters") for name
 @pytest.fixture(scope="module", params=["sample", "persian", "synthetic"])
 def built(request, tmp_path_factory):
     work = tmp_path_factory.mktemp("query-js")
-    if request.param == "synthetic":
-        synth.write(work / "plain", 2000, seed=11)
-        data = with_settings(work / "plain", work / "data")
-    else:
-        data = with_settings(SAMPLE, work / "data",
-                             **({"search_normalise": "persian"} if request.param == "persian" else {}))
-    compose.build(data, work / "site")
+    compose.build(query_catalogue(request.param, work, 2000, seed=11), work / "site")
     return (work / "site" / CURRENT).resolve()
 
 
