@@ -1,10 +1,14 @@
-# make build: set up .venv if needed and publish the sample catalogue to site/api/v1/
-# make test:  set up .venv if needed and run the whole test suite (and, where npm is, install
-#             node_modules/ once, for the tests that run the Cloudflare Worker in workerd)
+# make build: set up .venv if needed (the package alone) and publish the sample catalogue to site/api/v1/
+# make test:  set up .venv if needed (with the test extras) and run the whole test suite (and, where
+#             npm is, install node_modules/ once, for the tests that run the Cloudflare Worker in workerd)
+# make docs:  set up .venv if needed (with the docs extras) and build the documentation strictly into docs-site/
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed
+# One stamp per level of installation, each made once: what a build needs, then the extras.
+STAMP := $(VENV)/.installed-build
+TEST_STAMP := $(VENV)/.installed-test
+DOCS_STAMP := $(VENV)/.installed-docs
 NODE_STAMP := node_modules/.installed
 
 PORT ?= 8000
@@ -14,7 +18,7 @@ TOKENS ?= write-tokens
 comma := ,
 BENCH_SIZES := 10000,100000$(if $(BENCH_FULL),$(comma)1000000)
 
-.PHONY: build check test serve serve-cloudflare node_modules bench golden screenshots clean
+.PHONY: build check test docs serve serve-cloudflare node_modules bench mutation golden screenshots clean
 
 build: $(STAMP)
 	@$(BIN)/catalogue build --data data --out site
@@ -32,7 +36,7 @@ serve: $(STAMP)
 	fi
 	$(BIN)/catalogue serve --site site --port $(PORT) --data data --tokens $(TOKENS) --write-port $(WRITE_PORT)
 
-test: $(STAMP)
+test: $(TEST_STAMP)
 	@if command -v npm >/dev/null 2>&1; then $(MAKE) -s node_modules || echo "npm install failed: the Cloudflare Worker tests will skip"; \
 	 else echo "npm is not installed: the Cloudflare Worker tests will skip"; fi
 	$(BIN)/python -m pytest -q
@@ -48,33 +52,53 @@ $(NODE_STAMP): package.json package-lock.json
 	@npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
 
+# The documentation (mkdocs.yml, docs/), built with every warning an error.
+docs: $(DOCS_STAMP)
+	$(BIN)/python -m mkdocs build --strict --site-dir docs-site
+
 # Quiet unless something fails (-qq: errors only; the build backend's advice silenced).
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml setup.py
 	@echo "setting up $(VENV) (once)"
 	@$(PYTHON) -m venv $(VENV)
 	@PYTHONWARNINGS=ignore $(BIN)/python -m pip install -qq --upgrade pip
+	@PYTHONWARNINGS=ignore $(BIN)/python -m pip install -qq -e .
+	@touch $@
+
+$(TEST_STAMP): $(STAMP)
+	@echo "installing the test extras into $(VENV) (once)"
 	@PYTHONWARNINGS=ignore $(BIN)/python -m pip install -qq -e '.[test]'
 	@touch $@
 
+$(DOCS_STAMP): $(STAMP)
+	@echo "installing the docs extras into $(VENV) (once)"
+	@PYTHONWARNINGS=ignore $(BIN)/python -m pip install -qq -e '.[docs]'
+	@touch $@
+
 clean:
-	rm -rf $(VENV) node_modules site bench-work
+	rm -rf $(VENV) node_modules site bench-work docs-site
 
 # Full, no-op and one-edit builds of 10K and 100K synthetic books (BENCH_FULL=1: and 1M).
 # Then the delay from a POST's 201 to the record being served (sample and 100K books), and
 # the requests/s of each server installed on the same files (20K books), the generated nginx
 # configuration against a bare nginx on the same page file, and the records/s of
 # `catalogue import` from the built-in server (10K books).
-bench: $(STAMP)
-	$(BIN)/python benchmarks/bench.py --sizes $(BENCH_SIZES) --workdir bench-work
+# Plausible one-line mistakes in the modules that decide what clients get, one at a time, and
+# whether their tests see each (tests/mutate.py); the survivors are listed.
+mutation: $(TEST_STAMP)
+	$(BIN)/python tests/mutate.py
+
+bench: $(TEST_STAMP)
+	$(BIN)/python benchmarks/bench.py --sizes $(BENCH_SIZES) --workdir bench-work $(if $(FLOOR_WRITER),--floor-writer $(FLOOR_WRITER))
 	$(BIN)/python benchmarks/write_delay.py --sizes 0,100000 --workdir bench-work
 	$(BIN)/python benchmarks/serve_rate.py --books 20000 --workdir bench-work
 	$(BIN)/python benchmarks/nginx_bare.py --books 20000 --workdir bench-work
 	$(BIN)/python benchmarks/import_rate.py --books 10000 --workdir bench-work
+	$(BIN)/python benchmarks/query_rate.py --books $(if $(BENCH_FULL),1000000,100000) --workdir bench-work
 
 # The README's pictures of the HTML view (docs/screenshots/), taken by the browser test.
-screenshots: $(STAMP)
+screenshots: $(TEST_STAMP)
 	CATALOGUE_SCREENSHOTS=docs $(BIN)/python -m pytest -q tests/hosts/test_browser.py
 
 # Rewrite tests/golden/ from the sample data: only on purpose, after reading the diff.
-golden: $(STAMP)
+golden: $(TEST_STAMP)
 	$(BIN)/python tests/golden_files.py

@@ -1,4 +1,4 @@
-"""make bench (queries): search, ordering and filters on a large catalogue (query.md §2–5), and
+"""make bench (queries): search, ordering and filters on a large catalogue (docs/spec/query.md §2–5), and
 the largest page of one without max_limit (§1).
 
     python benchmarks/query_rate.py [--books 1000000] [--workdir bench-work] [--repeat 15]
@@ -28,7 +28,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from urllib.parse import quote, urlencode
+from urllib.parse import urlencode
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
@@ -134,7 +134,7 @@ def edge_reads(generation: Path, name: str, query: str) -> tuple[int, int]:
 
 def streamed(site: Path, books: int) -> str:
     """A page of every book (a site without max_limit), streamed by the built-in server: its
-    size, time and the server's peak resident memory (query.md §1: bounded)."""
+    size, time and the server's peak resident memory (docs/spec/query.md §1: bounded)."""
     server = Server(site)
     try:
         connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=600)

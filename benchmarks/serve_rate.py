@@ -6,7 +6,7 @@ Builds a synthetic catalogue of N books (cached by size), then for each server i
 (the built-in one; nginx, the Cloudflare Worker in workerd and the others, where installed)
 starts `catalogue serve` on a free loopback port and loads it with wrk (2 threads, 16
 connections) on: a pre-built page of 12 books, a page of 12 put together at request time
-(an offset that is not a multiple of 12: query.md §1), each also gzipped, and a book's
+(an offset that is not a multiple of 12: docs/spec/query.md §1), each also gzipped, and a book's
 detail document. Prints requests/s and the 99th percentile of latency of each, and the
 put-together page against the pre-built one. Without wrk it says so and uses a small
 Python client instead, which gives a lower bound (and no latency).

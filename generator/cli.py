@@ -3,6 +3,7 @@ the hosts' servers and deploy, the write service, tokens and synthetic catalogue
 from __future__ import annotations
 
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -13,11 +14,13 @@ from .api.serving import DEFAULT_LISTEN, DEFAULT_PAGE_SERVICE, DEFAULT_WRITE_SER
 from .api.urls import API, PREVIEW
 from .sitebuild import Summary
 from .sitebuild import check as check_data
+from .sitebuild.state import published_links
 from .catalogue import synth as synthetic
+from .catalogue.starter import init as init_catalogue
 from .catalogue.settings import LINKS
 from .errors import CatalogueError
 from .hosts import nginx
-from .hosts.contract import Local
+from .hosts.contract import Local, Parts, watch
 from .hosts.deploy import Comparison, deploy as deploy_site
 from .hosts.registry import servers
 from .importer.output import FORMATS as IMPORT_FORMATS
@@ -59,6 +62,21 @@ def _run(action):
 @click.version_option(package_name="catalogue-generator")
 def main() -> None:
     """Build the catalogue's static JSON API from the data directory."""
+
+
+@main.command()
+@click.argument("directory", type=click.Path(path_type=Path))
+def init(directory: Path) -> None:
+    """Start a new catalogue in DIRECTORY (new or empty): DIRECTORY/data/ with a commented
+    site.yaml and a few sample records of every collection, ready to build and serve."""
+    data = _run(lambda: init_catalogue(directory))
+    summary = _run(lambda: check_data(data, None, None))
+    click.echo(f"created {data}/ (site.yaml; {_summary_lines(summary)[0]})")
+    click.echo("next:")
+    if directory.resolve() != Path.cwd().resolve():
+        click.echo(f"  cd {directory}")
+    click.echo("  catalogue build    # publishes site/api/v1/")
+    click.echo("  catalogue serve    # serves it on http://127.0.0.1:8000/api/v1/")
 
 
 @main.command()
@@ -117,8 +135,10 @@ def check(data_dir: Path, base_url: str | None) -> None:
                    + "; ".join(f"{host.name}: {host.summary}" for host in SERVERS.values()) + ".")
 @click.option("--socket", type=click.Path(dir_okay=False, path_type=Path),
               help="Listen on this Unix socket instead of the port (the built-in server; nginx's page service).")
+@click.option("--page-service", is_flag=True, hidden=True,
+              help="Run as nginx's page service (which nginx's serve waits for): no word of readiness.")
 def serve(site_dir: Path, port: int, data_dir: Path | None, token_file: Path | None, write_port: int,
-          base_url: str | None, server_name: str | None, socket: Path | None) -> None:
+          base_url: str | None, server_name: str | None, socket: Path | None, page_service: bool) -> None:
     """Serve a built site in the foreground until Ctrl-C; with --data, a local build of the data and writes."""
     if data_dir is not None and token_file is None:
         raise click.UsageError("--data needs --tokens: the file of the tokens that may write")
@@ -133,9 +153,16 @@ def serve(site_dir: Path, port: int, data_dir: Path | None, token_file: Path | N
         writes = service.supervised(config).start()
     run_server = SERVERS[server_name].serve
     local = Local(port, LOCAL, write_service, socket)
+    stop = threading.Event()
+    if socket is None and not page_service:  # ("ready:" once every part answers; on a loaded machine
+        # the write service, a process of its own, may come up well after the server)
+        parts = Parts(SERVERS[server_name], local, site_dir, writes is not None)
+        threading.Thread(target=watch, args=(parts, lambda line: click.echo(line, err=True), stop),
+                         name="ready", daemon=True).start()
     try:
         status = _run(lambda: run_server(site_dir, local))
     finally:
+        stop.set()
         if writes is not None:
             writes.stop()
     sys.exit(status)
@@ -168,10 +195,15 @@ def _preview(data_dir: Path, site_dir: Path, token_file: Path, port: int, write_
 @click.option("--base-url", envvar="CATALOGUE_BASE_URL", help=BASE_URL_HELP)
 @click.option("--listen", default=DEFAULT_LISTEN, show_default=True,
               help="Address of the server block its rebuilds write to OUT/hosts/nginx/.")
+@click.option("--links", type=click.Choice(LINKS),
+              help="The links of its rebuilds and answers (as catalogue build --links); default: those of "
+                   "the site published in OUT (api when none is).")
 def write_service(data_dir: Path, out_dir: Path, token_file: Path, host: str, port: int,
-                  base_url: str | None, listen: str) -> None:
+                  base_url: str | None, listen: str, links: str | None) -> None:
     """Accept POSTs of users and bookshelves: append them to DATA and publish them."""
-    _run(lambda: service.run(service.Config(data_dir, out_dir, token_file, host, port, base_url, listen)))
+    links = links or published_links(out_dir) or "api"  # (a rebuild keeps the site's choice)
+    _run(lambda: service.run(service.Config(data_dir, out_dir, token_file, host, port, base_url, listen,
+                                            links=links)))
 
 
 @main.command()

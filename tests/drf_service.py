@@ -70,7 +70,7 @@ class DrfService:
 
 # ---- the DRF service beside another server, asked the same ----------------------------------
 
-# The headers http.md lists for every answer, compared one by one (Vary: both carry Accept).
+# The headers docs/spec/http.md lists for every answer, compared one by one (Vary: both carry Accept).
 HEADERS = ("Content-Type", "Allow", "X-Frame-Options", "X-Content-Type-Options", "Referrer-Policy",
            "Access-Control-Allow-Origin")
 

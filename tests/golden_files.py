@@ -90,7 +90,7 @@ def raw(text: str) -> str:
 
 
 BIG = "1" + "0" * 30  # 10**30
-# Query strings read as request.GET and written back into DRF's links (query.md §1), each
+# Query strings read as request.GET and written back into DRF's links (docs/spec/query.md §1), each
 # against 42 records, a default page of 10 (unlike the 12s the spellings write) and no max_limit;
 # then SETTINGS' cases.
 QUERIES = [
@@ -198,14 +198,29 @@ UUID_CASES = ["", "nope", "00000000-0000-4000-8000-000000000000", "0000000000004
               " 00000000000040008000000000000000 ", "+0000000000040008000000000000000", "0_000000000040008000000000000000",
               "٠0000000000040008000000000000000", "０0000000000040008000000000000000", "-00000000000040008000000000000000",
               "uuid:{{00000000-0000-4000-8000-000000000000}}", "urn:00000000-0000-4000-8000-000000000000-",
-              "\u300000000000000040008000000000000000", "g0000000000040008000000000000000"]
+              "\u300000000000000040008000000000000000", "g0000000000040008000000000000000",
+              " 0000000000040008000000000000001", "0000000000040008000000000000001 ", "\u3000000000000004000800000000000000",
+              "                                ", "+", "0000000000000000000000000000000_", "00000000000000000000000000000000"]
 ORDERING_CASES = ["", "title", "-title", " -title ,pages", "--title", "-", "title,,nope", "\u3000pages\x1c"]
 
 
+# Search columns (each record's values) and terms, for the matcher (api/query.matches).
+MATCH_COLUMNS = [[["بوف کور"], [], ["کور"], ["a", "bc"], [""], ["ab", "ab", "b"]], [["x"]], [[]], []]
+MATCH_TERMS = ["کور", "b", "ab", "", "bc", "x", "بوف کور", "zz"]
+
+
+def _blob(records: list[list[str]]) -> bytes:
+    from generator.api.queryindex import ELEMENT, RECORD
+    return (RECORD + RECORD.join("".join(ELEMENT + v for v in values) for values in records) + RECORD).encode()
+
+
 def filters_table() -> dict:
-    """Python's readings of the cases: api/filters.py's, for its JavaScript twin."""
+    """Python's readings of the cases: api/filters.py's and the matcher's, for their JavaScript twins."""
     from generator.api.filters import Ordering, smart_terms, fold, uuid_text
-    return {"terms": [[text, smart_terms(text)] for text in SEARCH_CASES],
+    from generator.api.query import matches
+    return {"matches": [[records, term, lookup, [list(m) for m in matches(_blob(records), term.encode(), lookup, True)]]
+                        for records in MATCH_COLUMNS for term in MATCH_TERMS
+                        for lookup in ("contains", "startswith", "exact")],"terms": [[text, smart_terms(text)] for text in SEARCH_CASES],
             "fold": [[text, n, fold(text, n)] for text in SEARCH_CASES for n in (None, "persian")],
             "uuid": [[text, uuid_text(text)] for text in UUID_CASES],
             "ordering": [[text, [list(f) for f in Ordering().fields(text, ["title", "pages"])]] for text in ORDERING_CASES]}

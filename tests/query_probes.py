@@ -1,4 +1,4 @@
-"""Search, ordering and filter requests a client of the old service might send (query.md
+"""Search, ordering and filter requests a client of the old service might send (docs/spec/query.md
 §3–5), drawn at random from a catalogue's own records: words and pieces of titles and
 names, whole ISBNs and slug beginnings, quoted phrases, commas, several terms at once
 (some served by two different authors of one book), orderings valid and not, filters by

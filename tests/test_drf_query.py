@@ -1,4 +1,4 @@
-"""Search, ordering and filters answer as DRF's backends do (query.md §2–5), byte for byte.
+"""Search, ordering and filters answer as DRF's backends do (docs/spec/query.md §2–5), byte for byte.
 
 The DRF service (tests/drf) runs django-filter's backend, SearchFilter and OrderingFilter
 with the same settings as the site; the built-in server answers from the build's query

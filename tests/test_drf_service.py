@@ -1,14 +1,14 @@
 """The DRF service (tests/drf) and the static build answer alike, byte for byte.
 
 A catalogue (the sample; a synthetic one of 150 books in CSV) is served twice: by a
-Django REST Framework application written from api.md and loaded from the same data,
+Django REST Framework application written from docs/spec/api.md and loaded from the same data,
 and by the built-in server over a build whose base_url is the DRF service's own
 address, so that every link is the same. Both get the same requests: the API root,
 every page of every collection (following `next` to the end) at the default page size
 and at 24, odd spellings of the query, every detail document, unknown ids, OPTIONS, a
 method not allowed and the redirect that adds the slash; bodies, statuses and the
-headers http.md names must agree, for pre-built pages and for pages put together at
-request time (any limit and offset, unknown parameters: query.md §1). Where the build
+headers docs/spec/http.md names must agree, for pre-built pages and for pages put together at
+request time (any limit and offset, unknown parameters: docs/spec/query.md §1). Where the build
 departs from DRF and the spec does not say so, the comparison is an expected failure that
 names the difference.
 """
@@ -81,7 +81,7 @@ def test_odd_spellings_of_a_page(pair, query):
                                    "limit=" + "1" * 4301, "limit=3&offset=40&limit=7", "=x&limit=2", "q&limit=4",
                                    "limit=12&offset=12&offset=", "limit=%ZZ&x=%E2%28", "li%6Dit=5&offset=1"])
 def test_pages_off_the_grid(pair, query):
-    """query.md §1: every page DRF answers, byte for byte: any limit and offset, any spelling
+    """docs/spec/query.md §1: every page DRF answers, byte for byte: any limit and offset, any spelling
     int() reads, past the end, unknown parameters kept (sorted) in the links."""
     pair.same(f"/api/v1/books/?{query}")
 
@@ -90,7 +90,7 @@ def test_pages_off_the_grid(pair, query):
 def test_numbers_past_a_database_integer(pair, query):
     """DRF's pagination reads limit=10**40 as that many records, and then the database refuses
     the query (sqlite here, PostgreSQL alike: a 500). The site answers what the pagination
-    means: every record from the offset (query.md §1: never a 500)."""
+    means: every record from the offset (docs/spec/query.md §1: never a 500)."""
     drf, static = pair.both("GET", f"/api/v1/books/?{query}")
     assert (drf.status, static.status) == (500, 200)
     page, params = json.loads(static.body), parse_qs(query)
@@ -161,7 +161,7 @@ def test_a_detail_under_another_spelling_of_its_id(pair, spelling):
     pair.same(f"/api/v1/books/{spelling(pair.first('books')['id'])}/")
 
 
-@pytest.mark.xfail(strict=True, reason="http.md: any other path is 404 {\"detail\":\"Not found.\"} (DRF: its "
+@pytest.mark.xfail(strict=True, reason="docs/spec/http.md: any other path is 404 {\"detail\":\"Not found.\"} (DRF: its "
                    "HTML 404); the built-in server merges repeated slashes and answers the list with 200")
 @pytest.mark.parametrize("path", ["/api/v1//books/", "/api/v1/user//"])
 def test_a_path_with_a_repeated_slash(pair, path):
@@ -196,7 +196,7 @@ def test_categories_listed_in_another_order_are_the_same_records(breadth_first):
         breadth_first.same(breadth_first.local(record["url"]))
 
 
-@pytest.mark.xfail(strict=True, reason="data.md: a collection lists its records in file order; the DRF service "
+@pytest.mark.xfail(strict=True, reason="docs/spec/data.md: a collection lists its records in file order; the DRF service "
                    "(treebeard) lists categories by path. They agree when the file lists the tree top-down "
                    "(each category, then its sub-categories), as nested YAML always does, not otherwise")
 def test_categories_listed_level_by_level(breadth_first):

@@ -1,6 +1,6 @@
 """Pages that no file holds, put together at request time from what the build wrote: the
 pre-built pages of the default size and their indexes (api/pageindex.py). Any limit and
-offset DRF answers, with DRF's count and links (query.md §1), never from the data and
+offset DRF answers, with DRF's count and links (docs/spec/query.md §1), never from the data and
 never encoding a record again: a page is a new head, slices of page files and TAIL.
 
 `read` is the host's way to read a file of the published generation (None when there is

@@ -1,5 +1,5 @@
 """The query parameters of DRF's filter backends, each an object that owns its name and how
-a raw value is read (query.md §3–5), as params.py's objects own limit and offset:
+a raw value is read (docs/spec/query.md §3–5), as params.py's objects own limit and offset:
 `Search` (SearchFilter), `Ordering` (OrderingFilter) and `RelationFilter`
 (django-filter's filter on a relation by id). What they read is matched against the
 build's query indexes by api/query.py.
@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .querystring import digit_value, is_space
+from .querystring import digit_value, trimmed
 from .render import encode
 
 SPACES = "".join(chr(c) for c in range(0x10000) if chr(c).isspace())  # what Python's \s and strip() take
@@ -27,7 +27,7 @@ INVALID_UUID = "“{value}” is not a valid UUID."
 UNKNOWN_MANY = "Select a valid choice. {value} is not one of the available choices."
 UNKNOWN_ONE = "Select a valid choice. That choice is not one of the available choices."
 
-# search_normalise: persian (query.md §3): letters and digits folded, marks dropped, ZWNJ a space.
+# search_normalise: persian (docs/spec/query.md §3): letters and digits folded, marks dropped, ZWNJ a space.
 PERSIAN = {ord("ي"): "ی", ord("ك"): "ک", ord("ة"): "ه", ord("ۀ"): "ه", 0x0640: None, 0x0670: None, 0x200C: " ",
            **{c: None for c in range(0x064B, 0x0660)},
            **{0x06F0 + d: str(d) for d in range(10)}, **{0x0660 + d: str(d) for d in range(10)}}
@@ -163,27 +163,25 @@ class RelationFilter:
 
 
 def uuid_text(value: str) -> str | None:
-    """str(uuid.UUID(hex=value)), or None where that raises: Django's UUIDField.to_python."""
+    """str(uuid.UUID(hex=value)), or None where that raises: Django's UUIDField.to_python.
+    (Thirty-two hex digits, or a sign and thirty-one, are always below 2**128: uuid.UUID's
+    range check never refuses what is left here.)"""
     hexed = value.replace("urn:", "").replace("uuid:", "").strip("{}").replace("-", "")
     if len(hexed) != 32:
         return None
     number = read_hex(hexed)
-    if number is None or not 0 <= number < 1 << 128:
+    if number is None:
         return None
     text = f"{number:032x}"
     return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
 
 
 def read_hex(text: str) -> int | None:
-    """What int(text, 16) returns, or None where it raises."""
-    start, stop = 0, len(text)
-    while start < stop and is_space(text[start]):
-        start += 1
-    while stop > start and is_space(text[stop - 1]):
-        stop -= 1
-    body = text[start:stop]
-    sign = -1 if body[:1] == "-" else 1
-    body = body[1:] if body[:1] in "+-" and body else body
+    """What int(text, 16) returns for a text without `-` (uuid_text took them all out), or
+    None where it raises: white space around, a `+`, underscores between digits, and the
+    decimal digits of any script besides a-f."""
+    body = trimmed(text)
+    body = body[1:] if body[:1] == "+" else body
     if "" in body.split("_"):
         return None
     digits = ""
@@ -194,4 +192,4 @@ def read_hex(text: str) -> int | None:
             digits += str(value)
         else:
             return None
-    return sign * int(digits, 16)
+    return int(digits, 16)

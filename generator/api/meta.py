@@ -94,7 +94,7 @@ TOO_LARGE = detail("Request body is too large.")
 SERVER_ERROR = detail("A server error occurred.")
 # DRF's ServiceUnavailable: while nginx's page service is not answering.
 SERVICE_UNAVAILABLE = detail("Service temporarily unavailable, try again later.")
-# A host that cannot read or send so large a page (an edge runtime's caps: query.md §1).
+# A host that cannot read or send so large a page (an edge runtime's caps: docs/spec/query.md §1).
 PAGE_TOO_LARGE = "This host answers pages of at most {largest} records: ask for limit={largest} or less."
 # An edge host may read only so many files a request; a search over a very large collection
 # can need more (api/queryindex.py: one file per field per 65,536 records).

@@ -1,5 +1,5 @@
 """Where each record lies inside the pre-built pages of the default page size: what lets
-a host answer any other page (query.md §1) from the files the build wrote, without the
+a host answer any other page (docs/spec/query.md §1) from the files the build wrote, without the
 data and without encoding a record again.
 
 A page is its head, its records joined by commas, and TAIL (api/pages.py). For each
@@ -42,13 +42,26 @@ def block_pages(count: int, limit: int, block: int) -> range:
     return range(first_page(block, limit), stop, limit)
 
 
+def u32(values) -> bytes:
+    """Numbers as little-endian uint32s (page and query indexes)."""
+    data = array("I", values)
+    if BIG_ENDIAN:
+        data.byteswap()
+    return data.tobytes()
+
+
+def read_u32(data: bytes) -> array:
+    values = array("I")
+    values.frombytes(data)
+    if BIG_ENDIAN:
+        values.byteswap()
+    return values
+
+
 def encode(count: int, limit: int, first: int, starts: array) -> bytes:
     if starts.itemsize != 4:
         raise ValueError("an index holds 32-bit starts")
-    data = array("I", starts)
-    if BIG_ENDIAN:
-        data.byteswap()
-    return HEADER.pack(MAGIC, count, limit, first) + data.tobytes()
+    return HEADER.pack(MAGIC, count, limit, first) + u32(starts)
 
 
 @dataclass(frozen=True)
@@ -64,11 +77,7 @@ class Index:
         magic, count, limit, first = HEADER.unpack_from(data)
         if magic != MAGIC:
             raise ValueError("not a page index")
-        starts = array("I")
-        starts.frombytes(data[HEADER.size:])
-        if BIG_ENDIAN:
-            starts.byteswap()
-        return cls(count, limit, first, starts)
+        return cls(count, limit, first, read_u32(data[HEADER.size:]))
 
 
 @dataclass(frozen=True)

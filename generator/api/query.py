@@ -1,4 +1,4 @@
-"""Search, ordering and filters at request time (query.md §3–5): which records of a
+"""Search, ordering and filters at request time (docs/spec/query.md §3–5): which records of a
 collection a request selects, in which order, from the query indexes the build wrote
 (api/queryindex.py), as DRF's backends run in the reference service: django-filter's
 first, then SearchFilter, then OrderingFilter.
@@ -6,8 +6,9 @@ first, then SearchFilter, then OrderingFilter.
 `select()` gives None when a request asks for none of them (the collection as it is:
 pages are slices of the pre-built ones), or the `Selection` whose records the page
 shows, or raises filters.Rejected with DRF's 400 body. This is the Python hosts' one
-implementation; hosts/templates/query.js.j2 is the JavaScript hosts', and both answer
-the same random probes byte for byte (tests/hosts/test_query_js.py).
+implementation; hosts/templates/query.js.j2 is the JavaScript hosts': both read values
+as tests/golden/filters.json says, and answer alike on random probes (tests/hosts/
+test_query_js.py); this one answers as DRF does (tests/test_drf_query.py).
 """
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from ..catalogue.querying import FILTERS, NORMALISE, ORDERING, SEARCH, is_to_man
 from ..catalogue.resources import BY_NAME
 from . import queryindex as qi
 from .filters import Ordering, Rejected, RelationFilter, Search, fold
+from .pageindex import read_u32
 from .querystring import last
 
 Reader = Callable[[str], "bytes | None"]
@@ -64,10 +66,8 @@ def select(read: Reader, name: str, pairs: list[tuple[str, str]], query: dict, c
         return None
     if matched is None:
         return Selection(_Whole(read, name, ordering, count))
-    positions = sorted(matched) if matched is not None else list(range(count))
-    if ordering:
-        positions = _ordered(read, name, ordering, positions)
-    return Selection(positions)
+    positions = sorted(matched)
+    return Selection(_ordered(read, name, ordering, positions) if ordering else positions)
 
 
 # ---- filters ----------------------------------------------------------------------------
@@ -126,9 +126,7 @@ def _searched(read: Reader, name: str, specs: list[str], terms: list[str], norma
         found: dict[int, set[str]] = {}
         for field in fields:
             for block in qi.blocks(count):
-                blob = read(qi.text_file(name, field.column, block))
-                if blob is None:
-                    raise Missing(qi.text_file(name, field.column, block))
+                blob = _need(read, qi.text_file(name, field.column, block))
                 for position, element in matches(blob, folded, field.lookup, field.relation is not None):
                     tag = SCALAR if field.relation is None else f"{field.relation} {element}"
                     found.setdefault(block * qi.BLOCK + position, set()).add(tag)
@@ -211,7 +209,7 @@ class _Whole:
     def _sorted(self, start: int, stop: int) -> list[int]:
         found: list[int] = []
         for block in range(start // qi.BLOCK, -(-stop // qi.BLOCK)):
-            values = qi.read_u32(_need(self.read, qi.sorted_file(self.name, self.field, self.descending, block)))
+            values = read_u32(_need(self.read, qi.sorted_file(self.name, self.field, self.descending, block)))
             first = block * qi.BLOCK
             found.extend(values[max(start - first, 0):stop - first])
         return found
@@ -219,7 +217,7 @@ class _Whole:
     def _rank(self, at: int) -> int:
         """The first field's rank of the record at `at` in its order."""
         position = self._sorted(at, at + 1)[0]
-        return qi.read_u32(_need(self.read, qi.rank_file(self.name, self.field, position // qi.BLOCK)))[
+        return read_u32(_need(self.read, qi.rank_file(self.name, self.field, position // qi.BLOCK)))[
             position % qi.BLOCK]
 
     def _run_start(self, at: int, after: bool = False) -> int:
@@ -257,13 +255,7 @@ def _ordered(read: Reader, name: str, ordering: list[tuple[str, bool]], position
     needed = sorted({p // qi.BLOCK for p in positions})
     columns = []
     for field, descending in ordering:
-        ranks: dict[int, object] = {}
-        for block in needed:
-            path = qi.rank_file(name, field, block)
-            data = read(path)
-            if data is None:
-                raise Missing(path)
-            ranks[block] = qi.read_u32(data)
+        ranks = {block: read_u32(_need(read, qi.rank_file(name, field, block))) for block in needed}
         columns.append((ranks, -1 if descending else 1))
 
     def key(p: int) -> tuple:

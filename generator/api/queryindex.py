@@ -1,5 +1,5 @@
 """The query indexes the build writes for the collections site.yaml gives `search`,
-`ordering` or `filters` (query.md §2–5), and what they hold: enough for a host to answer
+`ordering` or `filters` (docs/spec/query.md §2–5), and what they hold: enough for a host to answer
 any search, ordering and filter exactly, reading a few files, without the data.
 
 Records are named by their position in the collection's own order (the position of
@@ -24,9 +24,8 @@ only when its bytes change.
 from __future__ import annotations
 
 import re
-import sys
-from dataclasses import dataclass
 from array import array
+from dataclasses import dataclass
 from collections import defaultdict
 from datetime import datetime, timedelta, timezone
 from decimal import Decimal
@@ -38,12 +37,12 @@ from ..catalogue.querying import (FILTERS, NORMALISE, ORDERING, SEARCH, SearchFi
                                   sort_kind)
 from ..catalogue.resources import BY_NAME
 from .filters import fold
+from .pageindex import u32
 from .urls import API, QUERY_DIR
 
 BLOCK = 65536
 ID_PREFIX = 2  # characters of an id that name its filter file
 RECORD, ELEMENT = "\x00", "\x01"
-BIG_ENDIAN = sys.byteorder == "big"
 UUID_IN_URL = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
@@ -71,21 +70,6 @@ def filter_file(name: str, relation: str, prefix: str) -> str:
 def blocks(count: int) -> range:
     """The blocks of a collection of `count` records (an empty one has its one, empty, block)."""
     return range(max(-(-count // BLOCK), 1))
-
-
-def u32(values: Iterable[int]) -> bytes:
-    data = array("I", values)
-    if BIG_ENDIAN:
-        data.byteswap()
-    return data.tobytes()
-
-
-def read_u32(data: bytes) -> array:
-    values = array("I")
-    values.frombytes(data)
-    if BIG_ENDIAN:
-        values.byteswap()
-    return values
 
 
 def configured(query: dict) -> list[str]:
@@ -117,7 +101,7 @@ class Partial:
 
 
 class Collector:
-    """Query index files made from a collection's documents given one at a time in order,
+    """Query index files made from a collection's documents given a page at a time in order,
     from the record at `first` (a block's first): each block of search values is encoded
     as soon as it is full (`flush` takes each file); the sort keys and the filters' lists
     are kept compact for `finish`, which may join those of several collectors."""

@@ -1,4 +1,4 @@
-"""How a request's query string is read, and how DRF writes its page links (query.md §1).
+"""How a request's query string is read, and how DRF writes its page links (docs/spec/query.md §1).
 
 The reference is a Django service behind WSGI with DRF's LimitOffsetPagination; every
 function here answers as that pair does, and `hosts/querystring.py` renders the same
@@ -95,7 +95,7 @@ def digit_value(char: str) -> int | None:
 
 def read_int(text: str) -> int | None:
     """What int(text) returns, or None where it raises ValueError."""
-    body = _trimmed(text)
+    body = trimmed(text)
     sign = -1 if body[:1] == "-" else 1
     digits = _ascii_digits(body[1:] if body[:1] in ("+", "-") else body)
     if digits is None or len(digits) > MAX_DIGITS:
@@ -103,7 +103,8 @@ def read_int(text: str) -> int | None:
     return sign * int(digits)  # (ASCII digits only, checked above)
 
 
-def _trimmed(text: str) -> str:
+def trimmed(text: str) -> str:
+    """The text without the white space int() strips around a number."""
     start, stop = 0, len(text)
     while start < stop and is_space(text[start]):
         start += 1

@@ -1,7 +1,7 @@
 """Encode records as DRF's JSONRenderer writes them, each record exactly once.
 
 Compact separators, UTF-8 left unescaped, U+2028/U+2029 escaped, keys in the
-order of api.md. Each collection's document is what its declaration says
+order of docs/spec/api.md. Each collection's document is what its declaration says
 (catalogue/resources.py): its keys in order, each value the record's own, its URL, a
 null the old service never set, a related record embedded or linked, a time in the
 site's zone, or its images. A record that others embed (an author in a book, a user in

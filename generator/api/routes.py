@@ -1,5 +1,5 @@
 """The route table: how a request (method, path, query string) maps onto a file of the
-published generation, or onto a status and a JSON body (http.md).
+published generation, or onto a status and a JSON body (docs/spec/http.md).
 
 Every host derives its routing from here, never from a copy of these rules: the nginx
 configuration is rendered from these patterns (its `map`s and `location`s), and the

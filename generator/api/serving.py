@@ -44,7 +44,7 @@ def content_type(file: str) -> str:
 
 
 def headers(cache_control: str) -> dict[str, str]:
-    """The headers every answer of the site carries, errors included (http.md), besides
+    """The headers every answer of the site carries, errors included (docs/spec/http.md), besides
     Content-Type and Allow: every host sends exactly these. One Vary for all: the answer
     depends on Accept (JSON or the HTML view) and, where a gzip twin or a CDN compresses
     it, on Accept-Encoding; saying so of every answer costs a cache nothing."""

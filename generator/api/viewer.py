@@ -9,7 +9,7 @@ build), the viewer costs one file.
 from __future__ import annotations
 
 import json
-from pathlib import Path
+from importlib import resources
 
 import jinja2
 
@@ -17,7 +17,7 @@ from ..catalogue.settings import Settings
 from ..catalogue.querying import relations
 from .urls import API, RESOURCES
 
-_TEMPLATE = jinja2.Template(Path(__file__).with_name("viewer.html").read_text(encoding="utf-8"),
+_TEMPLATE = jinja2.Template(resources.files(__package__).joinpath("viewer.html").read_text(encoding="utf-8"),
                             undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
 
 

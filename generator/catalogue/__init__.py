@@ -1,4 +1,4 @@
-"""The catalogue as the data directory holds it: the data contract of data.md.
+"""The catalogue as the data directory holds it: the data contract of docs/spec/data.md.
 
 `load` finds each collection's file and reads its rows (YAML or CSV) with their
 lines; `settings` checks site.yaml; `fields` holds each collection's fields and the

@@ -1,4 +1,4 @@
-"""The rules of data.md for one value, and what a field of a collection is.
+"""The rules of docs/spec/data.md for one value, and what a field of a collection is.
 
 Each collection (resources.py) is a list of fields; a row's values go through the same
 coercers whether they came from CSV (all text) or YAML (typed scalars). The
@@ -13,12 +13,24 @@ import re
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
+from importlib import resources
 from pathlib import Path
 from typing import Any, Callable
 
 import jsonschema_rs
 
-SCHEMA_DIR = Path(__file__).resolve().parent.parent.parent / "schemas"
+
+
+def _schema_dir() -> Path:
+    """The JSON Schemas: catalogue/schemas/ inside an installed package (the package's build
+    copies them there from the project's schemas/, their one source), else a checkout's schemas/."""
+    shipped = resources.files(__package__) / "schemas"
+    if isinstance(shipped, Path) and shipped.is_dir():
+        return shipped
+    return Path(__file__).resolve().parents[2] / "schemas"
+
+
+SCHEMA_DIR = _schema_dir()
 
 
 def _schema_pattern(schema: str, *keys: str) -> re.Pattern:

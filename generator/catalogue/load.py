@@ -4,10 +4,15 @@ A row is `(line, mapping)`: the line the record starts on and its fields as
 written. CSV cells are strings; YAML scalars are strings, integers, floats,
 booleans or null. Turning them into typed values is the next stage's job
 (records.py), so that both formats go through the same rules.
+
+Mistakes are reported by their cause: a CSV header is checked once, at line 1, and a
+file that cannot be read to its end says so once, naming the checks it holds back,
+rather than every reference to its records failing after it.
 """
 from __future__ import annotations
 
 import csv
+import difflib
 import fcntl
 import io
 import os
@@ -20,7 +25,7 @@ from typing import Any, Iterator, NamedTuple
 import yaml
 
 from ..errors import CatalogueError, Problems
-from .resources import BY_COLLECTION, COLLECTIONS
+from .resources import BY_COLLECTION, COLLECTIONS, DERIVED
 from .settings import Settings, settings
 
 SITE_FILE = "site.yaml"
@@ -113,9 +118,9 @@ class Source:
         try:
             yield from reader(self, problems)
         except UnicodeDecodeError as exc:
-            problems.add(self.name, 0, "", f"is not UTF-8 text (byte {exc.start}): save it as UTF-8")
+            unreadable(self, problems, 0, f"is not UTF-8 text (byte {exc.start}): save it as UTF-8")
         except OSError as exc:
-            problems.add(self.name, 0, "", f"cannot be read: {exc.strerror}")
+            unreadable(self, problems, 0, f"cannot be read: {exc.strerror}")
 
 
 class Input(NamedTuple):
@@ -145,6 +150,8 @@ def find_sources(data_dir: Path, problems: Problems) -> dict[str, Source]:
         found = [Source(collection, path, fmt, **settled(path)) for path, fmt in candidates if path.is_file()]
         if len(found) == 1:
             sources[collection] = found[0]
+            if found[0].format == "csv":
+                check_header(found[0], problems)
         elif not found:
             problems.add(
                 f"{data_dir.name}/", 0, "",
@@ -284,13 +291,9 @@ def csv_rows_of(f, source: Source, problems: Problems) -> Iterator[tuple[int, di
     try:
         header = list(source.header) if source.header is not None else next(reader, None)
         if header is None:
-            problems.add(source.name, 0, "", "is empty: a CSV file needs a header row")
+            unreadable(source, problems, 0, "is empty: a CSV file needs a header row", partly=False)
             return
-        header = [h.strip() for h in header]
-        if source.header is None:
-            for column in {h for h in header if header.count(h) > 1 or not h}:
-                what = "an empty column name" if not column else f"column {column!r} twice"
-                problems.add(source.name, 1, column, f"header has {what}")
+        header = [h.strip() for h in header]  # (checked once, by check_header)
         end = reader.line_num + source.first_line - 1
         for row in reader:
             start, end = end + 1, reader.line_num + source.first_line - 1
@@ -305,28 +308,79 @@ def csv_rows_of(f, source: Source, problems: Problems) -> Iterator[tuple[int, di
                 continue
             yield start, dict(zip(header, row))
     except csv.Error as exc:
-        problems.add(source.name, reader.line_num + source.first_line - 1, "", f"is not valid CSV: {exc}")
+        unreadable(source, problems, reader.line_num + source.first_line - 1, f"is not valid CSV: {exc}")
+
+
+def check_header(source: Source, problems: Problems) -> None:
+    """A CSV file's header row, checked once for the whole file (rather than a mistake in it
+    showing again on every row): each column that is no field, or is given twice, and each
+    required field with no column, at line 1 with what to do about it."""
+    try:
+        header = [h.strip() for h in csv_header(source.path)]
+    except (UnicodeDecodeError, csv.Error, OSError):
+        return  # (its reader reports why)
+    if not header:
+        return  # (likewise)
+    resource = BY_COLLECTION[source.collection]
+    names = resource.names
+    for column in sorted({h for h in header if header.count(h) > 1 or not h}):
+        what = "an empty column name: name it or remove it" if not column else f"column {column!r} twice: keep one"
+        problems.add(source.name, 1, column, f"header has {what}")
+    missing = [f.name for f in resource.fields if f.required and f.name not in header]
+    free = [n for n in sorted(names) if n not in header]  # what a misspelt column may have meant
+    for column in dict.fromkeys(h for h in header if h and h not in names):
+        if column in DERIVED:
+            problems.add(source.name, 1, column, "is computed by the build and cannot be given: remove the column")
+            continue
+        meant = difflib.get_close_matches(column, free, 1)
+        if meant:
+            free.remove(meant[0])
+            required = " (a required field)" if meant[0] in missing else ""
+            if required:
+                missing.remove(meant[0])
+            fix = f"rename the column to {meant[0]!r}{required}"
+        else:
+            fix = f"remove the column or rename it; known fields: {', '.join(sorted(names))}"
+        problems.add(source.name, 1, column, f"the header's column is not a field of {source.collection}: {fix}")
+    for name in missing:
+        problems.add(source.name, 1, name, "has no column in the header and is required: add the column")
+
+
+def unreadable(source: Source, problems: Problems, line: int, message: str, partly: bool = True) -> None:
+    """A problem that stops the reading of a file (`partly`: after the records before it;
+    else before any): its other records are unknown, so references to them are not checked
+    (each would fail and only repeat this); the message says so, once."""
+    problems.unread.add(source.collection)
+    referrers = [r.collection for r in BY_COLLECTION.values()
+                 if r.collection != source.collection and any(f.to == source.collection for f in r.relations)]
+    held = (f"; references to {source.collection} from {' and '.join(referrers)} are checked once it reads"
+            if referrers else "")
+    read = "the file was not read past this" if partly else "nothing of the file was read"
+    problems.add(source.name, line, "", f"{message} ({read}{held})")
 
 
 def _yaml_rows(source: Source, problems: Problems) -> Iterator[tuple[int, dict[str, Any]]]:
     with source.open() as f:
-        yield from yaml_rows_of(f, source, problems)
+        yield from yaml_rows_of(f, source, problems, whole=True)
 
 
-def yaml_rows_of(f, source: Source, problems: Problems) -> Iterator[tuple[int, dict[str, Any]]]:
-    """The records of a stream holding a YAML file."""
+def yaml_rows_of(f, source: Source, problems: Problems, whole: bool = False) -> Iterator[tuple[int, dict[str, Any]]]:
+    """The records of a stream holding a YAML file (`whole`: the source's file itself,
+    whose lines a message may quote)."""
     loader = Loader(f)
     try:
         root = loader.get_single_node()
     except yaml.YAMLError as exc:
-        problems.add(source.name, _mark_line(exc), "", f"is not valid YAML: {_yaml_reason(exc)}")
+        # (the whole document is parsed before any record is made: none is)
+        unreadable(source, problems, _mark_line(exc), f"is not valid YAML: {_yaml_reason(exc, source.path if whole else None)}",
+                   partly=False)
         return
     finally:
         loader.dispose()
     if root is None:
         return
     if not isinstance(root, yaml.SequenceNode):
-        problems.add(source.name, root.start_mark.line + 1, "", "must be a list of records (- key: value)")
+        unreadable(source, problems, root.start_mark.line + 1, "must be a list of records (- key: value)", partly=False)
         return
     for node in root.value:
         try:
@@ -364,5 +418,16 @@ def _mark_line(exc: yaml.YAMLError) -> int:
     return mark.line + 1 if mark else 0
 
 
-def _yaml_reason(exc: yaml.YAMLError) -> str:
-    return getattr(exc, "problem", None) or str(exc).splitlines()[0]
+def _yaml_reason(exc: yaml.YAMLError, path: Path | None = None) -> str:
+    reason = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    mark = getattr(exc, "problem_mark", None)
+    if path is not None and mark is not None and "cannot start any token" in reason:
+        # (the C reader does not say which character; a tab is by far the likeliest)
+        try:
+            with path.open(encoding="utf-8") as f:
+                text = next((t for n, t in enumerate(f) if n == mark.line), "")
+        except (OSError, UnicodeDecodeError):
+            text = ""
+        if text[mark.column:mark.column + 1] == "\t":
+            return f"a tab at column {mark.column + 1}, which YAML does not allow for indenting: indent with spaces"
+    return reason

@@ -1,4 +1,4 @@
-"""What a collection's `?search=`, `?ordering=` and filters may name (query.md §2), and
+"""What a collection's `?search=`, `?ordering=` and filters may name (docs/spec/query.md §2), and
 site.yaml's settings of them checked against the collections' declarations.
 
 The settings are kept as a plain document (collection URL segment -> list of field
@@ -62,7 +62,7 @@ def relations(resource: Resource) -> dict[str, Resource]:
 
 
 def sort_kind(resource: Resource, field: str) -> str:
-    """How a field's values compare (query.md §4): "number", "instant", "boolean" or "text"."""
+    """How a field's values compare (docs/spec/query.md §4): "number", "instant", "boolean" or "text"."""
     if field in ("depth", "numchild"):
         return "number"
     coerce = resource.field(field).coerce if field in resource.names else None

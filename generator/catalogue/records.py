@@ -1,4 +1,4 @@
-"""Turn raw rows into typed, checked records, applying every rule of data.md to them.
+"""Turn raw rows into typed, checked records, applying every rule of docs/spec/data.md to them.
 
 A record with a bad field is still yielded when its id is sound, so references to it
 do not cascade into more, misleading problems; the run fails anyway. Ids (and the
@@ -124,8 +124,8 @@ def records(source: Source, problems: Problems, known: Known,
                 record[unique_field] = token.username
         else:
             record = quick(row, collection) if plain else None
-            if record is None:
-                record = _coerce(row, resource.fields, source, line, problems)
+            if record is None:  # (a CSV file's columns were checked with its header)
+                record = _coerce(row, resource.fields, source, line, problems, columns_checked=plain)
             record[ROW] = digest
             for name in images:
                 _derive_image_ids(record, name)
@@ -138,7 +138,8 @@ def records(source: Source, problems: Problems, known: Known,
         if token is None:
             _check_references(record, collection, source, line, problems, known)
         yield line, record
-    known.ids[collection] = unique.ids
+    if collection not in problems.unread:  # (else references to it are not checked: load.unreadable)
+        known.ids[collection] = unique.ids
 
 
 def _derive_image_ids(record: dict, name: str) -> None:
@@ -203,17 +204,21 @@ def _default(default: Any) -> Any:
 
 
 def _derive_id(record: dict[str, Any], row: dict, collection: str) -> None:
-    """A record given no id gets the one derived from its key fields (data.md)."""
+    """A record given no id gets the one derived from its key fields (docs/spec/data.md)."""
     if record["id"] is None and row.get("id") in (None, ""):
         parts = [record[name] for name in BY_COLLECTION[collection].id_key]
         if None not in parts:
             record["id"] = derived_id(collection, "/".join(parts))
 
 
-def _coerce(row: dict, spec: tuple[Field, ...], source: Source, line: int, problems: Problems):
+def _coerce(row: dict, spec: tuple[Field, ...], source: Source, line: int, problems: Problems,
+            columns_checked: bool = False):
+    """The typed record of a row, its mistakes reported; with columns_checked (a CSV row,
+    whose header load.check_header reported on once) a field the header lacks or does not
+    know is not reported again for the row."""
     resource = BY_COLLECTION[source.collection]
     names = resource.names
-    if not names.issuperset(row):
+    if not columns_checked and not names.issuperset(row):
         for key in row:
             if key in names or (key == CHILDREN and resource.tree):
                 continue
@@ -227,7 +232,7 @@ def _coerce(row: dict, spec: tuple[Field, ...], source: Source, line: int, probl
     for f in spec:
         raw = row.get(f.name)
         if raw is None or raw == empty:
-            if f.required:
+            if f.required and not (columns_checked and raw is None):
                 problems.add(source.name, line, f.name, "is missing: it is required")
             record[f.name] = _default(f.default)
             continue
@@ -284,7 +289,7 @@ def _flatten_children(rows, source: Source, problems: Problems):
 
 
 def _derived_parent_id(resource: Resource, row: dict) -> str | None:
-    """The id a node given none has (data.md), for its children to name; None when its key
+    """The id a node given none has (docs/spec/data.md), for its children to name; None when its key
     is not valid (reported with the node itself)."""
     try:
         key = "/".join(resource.field(name).coerce(row.get(name)) for name in resource.id_key)

@@ -1,9 +1,9 @@
 """Every collection of the catalogue, each declared once: what DRF's serializers and
-`router.register` said of it, and what data.md says of its file.
+`router.register` said of it, and what docs/spec/data.md says of its file.
 
 A `Resource` names a collection three ways (its data file, its URL segment, its model's
 name in messages), lists its fields with their kinds and relations, the key its derived
-ids are made from, the keys of its API document in api.md's order, and what a POST may
+ids are made from, the keys of its API document in docs/spec/api.md's order, and what a POST may
 give. Everything else iterates these declarations: reading and checking the data,
 rendering, the schemas, the OpenAPI document and the OPTIONS bodies, the write service,
 the importer and the synthetic catalogue. A new collection is a declaration here, its
@@ -39,9 +39,9 @@ class Resource:
     name: str  # URL segment: "books"
     collection: str  # data file stem, and the namespace of its derived ids: "books"
     label: str  # DRF's model name, in messages and OPTIONS bodies: "Book"
-    fields: tuple[Field, ...]  # data.md's fields, in the order a CSV header gives them
+    fields: tuple[Field, ...]  # docs/spec/data.md's fields, in the order a CSV header gives them
     id_key: tuple[str, ...]  # the fields a missing id is derived from, joined by "/"
-    document: tuple[str, ...]  # the keys of the API document, in api.md's order
+    document: tuple[str, ...]  # the keys of the API document, in docs/spec/api.md's order
     always_null: tuple[str, ...] = ()  # document keys the old service never set
     published_if: Switch | None = None  # unpublished records stay in the data, out of the API
     post: tuple[str, ...] = ()  # what a POST to the list may give, in the serializer's order

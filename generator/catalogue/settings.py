@@ -1,4 +1,4 @@
-"""The site's settings: site.yaml checked against data.md, with the defaults it names."""
+"""The site's settings: site.yaml checked against docs/spec/data.md, with the defaults it names."""
 from __future__ import annotations
 
 import re
@@ -10,7 +10,7 @@ from ..errors import Problems
 from .fields import is_http_url, is_uri, shown
 from .querying import query_settings
 
-DEFAULT_TIME_ZONE = "Asia/Tehran"  # data.md: when site.yaml names none
+DEFAULT_TIME_ZONE = "Asia/Tehran"  # docs/spec/data.md: when site.yaml names none
 
 @dataclass(frozen=True)
 class Settings:
@@ -21,10 +21,10 @@ class Settings:
     # "api": links are the API's URLs, as DRF wrote them; "paths": each link is the URL of
     # the file itself (for hosts that serve files and nothing else). A build option.
     links: str = "api"
-    # The largest page a request may ask for (DRF's max_limit; query.md §1): a larger limit
+    # The largest page a request may ask for (DRF's max_limit; docs/spec/query.md §1): a larger limit
     # is clamped to it. None: no clamp, as DRF's default.
     max_limit: int | None = None
-    # search, ordering, filters and search_normalise (query.md §2), as a plain document:
+    # search, ordering, filters and search_normalise (docs/spec/query.md §2), as a plain document:
     # what each collection's `?search=`, `?ordering=` and filters by related id take.
     query: dict = field(default_factory=dict)
 
@@ -37,7 +37,7 @@ class Settings:
         return ZoneInfo(self.time_zone)
 
 
-QUERY_KEYS = ("search", "ordering", "filters")  # per collection, each a list (query.md §2)
+QUERY_KEYS = ("search", "ordering", "filters")  # per collection, each a list (docs/spec/query.md §2)
 NORMALISE = ("persian",)  # the values of search_normalise
 SITE_KEYS = {"base_url", "page_sizes", "time_zone", "cache_control", "max_limit", *QUERY_KEYS, "search_normalise"}
 

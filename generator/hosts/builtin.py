@@ -364,7 +364,7 @@ def serve(site: Path, local: Local) -> int:
                                      server_header=False, date_header=False, access_log=False,
                                      http="h11"))  # (h11 keeps the case of header names; httptools does not)
     address = f"unix:{socket}" if socket else f"http://{host}:{port}{serving.prefix}/{API}/"
-    print(f"serving {site} with the built-in server at {address} (Ctrl-C stops)", file=sys.stderr, flush=True)
+    print(f"starting the built-in server for {site} at {address}", file=sys.stderr, flush=True)
     server.run()
     return 0 if server.started else 1
 

@@ -78,8 +78,8 @@ def serve(site: Path, local: Local) -> int:
                "assets": f"{CONFIG_DIR}/{ASSETS_DIR}", "accepted": ACCEPTED,
                "host": host, "port": port, "writeService": f"http://{write_service}",
                "compatibilityDate": COMPATIBILITY_DATE}
-    print(f"serving {site} with the Cloudflare Worker in workerd at "
-          f"http://{host}:{port}{urlsplit(serving.base_url).path}/{API}/ (Ctrl-C stops)", file=sys.stderr, flush=True)
+    print(f"starting the Cloudflare Worker in workerd for {site} at "
+          f"http://{host}:{port}{urlsplit(serving.base_url).path}/{API}/", file=sys.stderr, flush=True)
     return foreground([node, str(RUNNER), json.dumps(options)])
 
 

@@ -21,7 +21,7 @@ A CloudFront Function cannot read objects, so the pages sent to PAGES are put to
 pages.mjs, on origin request: templates/pages.js.j2 (the JavaScript hosts' one
 implementation) reading the page indexes and pages from the S3 origin. Its caps: READS
 objects a request, and the body CloudFront takes from a generated response (1 MB): a
-larger page answers the 400 that names the largest page (query.md). Only the collections'
+larger page answers the 400 that names the largest page (docs/spec/query.md). Only the collections'
 lists can ask for such a page, so only their cache behaviours call it.
 
 `catalogue serve --server cloudfront` runs both here (cloudfront.mjs, in Node): the
@@ -271,8 +271,8 @@ def serve(site: Path, local: Local) -> int:
                "pages": str(site / PAGES_MODULE), "host": local.host, "port": local.port,
                "deploy": [sys.executable, "-m", __name__, str(site)], **deployed}
     prefix = SiteInfo.of_site(site).prefix
-    print(f"serving {site} with the CloudFront Function and the pages' Lambda@Edge handler in Node at "
-          f"http://{local.host}:{local.port}{prefix}/{API}/ (Ctrl-C stops)", file=sys.stderr, flush=True)
+    print(f"starting the CloudFront Function and the pages' Lambda@Edge handler in Node for {site} at "
+          f"http://{local.host}:{local.port}{prefix}/{API}/", file=sys.stderr, flush=True)
     return foreground([node, str(RUNNER), json.dumps(options)])
 
 

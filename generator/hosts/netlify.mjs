@@ -11,7 +11,7 @@
 //                                                                "function" (its file: URL), "host", "port", "env"}'
 const given = JSON.parse(Deno.args[0]);
 const TYPES = {".json": "application/json", ".html": "text/html; charset=utf-8", ".gz": "application/gzip"};
-const STATE = ".state";  // never deployed (README: Netlify)
+const STATE = ".state";  // never deployed (docs/deploying.md: Netlify)
 
 // Netlify's global: the site's environment variables (here, those `catalogue serve` gives).
 globalThis.Netlify = {env: {get: (name) => given.env[name]}};

@@ -42,7 +42,7 @@ from .router import answer_values, javascript, js_regex
 NETLIFY = f"{HOSTS}/netlify"  # <site>/hosts/netlify/: the Netlify base directory
 FUNCTION = "catalogue"  # edge-functions/catalogue.js, as netlify.toml names it
 FUNCTIONS_DIR = "edge-functions"
-PUBLISH_DIR = "public"  # filled by fill_command() from <site>/current (see README: Deploying)
+PUBLISH_DIR = "public"  # filled by fill_command() from <site>/current (see docs/deploying.md: Netlify)
 KEY_FILE = "file-key"
 FILE_HEADER = "x-catalogue-file"  # on the function's own reads of files: the key
 WRITE_SERVICE = "CATALOGUE_WRITE_SERVICE"  # the environment variable naming the write service's URL
@@ -124,8 +124,8 @@ def serve(site: Path, local: Local) -> int:
     command = [deno, "run", "--quiet", "--no-prompt", "--no-config", f"--allow-read={site}",
                f"--allow-net={local.host}:{local.port},127.0.0.1:{local.port},{write_service}",
                str(RUNNER), json.dumps(options)]
-    print(f"serving {site} with the Netlify Edge Function in Deno at "
-          f"http://{local.host}:{local.port}{info.prefix}/{API}/ (Ctrl-C stops)", file=sys.stderr, flush=True)
+    print(f"starting the Netlify Edge Function in Deno for {site} at "
+          f"http://{local.host}:{local.port}{info.prefix}/{API}/", file=sys.stderr, flush=True)
     return foreground(command)
 
 

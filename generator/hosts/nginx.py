@@ -87,9 +87,28 @@ def server_config(site: Path, serving: SiteInfo, hosting: Hosting) -> str:
         options_root=quoted(meta.options_root()), method_not_allowed=method,
         not_found=quoted(meta.NOT_FOUND), write_unavailable=quoted(meta.WRITE_UNAVAILABLE),
         too_large=quoted(meta.TOO_LARGE),
-        uri_too_long=quoted(meta.detail("Request URI is too long.")),
         server_error=quoted(meta.SERVER_ERROR),
+        own_errors_list=[{"code": code, "status": status, "body": quoted(body), "early": early,
+                          "uri": f"/{META}/errors/{code}"} for code, (status, body, early) in OWN_ERRORS.items()],
     )
+
+
+# The other answers nginx makes by itself, as (status, body, early): a malformed or too
+# large request, a failed condition or range of a file, a timeout; in DRF's shape too, never
+# nginx's HTML page. (403, 404, 405, 413 and 5xx have their own, in the template.) `early`:
+# made while nginx reads the request line or headers, before any location (so with no Allow).
+OWN_ERRORS = {
+    400: (400, meta.detail("Bad request."), True),
+    408: (408, meta.detail("Request timeout."), True),
+    411: (411, meta.detail("Length required."), False),
+    412: (412, meta.detail("Precondition failed."), False),
+    414: (414, meta.detail("Request URI is too long."), True),
+    416: (416, meta.detail("Requested range not satisfiable."), False),
+    494: (400, meta.detail("Request header or cookie too large."), True),  # (nginx's own code for a 400)
+    501: (501, meta.detail("Not implemented."), True),
+    503: (503, meta.SERVICE_UNAVAILABLE, False),
+    505: (505, meta.detail("HTTP version not supported."), True),
+}
 
 
 HOST_PORT = r"(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\]):[0-9]{1,5}"
@@ -123,8 +142,11 @@ def standalone_config(server_conf: Path, run: Path, user: str | None) -> str:
 
 def write_configs(site: Path, hosting: Hosting, directory: Path | None = None) -> Path:
     """The server block and a standalone nginx.conf using it, for the site as its published
-    build records it to be served, in directory (default: <site>/hosts/nginx/); returns nginx.conf."""
+    build records it to be served, in directory (default: <site>/hosts/nginx/); returns nginx.conf.
+    The run directory the standalone file names is made too: nginx (`nginx -t` included)
+    opens its pid file, logs and temporary directories there, and fails where it is missing."""
     serving = SiteInfo.of_site(site)
+    (site / RUN_DIR / "tmp").mkdir(parents=True, exist_ok=True)
     directory = directory if directory is not None else site / CONFIG_DIR
     directory.mkdir(parents=True, exist_ok=True)
     server = directory / "catalogue.conf"
@@ -168,8 +190,8 @@ def serve(site: Path, local: Local) -> int:
     config = write_configs(site, Hosting(f"{local.host}:{local.port}", local.write_service, pages.address), run)
     command = [nginx, "-p", str(run), "-c", str(config), "-e", str(run / "error.log"), "-g", "daemon off;"]
     with pages.running(site):
-        print(f"serving {site} with nginx at http://{local.host}:{local.port}{serving.prefix}/{API}/ "
-              "(Ctrl-C stops)", file=sys.stderr, flush=True)
+        print(f"starting nginx for {site} at http://{local.host}:{local.port}{serving.prefix}/{API}/",
+              file=sys.stderr, flush=True)
         return foreground(command)  # (SIGTERM: nginx's fast shutdown)
 
 
@@ -199,7 +221,8 @@ class PageService:
         where = ("--socket", str(self.socket)) if self.socket else ("--port", str(self.port))
         if self.socket:
             self.socket.unlink(missing_ok=True)
-        child = Supervised(command("serve", "--server", "builtin", "--site", str(site), *where), "the page service",
+        child = Supervised(command("serve", "--server", "builtin", "--site", str(site), "--page-service", *where),
+                           "the page service",
                            lambda message: print(message, file=sys.stderr, flush=True)).start()
         try:
             self._wait()

@@ -2,7 +2,7 @@
 built) into a data directory that builds the same API back.
 
     crawl    reads the API root and every page of every collection, politely, resumably
-    convert  turns the documents back into data.md's records; infers the site's settings
+    convert  turns the documents back into docs/spec/data.md's records; infers the site's settings
     output   writes the data directory, reads it back, and puts it in place at once
     probe    the service's search, ordering and filters as told, checked with a few queries
 """

@@ -1,4 +1,4 @@
-"""The API's documents back into the data contract's records (data.md), and what the
+"""The API's documents back into the data contract's records (docs/spec/data.md), and what the
 service's answers say of its settings.
 
 Embedded records become ids (the copy a book embeds must be the record its collection
@@ -32,7 +32,7 @@ FIELDS = {r.name: set(_SCHEMAS[r.schema]["properties"]) for r in RESOURCES}
 class Frozen:
     """The catalogue as the data directory will hold it."""
     site: dict  # site.yaml
-    rows: dict[str, list[dict]]  # collection -> records in the API's order, data.md's fields
+    rows: dict[str, list[dict]]  # collection -> records in the API's order, docs/spec/data.md's fields
     paths: dict[str, str]  # category id -> its path on the service (the build must give the same)
     notes: list[str] = field(default_factory=list)  # what was inferred, what could not be seen
     problems: Problems = field(default_factory=Problems)
@@ -192,7 +192,7 @@ class _Converter:
         return key
 
     def _check(self, resource: Resource, row: dict, where: str) -> None:
-        """Each value as the build will check it (data.md), so the data directory builds."""
+        """Each value as the build will check it (docs/spec/data.md), so the data directory builds."""
         for spec in resource.fields:
             value = row.get(spec.name)
             if value is None and not spec.required:

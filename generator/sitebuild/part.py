@@ -292,10 +292,15 @@ class Part:
         self.team.save(f"origin-{collection}", self.number, made.origin)
         if self._embedded_and_reusable(collection):
             self.team.save(f"changed-{collection}", self.number, made.new)
+        self.team.save(f"unread-{collection}", self.number, collection in self.problems.unread)
         self.team.wait()
         with self.phases.within("exchanging ids (within the collections)"):
             self._exchange(collection, unique, published_ids)
-            if collection in LAST_NEEDED:
+            if any(self.team.load(f"unread-{collection}", k) for k in range(self.team.count)):
+                # (its file was not read to the end, which is reported once: references to
+                # it go unchecked rather than each fail in every part)
+                self.known.ids.pop(collection, None)
+            elif collection in LAST_NEEDED:
                 self._learn_records(collection)
             else:
                 self.known.ids.pop(collection, None)  # (only needed for the duplicate check)

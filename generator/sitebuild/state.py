@@ -28,7 +28,7 @@ from typing import NamedTuple
 
 import orjson
 
-from ..api.urls import STATE
+from ..api.urls import CURRENT, STATE
 from ..catalogue.resources import COLLECTIONS, EMBEDDED, embeds
 from ..catalogue.load import Source
 from ..catalogue.settings import Settings
@@ -151,6 +151,13 @@ def file_hash(source: Source) -> str:
 
 def state_dir(generation_root: Path) -> Path:
     return generation_root / STATE
+
+
+def published_links(site: Path) -> str | None:
+    """The links (catalogue build --links) of the build a site directory publishes; None when
+    it publishes none. (What rebuilds by the write service keep.)"""
+    found = Fingerprint.load(site / CURRENT) if (site / CURRENT).is_dir() else None
+    return found.settings.get("links", "api") if found is not None else None  # (builds before --links: API links)
 
 
 def counts(generation_root: Path) -> dict[str, int]:

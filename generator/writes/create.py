@@ -74,9 +74,10 @@ class Created:
 class Catalogue:
     """The data directory as the write path sees it."""
 
-    def __init__(self, data_dir: Path, base_url: str | None, journal: Path) -> None:
+    def __init__(self, data_dir: Path, base_url: str | None, journal: Path, links: str = "api") -> None:
         self.data_dir = Path(data_dir)
         self.base_url = base_url
+        self.links = links  # the site's (catalogue build --links): the links of the records it answers
         self.journal = journal
         self._lock = threading.Lock()
         self._seen: tuple | None = None
@@ -112,7 +113,7 @@ class Catalogue:
         signature = self._signature()
         if signature == self._seen:
             return
-        settings, sources, problems = load.read_catalogue(self.data_dir, self.base_url)
+        settings, sources, problems = load.read_catalogue(self.data_dir, self.base_url, self.links)
         if settings is None or problems:
             raise Unavailable(_first(problems))
         self.urls = Urls(settings.base_url, settings.links)

@@ -34,9 +34,11 @@ class Rebuilder:
 
     @classmethod
     def of(cls, data: Path, out: Path, base_url: str | None, listen: str, write_service: str,
-           log: Callable[[str], None]) -> "Rebuilder":
+           log: Callable[[str], None], links: str = "api") -> "Rebuilder":
+        """Builds as the site's own were made: the same links (a `--links paths` site stays one)."""
         return cls(command("build", "--data", str(data), "--out", str(out), "--listen", listen,
-                           "--write-service", write_service, base_url=base_url), log, Accepted(out))
+                           "--write-service", write_service, "--links", links, base_url=base_url),
+                   log, Accepted(out))
 
     def start(self) -> None:
         self._thread.start()

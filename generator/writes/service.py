@@ -29,7 +29,7 @@ from starlette.routing import Route
 from ..api import meta
 from ..api.render import encode
 from ..api.serving import DEFAULT_LISTEN, LOCAL, MAX_BODY, WRITE_PORT
-from ..api.urls import WRITABLE
+from ..api.urls import API, WRITABLE
 from ..errors import CatalogueError
 from ..system import Supervised, command
 from . import append
@@ -53,6 +53,7 @@ class Config:
     base_url: str | None = None
     listen: str = DEFAULT_LISTEN  # of the nginx server block the rebuilds write
     max_body: int = MAX_BODY
+    links: str = "api"  # the site's link style (catalogue build --links), kept by its rebuilds
 
 
 def _json(status: int, body: bytes, headers: dict[str, str] | None = None) -> Response:
@@ -159,7 +160,8 @@ def application(config: Config, catalogue: Catalogue, tokens: Tokens, published:
         log.exception("a write failed", exc_info=exc)
         return _json(500, meta.SERVER_ERROR)
 
-    routes = [Route(urlsplit(catalogue.urls.root()).path + "{resource}/", Collection)]
+    # (the API's own path: the root link is its index.json file's in a `--links paths` site)
+    routes = [Route(urlsplit(catalogue.urls.base).path + f"/{API}/" + "{resource}/", Collection)]
     return Starlette(routes=routes, exception_handlers={404: not_found, 500: server_error})
 
 
@@ -168,7 +170,7 @@ def supervised(config: Config) -> Supervised:
     ours (for `catalogue serve --data`)."""
     return Supervised(command("write-service", "--data", str(config.data), "--out", str(config.out),
                               "--tokens", str(config.tokens), "--host", config.host, "--port", str(config.port),
-                              "--listen", config.listen, base_url=config.base_url),
+                              "--listen", config.listen, "--links", config.links, base_url=config.base_url),
                       "the write service", lambda message: print(message, file=sys.stderr, flush=True))
 
 
@@ -184,10 +186,10 @@ def run(config: Config) -> None:
     if recovered:
         log.warning("after a crash: %s", recovered)
     tokens = Tokens(config.tokens, log.error)
-    catalogue = Catalogue(config.data, config.base_url, journal)
+    catalogue = Catalogue(config.data, config.base_url, journal, config.links)
     catalogue.refresh()  # (refuses to start on data that does not load)
     rebuilder = Rebuilder.of(config.data, config.out, config.base_url, config.listen,
-                             f"{config.host}:{config.port}", log.info)
+                             f"{config.host}:{config.port}", log.info, config.links)
     rebuilder.start()
     rebuilder.request()  # records written before a crash, or while the service was down
     app = application(config, catalogue, tokens, rebuilder.request)

@@ -62,7 +62,7 @@ def test_pages_name_the_sites_page_sizes_and_answer_every_page():
     assert "24, 12, 100" in limit["description"] and "default, 24" in limit["description"]
     # Any value is a request DRF answers: not an error, the default page size.
     assert {"type": "string", "description": "Not an integer: the default page size."} in limit["schema"]["anyOf"]
-    assert "400" not in document["paths"][f"/{API}/books/"]["get"]["responses"]  # (query.md §1: every page)
+    assert "400" not in document["paths"][f"/{API}/books/"]["get"]["responses"]  # (docs/spec/query.md §1: every page)
     assert "max_limit" not in limit["description"]
     clamped = openapi.document(replace(SETTINGS, max_limit=100))["components"]["parameters"]["limit"]
     assert "taken as 100 (max_limit)" in clamped["description"]

@@ -1,4 +1,4 @@
-"""The route table: paths routed as http.md says, and the plain spellings of a page's query
+"""The route table: paths routed as docs/spec/http.md says, and the plain spellings of a page's query
 string mapped to the page DRF reads them as."""
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The one mapping between a resource or page, its URL and its file, as the README's
-output layout documents it."""
+"""The one mapping between a resource or page, its URL and its file, as docs/api.md
+("URLs and files") documents it."""
 from __future__ import annotations
 
 import pytest

@@ -1,4 +1,4 @@
-"""Single values under the rules of data.md."""
+"""Single values under the rules of docs/spec/data.md."""
 from __future__ import annotations
 
 import pytest

@@ -1,5 +1,5 @@
 """Fill the DRF service's database from a data directory, read by the project's own
-reader (generator.catalogue), so every case of data.md (derived ids, nested or
+reader (generator.catalogue), so every case of docs/spec/data.md (derived ids, nested or
 CSV categories, defaults, relation order, disabled books) comes out as the build
 sees it.
 

@@ -37,7 +37,7 @@ USE_I18N = True
 LANGUAGE_CODE = "en-us"
 
 APPEND_SLASH = True
-# Django's defaults, spelled out because http.md names them.
+# Django's defaults, spelled out because docs/spec/http.md names them.
 X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"

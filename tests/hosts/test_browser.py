@@ -3,7 +3,8 @@ right to left, page by page, a book's card, and the user form posting with a tok
 the new user is served; no console errors and no request to any other site.
 
 Screenshots of the list, a detail and the form go to a temporary folder, or to
-docs/screenshots/ for the README with CATALOGUE_SCREENSHOTS=docs (`make screenshots`)."""
+docs/screenshots/ for the README and the docs with CATALOGUE_SCREENSHOTS=docs
+(`make screenshots`)."""
 from __future__ import annotations
 
 import json

@@ -385,7 +385,7 @@ def test_the_handler_compresses_answers_heads_and_passes_files_on(site, handler_
 @needs_node
 def test_a_page_over_the_generated_response_limit_answers_the_400(site, tmp_path):
     """CloudFront takes at most 1 MB of a generated response: a larger page is the 400
-    that names the largest page (query.md), here with a limit of 5,000 bytes."""
+    that names the largest page (docs/spec/query.md), here with a limit of 5,000 bytes."""
     module = tmp_path / "pages.mjs"
     module.write_text(cloudfront.pages_module(SiteInfo.of_site(site).cache_control, page_bytes=5000), encoding="utf-8")
     small, large = handle(module, [origin_event("GET", "/_pages/user", "limit=3"),

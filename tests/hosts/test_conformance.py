@@ -1,4 +1,4 @@
-"""One conformance suite, every server: the built site answers as http.md says the DRF
+"""One conformance suite, every server: the built site answers as docs/spec/http.md says the DRF
 service did, under the built-in server always and under real nginx where it is installed
 (under CI, always: .ci/run installs it and requires these tests)."""
 from __future__ import annotations
@@ -7,6 +7,7 @@ import http.client
 import json
 import re
 import shutil
+import socket
 import subprocess
 import sys
 import threading
@@ -29,7 +30,7 @@ READ = "GET, HEAD, OPTIONS"
 WRITE = "GET, POST, HEAD, OPTIONS"
 COUNTS = {"author": 19, "books": 42, "publisher": 7, "category": 14, "user": 8, "bookshelf": 12}
 BOOK = "76f9d815-44dc-545f-890b-4419e8e5e6da"
-# CloudFront's two answers of its own (README: CloudFront and S3): a missing object gets the
+# CloudFront's two answers of its own (docs/deploying.md: CloudFront and S3): a missing object gets the
 # distribution's one error document, and a read-only host answers every POST 503 before any
 # body is read (a CloudFront Function never sees one).
 ONE_404_BODY = {"cloudfront"}
@@ -125,7 +126,7 @@ def test_follow_next_to_the_end_and_previous_back(server, resource, limit):
 ])
 def test_query_string_spellings(server, query, offset, limit):
     """Every spelling DRF reads as this page: its records, and DRF's links, which keep the
-    parameters it does not know (query.md §1)."""
+    parameters it does not know (docs/spec/query.md §1)."""
     got = page(server, query)
     expected = body(server.get(f"/api/v1/books/?limit={limit}" + (f"&offset={offset}" if offset else "")))
     assert got["results"] == expected["results"] and got["count"] == expected["count"]
@@ -145,7 +146,7 @@ def test_first_page_equals_limit_of_default_size(server):
     "?limit=5&utm_source=x", "?q=%D9%83%D8%AA%D8%A7%D8%A8&offset=3", "?a=1&a=2&limit=3",  # kept in the links
 ])
 def test_pages_off_the_grid(server, query):
-    """query.md §1: every page DRF answers, put together at request time, with DRF's links."""
+    """docs/spec/query.md §1: every page DRF answers, put together at request time, with DRF's links."""
     answer = server.get(f"/api/v1/books/{query}")
     assert (answer.status, answer.body) == put_together(server.site / "current", "books", asked(server, query[1:]))
     assert answer.header("Content-Type") == "application/json"
@@ -246,6 +247,59 @@ def test_missing_trailing_slash_is_redirected(server, path, location):
     answer = server.get(path)
     assert answer.status == 301
     assert answer.header("Location") == location
+    # (as every answer: JSON's type and the site's headers, here with an empty body, never
+    # a server's own HTML page)
+    assert (answer.header("Content-Type"), answer.body) == ("application/json", b"")
+    assert answer.header("X-Content-Type-Options") == "nosniff"
+
+
+@pytest.mark.parametrize("headers", [
+    {"Range": "bytes=999999999-"}, {"If-Match": '"not-this"'},
+    {"If-Unmodified-Since": "Mon, 01 Jan 1990 00:00:00 GMT"}, {"Range": "bytes=0-9"},
+], ids=lambda h: next(iter(h)))
+@pytest.mark.parametrize("path", ["/api/v1/books/", f"/api/v1/books/{BOOK}/", "/api/v1/books/?limit=24"])
+def test_conditions_and_ranges_are_answered_in_json(server, path, headers):
+    """Whether a server honours a condition or a range of a file (nginx does, on the files it
+    serves), what it answers is JSON: a 412 or 416 in DRF's shape, not its HTML page."""
+    answer = server.request("GET", path, headers)
+    assert answer.header("Content-Type") == "application/json", (answer.status, answer.body[:200])
+    if answer.status in (200, 206):
+        assert answer.status == 200 or answer.body.startswith(b"{")  # (0-9 of a document)
+        return
+    assert answer.status in (412, 416), answer.status
+    assert body(answer) == {"detail": {412: "Precondition failed.", 416: "Requested range not satisfiable."}[
+        answer.status]}
+
+
+def raw_request(server: Server, data: bytes) -> tuple[int, dict[str, str], bytes]:
+    """What the server answers to bytes that http.client would not send."""
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as connection:
+        connection.sendall(data)
+        connection.shutdown(socket.SHUT_WR)
+        received = b""
+        while chunk := connection.recv(65536):
+            received += chunk
+    head, _, content = received.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    fields = dict(line.split(": ", 1) for line in lines[1:])
+    return int(lines[0].split()[1]), fields, content
+
+
+@pytest.mark.parametrize("data, status, detail", [
+    (b"GET /api/v1/books/ HTTP/1.1\r\n\r\n", 400, "Bad request."),  # (no Host)
+    (b"NOT HTTP AT ALL\r\n\r\n", 400, "Bad request."),
+    (b"GET /api/v1/" + b"x" * 9000 + b"/ HTTP/1.1\r\nHost: a\r\n\r\n", 414, "Request URI is too long."),
+    (b"GET /api/v1/ HTTP/1.1\r\nHost: a\r\nCookie: " + b"c" * 9000 + b"\r\n\r\n", 400,
+     "Request header or cookie too large."),
+    (b"POST /api/v1/user/ HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip\r\n\r\n", 501, "Not implemented."),
+    (b"GET /api/v1/ HTTP/3.0\r\nHost: a\r\n\r\n", 505, "HTTP version not supported."),
+], ids=["no host", "no request line", "long uri", "large header", "unknown transfer coding", "http/3"])
+def test_nginx_answers_what_it_refuses_in_json(server, data, status, detail):
+    """The answers nginx makes before any location (error_page with a URI of its own)."""
+    if server.kind != "nginx":
+        pytest.skip("the answers of nginx itself")
+    got, fields, content = raw_request(server, data)
+    assert (got, fields["Content-Type"], json.loads(content)) == (status, "application/json", {"detail": detail})
 
 
 # ---- headers ----------------------------------------------------------------------------
@@ -562,7 +616,7 @@ def query_server(tmp_path_factory, kind):
 
 
 def test_random_searches_orderings_and_filters(query_server):
-    """query.md §2–5 on every host: the answers the Python hosts give (checked against DRF
+    """docs/spec/query.md §2–5 on every host: the answers the Python hosts give (checked against DRF
     in tests/test_drf_query.py), for random probes and along their next links."""
     from query_probes import SETTINGS, Probes
 
@@ -579,3 +633,32 @@ def test_random_searches_orderings_and_filters(query_server):
                 following = local(body(answer)["next"])
                 again = query_server.get(following)
                 assert (again.status, again.body) == put_together(site, name, asked(query_server, following.split("?", 1)[1]))
+
+
+# ---- last: what nginx logged ---------------------------------------------------------------
+
+# What nginx logs at [error] by design about the requests above: a POST while no write service
+# listens (the suite's 503) and a body over the limit (its 413). Anything else is a finding.
+EXPECTED_ERRORS = re.compile(r"\[error\] \S+ \*\d+ (connect\(\) failed \(111: Connection refused\) while "
+                             r"connecting to upstream, .* upstream: \"http://127\.0\.0\.1:(?P<port>\d+)/"
+                             r"|client intended to send too large (chunked )?body)")
+
+
+def test_nginx_logged_no_warning_for_any_request_of_the_suite(server, query_server):
+    """Last of the module, so that under nginx its servers have answered every request above
+    (and, run alone, the request table at least): their error.log holds no [warn] and no
+    [error] but those EXPECTED_ERRORS names, for their write ports."""
+    if server.kind != "nginx":
+        pytest.skip("nginx's error.log")
+    for entry in GOLDEN_TABLE:
+        method, path, query, _, accept = entry["request"]
+        server.request(method, quote(path, safe="/%") + (f"?{query}" if query else ""),
+                       {"Accept": accept} if accept else {})
+    for path in ("/_meta/", "/_meta/site.json", "/api/v1/books", f"/api/v1/books/{BOOK}"):
+        server.get(path)
+    for running in (server, query_server):
+        log = (running.site / ".run" / "error.log").read_text(encoding="utf-8")
+        found = [line for line in log.splitlines() if re.search(r"\[(warn|error|crit|alert|emerg)\]", line)]
+        unexpected = [line for line in found if not ((m := EXPECTED_ERRORS.search(line))
+                                                     and m["port"] in (None, str(running.write_port)))]
+        assert unexpected == [], running.site

@@ -59,7 +59,9 @@ def test_javascript_answers_queries_as_python_does(built, tmp_path):
 GOLDEN_HARNESS = """
 import {readFileSync} from "node:fs";
 const table = JSON.parse(readFileSync(0, "utf8"));
+const blob = (records) => "\u0000" + records.map((values) => values.map((v) => "\u0001" + v).join("")).join("\u0000") + "\u0000";
 const out = {
+  matches: table.matches.map(([records, term, lookup]) => [records, term, lookup, [...qyMatches(blob(records), term, lookup, true)]]),
   terms: table.terms.map(([text]) => [text, qyTerms(text)]),
   fold: table.fold.map(([text, n]) => [text, n, qyFold(text, n)]),
   uuid: table.uuid.map(([text]) => [text, qyUuid(text)]),

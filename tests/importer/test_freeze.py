@@ -77,7 +77,7 @@ def test_the_command_says_what_it_inferred(served, tmp_path):
         "base_url: https://ketab.example.ir", "page_sizes: [12]", "time_zone: Asia/Tehran"]
 
 
-AWKWARD = {  # data.md's awkward cases, in one more book
+AWKWARD = {  # docs/spec/data.md's awkward cases, in one more book
     "title": "کتاب\u200cها ", "about": "line one\r\nline two\u2028after a separator\r\n", "code_qoq": "",
     "comment_for_develop": "تاریخ انتشار: ۱۳۹۹\r\nنوبت چاپ: ۲۷  ", "price": "123456789012345678901234567890",
     "created_time": "2019-07-01T08:00:00.000001+04:30", "images": "/media/a%20b.jpg|https://cdn.example/x.jpg",

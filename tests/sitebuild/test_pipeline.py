@@ -52,7 +52,7 @@ def test_every_file_is_exactly_drf_json(sample_site: Path):
 def test_large_files_have_a_gzip_twin(sample_site: Path):
     plain = served_files(sample_site)
     twins = {p.with_name(p.name[:-len(".gz")]) for p in served_files(sample_site, gz=True)}
-    assert twins == {p for p in plain if p.stat().st_size >= 4096}  # README: 4 KiB or more
+    assert twins == {p for p in plain if p.stat().st_size >= 4096}  # docs/architecture.md: 4 KiB or more
     assert 0 < len(twins) < len(plain)
     for path in twins:
         assert gzip.decompress(path.with_name(path.name + ".gz").read_bytes()) == path.read_bytes()

@@ -143,7 +143,7 @@ def test_a_reader_never_finds_the_site_missing_or_mixed_while_builds_publish(dat
 
 
 def test_a_gzip_twin_from_4_kib_exactly(tmp_path: Path):
-    """README: files of 4 KiB or more have a .gz twin; smaller ones are served as they are."""
+    """docs/architecture.md: files of 4 KiB or more have a .gz twin; smaller ones are served as they are."""
     (tmp_path / "gen").mkdir()
     (tmp_path / "store").mkdir()
     generation = Generation(tmp_path / "gen", tmp_path / "store", 1)

@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import SAMPLE
 from generator.api import queryindex
 from generator.api.urls import CURRENT
 from generator.catalogue import synth

@@ -399,3 +399,71 @@ def test_serve_starts_the_write_service_again_when_it_dies(tmp_path: Path, data_
     finally:
         assert server.stop() == 0
     assert not [pid for pid in children(os.getpid()) if pid == server.process.pid]
+
+
+def test_the_write_service_keeps_a_paths_site_a_paths_site(tmp_path: Path, data_dir: Path):
+    """A site built with --links paths stays one through the service's rebuilds (the one it
+    makes on starting, and each after a write), and a 201 links as the published record will."""
+    site = tmp_path / "site"
+    build(data_dir, site, links="paths")
+    root_before = (site / "current/api/v1/index.json").read_bytes()
+    token_file = tmp_path / "tokens"
+    token = tokens.add(token_file, "librarian")
+    service = WriteService(data_dir, site, token_file)
+    try:
+        connection = http.client.HTTPConnection("127.0.0.1", service.port, timeout=10)
+        connection.request("POST", "/api/v1/user/", json.dumps({"username": "paths.reader"}),
+                           {"Content-Type": "application/json", "Authorization": f"Bearer {token}"})
+        answer = connection.getresponse()
+        created = json.loads(answer.read())
+        connection.close()
+        assert answer.status == 201, created
+        id = created["id"]
+        assert created["url"] == f"{BASE}/api/v1/user/{id[:2]}/{id}.json"
+        published = site / "current/api/v1/user" / id[:2] / f"{id}.json"
+        assert wait_until(lambda: published.is_file() and published.read_bytes() == json.dumps(
+            created, ensure_ascii=False, separators=(",", ":")).encode())
+        assert (site / "current/api/v1/index.json").read_bytes() == root_before
+        first_page = json.loads((site / "current/api/v1/user/index.json").read_bytes())
+        assert all(user["url"].endswith(".json") for user in first_page["results"])
+    finally:
+        service.stop()
+
+
+def ready_line(server: Server, seconds: float = 60.0) -> str:
+    """`catalogue serve`'s word that every part of it answers (hosts/contract.py)."""
+    found = wait_until(lambda: next((line for line in server.log.read_text().splitlines()
+                                     if line.startswith(("ready:", "not ready"))), None), seconds)
+    assert found, server.log.read_text()
+    return found
+
+
+def test_serve_says_ready_only_once_its_write_service_answers(tmp_path: Path, data_dir: Path, kind: str):
+    """The first POST after `ready:` is taken (once, on a loaded machine, reads were answered
+    while the write service still started, and that POST got 503)."""
+    token_file = tmp_path / "tokens"
+    token = tokens.add(token_file, "librarian")
+    server = Server(tmp_path / "site", None, "--data", str(data_dir), "--tokens", str(token_file), kind=kind)
+    try:
+        line = ready_line(server)
+        answer = post(SimpleNamespace(server=server, token=token), "user", {"username": "first.post"})
+        assert answer.status == 201, answer.body
+        assert line == (f"ready: http://127.0.0.1:{server.port}/api/v1/ answers; writes go to the write service "
+                        f"at 127.0.0.1:{server.write_port} (Ctrl-C stops)")
+    finally:
+        assert server.stop() == 0
+
+
+def test_serve_says_plainly_that_writes_are_off(tmp_path: Path, kind: str):
+    """`make serve-cloudflare` and the like: a write port, no write service behind it."""
+    site = tmp_path / "site"
+    build(SAMPLE, site)
+    server = Server(site, kind=kind)  # (its write port: held, nothing listening)
+    try:
+        assert ready_line(server) == (
+            f"ready: http://127.0.0.1:{server.port}/api/v1/ answers; writes are off: no write service answers "
+            f"at 127.0.0.1:{server.write_port}, so every POST answers 503 (serve with --data and --tokens, or "
+            "run `catalogue write-service` there) (Ctrl-C stops)")
+        assert post(SimpleNamespace(server=server, token="any"), "user", {"username": "nobody"}).status == 503
+    finally:
+        assert server.stop() == 0

@@ -1,2 +1,2 @@
-"""The catalogue as a Django REST Framework application (api.md): models, serializers,
+"""The catalogue as a Django REST Framework application (docs/spec/api.md): models, serializers,
 viewsets; the URLs are in drf.urls."""

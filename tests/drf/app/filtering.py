@@ -1,5 +1,5 @@
 """The filter backends of the reference service, set on each viewset from the site's
-search, ordering and filters (site.yaml, query.md §2): django-filter's backend first,
+search, ordering and filters (site.yaml, docs/spec/query.md §2): django-filter's backend first,
 then DRF's SearchFilter and OrderingFilter, each only where the site configures it.
 
 Two things the old service's database did that SQLite does not, done here: LIKE ignores

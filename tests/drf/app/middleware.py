@@ -1,4 +1,4 @@
-"""Every answer may be read by browser clients of other origins (http.md)."""
+"""Every answer may be read by browser clients of other origins (docs/spec/http.md)."""
 
 
 def allow_any_origin(get_response):

@@ -1,4 +1,4 @@
-"""The catalogue's models, with api.md's fields in its order and UUID primary keys.
+"""The catalogue's models, with docs/spec/api.md's fields in its order and UUID primary keys.
 
 Every collection keeps the order of its data file: records carry an insertion `index`
 and are ordered by it, except categories, which treebeard orders by path. A book's
@@ -41,7 +41,7 @@ class Publisher(Ordered):
 
 
 class Category(MP_Node):
-    # Decimal digits, four a level, as api.md writes paths (treebeard's default counts in base 36).
+    # Decimal digits, four a level, as docs/spec/api.md writes paths (treebeard's default counts in base 36).
     alphabet = "0123456789"
     steplen = 4
     node_order_by = []  # siblings in the order they are added: the data file's

@@ -1,4 +1,4 @@
-"""Serializers with exactly api.md's fields, in its order.
+"""Serializers with exactly docs/spec/api.md's fields, in its order.
 
 Each resource has a hyperlinked `url`; a book embeds its publishers, authors,
 translators and categories as full records in the order the record gives them, and
@@ -27,7 +27,7 @@ class AuthorSerializer(serializers.ModelSerializer):
         model = Author
         fields = ["url", "slug", "user", "fullName", "image_author", "bio"]
 
-    # The old service's user link and author image were never set (api.md: observed as null).
+    # The old service's user link and author image were never set (docs/spec/api.md: observed as null).
     def get_user(self, author):
         return None
 

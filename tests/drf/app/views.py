@@ -19,7 +19,7 @@ class AuthorViewSet(viewsets.ReadOnlyModelViewSet):
 
 
 class BookViewSet(viewsets.ReadOnlyModelViewSet):
-    # Only the active books are published (api.md); disabled ones stay in the database.
+    # Only the active books are published (docs/spec/api.md); disabled ones stay in the database.
     queryset = Book.objects.filter(enable=True).prefetch_related("images")
     serializer_class = BookSerializer
 
@@ -39,7 +39,7 @@ class UserViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
     serializer_class = UserSerializer
 
     def get_object(self):
-        # Django names the model in the 404 ("No UserProfile matches ..."); http.md's body
+        # Django names the model in the 404 ("No UserProfile matches ..."); docs/spec/http.md's body
         # names the resource, User, as for every other resource.
         try:
             return super().get_object()

@@ -1,0 +1,138 @@
+"""The documentation stays true: the MkDocs site builds strictly, its command-line reference
+is generated from the commands, every `catalogue` command and option the docs and the README
+write exists, every site.yaml key the loader knows is documented (and the starter's
+site.yaml lists it) and no other, and the README stays a front door."""
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+
+DOCS = ROOT / "docs"
+README_LIMIT = 12_000  # bytes
+
+
+def written_pages() -> dict[str, str]:
+    """The pages written for this project (the spec under docs/spec/ is the contract's own
+    text), and the README, by path."""
+    pages = {"README.md": (ROOT / "README.md").read_text(encoding="utf-8")}
+    for path in sorted(DOCS.rglob("*.md")):
+        if "spec" not in path.relative_to(DOCS).parts:
+            pages[path.relative_to(ROOT).as_posix()] = path.read_text(encoding="utf-8")
+    return pages
+
+
+def written_docs() -> str:
+    return "\n".join(written_pages().values())
+
+
+def code_of(text: str) -> list[str]:
+    """The code a page shows: inline code spans and the lines of indented code blocks."""
+    spans = re.findall(r"`([^`\n]+)`", text)
+    blocks = [line[4:] for line in text.splitlines() if line.startswith("    ") and line.strip()]
+    return spans + blocks
+
+
+def test_mkdocs_builds_strictly_with_the_generated_reference(tmp_path: Path):
+    pytest.importorskip("mkdocs", reason="mkdocs is not installed: pip install -e '.[docs]'")
+    from generator.cli import main
+    from test_cli import commands
+
+    result = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
+                            cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    reference = (tmp_path / "site" / "cli.html").read_text(encoding="utf-8")
+    for typed, command in [("catalogue", main), *commands()]:
+        assert typed in reference, typed
+        for param in command.params:
+            for opt in param.opts:
+                assert opt in reference or param.param_type_name == "argument", f"{typed} {opt}"
+
+
+def test_every_command_and_option_written_exists():
+    from generator.cli import main
+
+    for page, text in written_pages().items():
+        for code in code_of(text):
+            for found in re.finditer(r"(?:^|&&|\||;|\$\()\s*catalogue((?: [a-z][a-z-]*)*)((?: [^|;&`]*)?)", code):
+                words, rest = found[1].split(), found[2]
+                command = main
+                while words and hasattr(command, "commands") and words[0] in command.commands:
+                    command = command.commands[words.pop(0)]
+                if hasattr(command, "commands") and words:
+                    pytest.fail(f"{page}: `catalogue ... {words[0]}` is not a command (in `{code}`)")
+                known = {opt for param in command.params for opt in param.opts} | {"--help"}
+                for option in re.findall(r"(?<![\w-])--[a-z][a-z-]*", " ".join(words) + rest):
+                    assert option in known, f"{page}: {option} is not an option of `{command.name}` (in `{code}`)"
+
+
+def test_a_made_up_option_is_caught(monkeypatch):
+    import test_docs
+
+    real = test_docs.written_pages
+    monkeypatch.setattr(test_docs, "written_pages", lambda: {**real(), "x.md": "`catalogue build --fast`"})
+    with pytest.raises(AssertionError, match="--fast is not an option of `build`"):
+        test_every_command_and_option_written_exists()
+
+
+def documented_keys() -> set[str]:
+    """The keys with a section of their own under the site.yaml heading of docs/data.md."""
+    page = (DOCS / "data.md").read_text(encoding="utf-8")
+    section = page.split("\n## site.yaml", 1)[1].split("\n## ", 1)[0]
+    return set(re.findall(r"(?m)^### (.+)$", section))
+
+
+def test_every_site_yaml_key_is_documented_and_no_other():
+    from generator.catalogue.settings import SITE_KEYS
+
+    assert documented_keys() == SITE_KEYS
+
+
+def test_the_starter_site_yaml_lists_every_key_with_its_docs():
+    from generator.catalogue.settings import SITE_KEYS
+    from generator.catalogue.starter import starter_files
+
+    text = starter_files()["site.yaml"].decode("utf-8")
+    listed = set(re.findall(r"(?m)^(?:# )?([a-z_]+):(?: |$)", text))
+    assert listed == SITE_KEYS
+    for key in SITE_KEYS:
+        assert f"docs/data.md#{key}" in text, key
+
+
+def test_the_readme_is_a_front_door():
+    readme = (ROOT / "README.md").read_bytes()
+    assert len(readme) <= README_LIMIT, f"README.md is {len(readme):,} bytes: move the detail into docs/"
+    text = readme.decode("utf-8")
+    for command in ("make build", "make test", "catalogue init", "catalogue build", "catalogue serve"):
+        assert command in text, command
+    for target in re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", text):
+        assert (ROOT / target).exists(), f"README links to {target}, which does not exist"
+
+
+SPEC = ("api", "data", "http", "query")
+
+
+def test_the_spec_is_in_the_repository():
+    for name in SPEC:
+        assert (DOCS / "spec" / f"{name}.md").is_file(), name
+
+
+def test_the_code_cites_the_spec_by_its_path():
+    bare = re.compile(rf"(?<![\w/])(?:{'|'.join(SPEC)})\.md\b")
+    cited = re.compile(r"docs/spec/([a-z]+)\.md")
+    for folder in ("generator", "tests", "benchmarks"):
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            if path == Path(__file__):
+                continue  # (which names the docs' own pages, docs/data.md among them)
+            text = path.read_text(encoding="utf-8")
+            where = path.relative_to(ROOT)
+            for found in bare.finditer(text):
+                line = text.count("\n", 0, found.start()) + 1
+                pytest.fail(f"{where}:{line}: cite the spec by its path, docs/spec/{found[0]}")
+            for name in cited.findall(text):
+                assert (DOCS / "spec" / f"{name}.md").is_file(), f"{where} cites docs/spec/{name}.md"
