@@ -82,10 +82,15 @@ clean:
 # the requests/s of each server installed on the same files (20K books), the generated nginx
 # configuration against a bare nginx on the same page file, and the records/s of
 # `catalogue import` from the built-in server (10K books).
-# Plausible one-line mistakes in the modules that decide what clients get, one at a time, and
-# whether their tests see each (tests/mutate.py); the survivors are listed.
+# Mutation testing, apart from make test: mutmut's mutants of the modules that decide what
+# clients get, one module at a time against its tests (tests/mutation.py; MODULES=... for some,
+# MUTATION_REPORT=file for the markdown report), then the project's own one-line mistakes,
+# which reach the templates' JavaScript too (tests/mutate.py); the survivors are listed.
 mutation: $(TEST_STAMP)
-	$(BIN)/python tests/mutate.py
+	@status=0; \
+	$(BIN)/python tests/mutation.py $(MODULES) $(if $(MUTATION_REPORT),--report $(MUTATION_REPORT)) || status=1; \
+	$(BIN)/python tests/mutate.py || status=1; \
+	exit $$status
 
 bench: $(TEST_STAMP)
 	$(BIN)/python benchmarks/bench.py --sizes $(BENCH_SIZES) --workdir bench-work $(if $(FLOOR_WRITER),--floor-writer $(FLOOR_WRITER))

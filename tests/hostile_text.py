@@ -23,6 +23,9 @@ PAYLOADS = [
     "ک" * 2500 + "x" * 2500,  # a 5,000-character word
     "quotes \" ' ` and backslashes \\ \\\\ \\\" \\u003c \\n",
     "javascript:window.__pwned=1 ${window.__pwned=1} {{7*7}} &lt;b&gt; &amp;",
+    # what JSON and JavaScript escape: line and paragraph separators (DRF writes \u2028 and
+    # \u2029), control characters, NEL, a byte order mark, zero-width joiners
+    "line\u2028separator\u2029paragraph \x01\x1f\x7f \u0085 \ufeff \u200d\u200c end",
 ]
 NAME_MAX = 150  # (first_name and last_name: as Django's User, see catalogue/fields.py)
 

@@ -170,15 +170,22 @@ def test_a_collection_named_elsewhere_is_caught(tmp_path: Path):
 
 # ---- docstrings and comments name files that exist --------------------------------------------
 # A path written in generator/'s docstrings and comments (`api/urls.py`, `templates/pages.js.j2`,
-# `hosts/templates/query.js.j2`, `generator/...`, `tests/...`, `schemas/...`) names a file of the
-# project, found from the folder of the file that names it or one of the folders above it, or
-# `module.name`: a module and something it defines. Paths with placeholders (`<site>/...`,
-# `OUT/...`, `PREFIX/...`, `{name}`) and the built site's own (`api/v1/...`, `_meta/...`, a
-# host's `edge-functions/...`) are what a build writes, not the project's files: not checked.
+# `hosts/templates/query.js.j2`, `generator/...`, `tests/...`, `schemas/...`, or a module's file
+# alone, `contract.py`) names a file of the project, found from the folder of the file that
+# names it or one of the folders above it, or `module.name`: a module and something it defines.
+# A dotted name of the package (`generator.api.routes`, `api.routes.resolve`, `compose.build`)
+# names a module of generator/ and, after it, names that module defines. Paths with
+# placeholders (`<site>/...`, `OUT/...`, `PREFIX/...`, `{name}`) and the built site's own
+# (`api/v1/...`, `_meta/...`, a host's `edge-functions/...`, files with no folder but a
+# module's) are what a build writes, not the project's files: not checked.
 SOURCE_FILE = re.compile(r"\.(py|j2|mjs|js|html|json|yaml|toml|md|txt|cfg)$")
 REFERENCE = re.compile(r"(?<![\w/.<>${}*-])((?:[A-Za-z_][\w-]*/)+[\w.-]+)")
 SITE_PATHS = ("api/v1/", "_meta/", "edge-functions/")  # (paths in a built site, not in the project)
 PLACEHOLDER = re.compile(r"^[A-Z]+/")  # (OUT/, PREFIX/: a folder the user names)
+MODULE_FILE = re.compile(r"(?<![\w/.<>${}*-])([A-Za-z_]\w*\.py)(?![\w/])")  # (a module's file alone)
+DOTTED = re.compile(r"(?<![\w/.<>${}*-])((?:generator\.)?(?:%s)(?:\.[A-Za-z_]\w*)+)(?![\w-]|\.\w)"
+                    % "|".join(sorted(set(ALLOWED) - {"__main__"})))
+FILE_ENDINGS = {"py", "j2", "mjs", "js", "html", "json", "yaml", "toml", "md", "txt", "cfg", "conf", "zip"}
 
 
 def commentary(path: Path) -> list[tuple[int, str]]:
@@ -239,7 +246,26 @@ def wrong_references(package: Path, root: Path) -> list[str]:
                 if target is None or (target.name != Path(reference).name
                                       and not defines(target, reference.rpartition(".")[2])):
                     found.append(f"{path.relative_to(root)}:{line}: {reference}")
+            for match in MODULE_FILE.finditer(text):
+                if looked_up(match.group(1), path, root) is None:
+                    found.append(f"{path.relative_to(root)}:{line}: {match.group(1)}")
+            for match in DOTTED.finditer(text):
+                reference = match.group(1).rstrip(".")
+                if reference.rpartition(".")[2] not in FILE_ENDINGS and not module_defines(reference, package):
+                    found.append(f"{path.relative_to(root)}:{line}: {reference}")
     return found
+
+
+def module_defines(reference: str, package: Path) -> bool:
+    """Whether a dotted name (`generator.api.routes`, `api.routes.resolve`) is a module of
+    the package followed by names that module defines."""
+    parts = reference.removeprefix("generator.").split(".")
+    for end in range(len(parts), 0, -1):
+        folder = package.joinpath(*parts[:end])
+        module = folder / "__init__.py" if folder.is_dir() else folder.with_suffix(".py")
+        if module.is_file():
+            return all(defines(module, name) for name in parts[end:])
+    return False
 
 
 def test_docstrings_and_comments_name_files_that_exist():
@@ -251,9 +277,14 @@ def test_a_wrong_reference_is_caught(tmp_path: Path):
     shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
     (copy / "api" / "sneaky.py").write_text(
         '"""Routes from api/routes.py, not api/nowhere.py; see templates/pages.js.j2."""\n'
-        "# hosts/templates/pages.js.j2 is right, api/query.nothing_here is not\n")
+        "# hosts/templates/pages.js.j2 is right, api/query.nothing_here is not\n"
+        "# params.py is here, contract.py is not; generator.api.routes.resolve is, api.rutes is not,\n"
+        "# and api.routes.resolved is not either; hosts/nginx/catalogue.conf and catalogue.conf are a site's\n")
     assert [wrong for wrong in wrong_references(copy, tmp_path) if "sneaky" in wrong] == [
         "generator/api/sneaky.py:1: api/nowhere.py",
         "generator/api/sneaky.py:1: templates/pages.js.j2",
         "generator/api/sneaky.py:2: api/query.nothing_here",
+        "generator/api/sneaky.py:3: contract.py",
+        "generator/api/sneaky.py:3: api.rutes",
+        "generator/api/sneaky.py:4: api.routes.resolved",
     ]

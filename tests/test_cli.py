@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from generator.cli import main
 from conftest import ROOT
-from servers import runnable
+from servers import SERVERS, runnable
 
 SUMMARY = "records: author 19, books 42, publisher 7, category 14, user 8, bookshelf 12"
 
@@ -112,7 +112,7 @@ def test_serve_without_nginx_says_how_to_install(tmp_path: Path, monkeypatch):
         "`brew install nginx` on macOS\n")
 
 
-@pytest.mark.parametrize("server", ["nginx", "builtin", "cloudfront", "netlify"])
+@pytest.mark.parametrize("server", SERVERS)
 def test_serve_without_a_built_site(tmp_path: Path, server: str):
     if not runnable(server):
         pytest.skip(f"{server} is not installed")

@@ -7,8 +7,8 @@ first, then SearchFilter, then OrderingFilter.
 pages are slices of the pre-built ones), or the `Selection` whose records the page
 shows, or raises filters.Rejected with DRF's 400 body. This is the Python hosts' one
 implementation; hosts/templates/query.js.j2 is the JavaScript hosts': both read values
-as tests/golden/filters.json says, and answer alike on random probes (tests/hosts/
-test_query_js.py); this one answers as DRF does (tests/test_drf_query.py).
+as tests/golden/filters.json says, and answer alike on random probes
+(tests/hosts/test_query_js.py); this one answers as DRF does (tests/test_drf_query.py).
 """
 from __future__ import annotations
 

@@ -171,7 +171,7 @@ SETTLED_NS = 2_000_000_000
 
 def settled(path: Path) -> dict[str, int | tuple[int, ...] | None]:
     """The size of a data file once no append is under way (writers append under an
-    exclusive lock of the file: append.py) and its signature when it has not changed for
+    exclusive lock of the file: writes/append.py) and its signature when it has not changed for
     SETTLED_NS: any later change gives it another mtime or ctime (git's racy-clean rule)."""
     with path.open("rb") as f:
         fcntl.flock(f, fcntl.LOCK_SH)

@@ -42,6 +42,8 @@ class Resource:
     fields: tuple[Field, ...]  # docs/spec/data.md's fields, in the order a CSV header gives them
     id_key: tuple[str, ...]  # the fields a missing id is derived from, joined by "/"
     document: tuple[str, ...]  # the keys of the API document, in docs/spec/api.md's order
+    heading: str  # the collection in the HTML view (its title, its link from the root): "کتاب‌ها"
+    shown_by: str  # the document key whose value names a record in the HTML view's lists: "title"
     always_null: tuple[str, ...] = ()  # document keys the old service never set
     published_if: Switch | None = None  # unpublished records stay in the data, out of the API
     post: tuple[str, ...] = ()  # what a POST to the list may give, in the serializer's order
@@ -97,12 +99,14 @@ CATEGORIES = Resource(
             F("parent", uuid_id, to="categories")),
     id_key=("slug",),
     document=(URL, "id", "no_child", "slug", "path", "depth", "numchild", "name", "code"),
+    heading="دسته‌ها", shown_by="name",
 )
 PUBLISHERS = Resource(
     "publisher", "publishers", "Publisher",
     fields=(F("id", uuid_id), R("slug", slug), R("company", nonempty_text), F("info", text, "")),
     id_key=("slug",),
     document=(URL, "slug", "user", "company", "image_publisher_logo", "info"),
+    heading="ناشران", shown_by="company",
     always_null=("user", "image_publisher_logo"),
 )
 AUTHORS = Resource(
@@ -110,6 +114,7 @@ AUTHORS = Resource(
     fields=(F("id", uuid_id), R("slug", slug), R("fullName", nonempty_text), F("bio", text, "")),
     id_key=("slug",),
     document=(URL, "slug", "user", "fullName", "image_author", "bio"),
+    heading="نویسندگان", shown_by="fullName",
     always_null=("user", "image_author"),
 )
 BOOKS = Resource(
@@ -130,6 +135,7 @@ BOOKS = Resource(
     document=(URL, "id", "publishers", "authors", "translators", "categories", "images", "title", "isbn",
               "code", "code_qoq", "ddc", "price_currency", "price", "pages", "weight", "about",
               "comment_for_develop", "enable", "created_time"),
+    heading="کتاب‌ها", shown_by="title",
     published_if=Switch("enable", on="enabled", off="disabled"),
 )
 USERS = Resource(
@@ -145,6 +151,7 @@ USERS = Resource(
     id_key=("username",),
     document=(URL, "id", "username", "first_name", "last_name", "bio", "following_count", "followers_count",
               "followed"),
+    heading="کاربران", shown_by="username",
     post=("username", "first_name", "last_name", "bio"),
     taken="A user with that username already exists.",
 )
@@ -154,6 +161,7 @@ BOOKSHELVES = Resource(
             R("title", nonempty_text, example="Reading list")),
     id_key=("user", "title"),
     document=(URL, "user", "title"),
+    heading="قفسه‌ها", shown_by="title",
     post=("user", "title"),
     taken="This user already has a bookshelf with this title.",
 )

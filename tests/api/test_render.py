@@ -62,7 +62,8 @@ def test_a_relation_is_shown_embedded_or_as_the_urls_of_its_records():
         "review", "reviews", "Review",
         fields=(F("id", uuid_id), R("book", uuid_id, to="books"), R("user", uuid_id, to="users", embedded=True),
                 R("text", nonempty_text)),
-        id_key=("book", "user"), document=(URL, "id", "book", "user", "text"))
+        id_key=("book", "user"), document=(URL, "id", "book", "user", "text"),
+        heading="نقدها", shown_by="text")
     urls = Urls("https://k.example")
     renderer = Renderer(Settings("https://k.example", (12,), "Asia/Tehran", "public"), urls)
     writer = orjson.Fragment(b'{"username":"sara"}')

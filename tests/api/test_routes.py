@@ -62,6 +62,10 @@ def test_a_plain_spelling_names_the_page_drf_reads():
           body=b'{"detail":"No Book matches the given query."}')),
     ("GET", "/api/v1/books/not-a-uuid/", "", dict(status=404, body=b'{"detail":"Not found."}')),
     ("GET", "/api/v1/books", "x=1", dict(status=301, location="/api/v1/books/?x=1")),
+    # Django's escape_uri_path: what a path may hold as it is stays, the rest is escaped
+    ("GET", "/api/v1/books/a:b@c&d+e$f,g!h~i*j'k(l)m-n_o", "",
+     dict(status=301, location="/api/v1/books/a:b@c&d+e$f,g!h~i*j'k(l)m-n_o/")),
+    ("GET", "/api/v1/books/کتاب ب", "", dict(status=301, location="/api/v1/books/%DA%A9%D8%AA%D8%A7%D8%A8%20%D8%A8/")),
     ("GET", "/api/v1/books/a.b", "", dict(status=404, body=b'{"detail":"Not found."}')),
     ("PUT", "/api/v1/user/", "", dict(status=405, body=b'{"detail":"Method \\"PUT\\" not allowed."}')),
     ("POST", "/api/v1/user/", "", dict(forward=True)),

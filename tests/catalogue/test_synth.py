@@ -31,7 +31,7 @@ def test_a_collection_no_maker_knows_is_made_from_its_fields_kinds():
         fields=(F("id", uuid_id), R("book", uuid_id, to="books"), F("tags", id_list, (), to="categories"),
                 R("slug", slug), R("title", nonempty_text), F("text", text, ""), F("stars", whole, 0),
                 R("created_time", timestamp)),
-        id_key=("book", "slug"), document=(URL, "id"))
+        id_key=("book", "slug"), document=(URL, "id"), heading="نقدها", shown_by="title")
     made = synth._Synth(20, seed=1)
     books, categories = [made.uuid() for _ in range(2)], [made.uuid() for _ in range(3)]
     made.ids = {"books": books, "categories": categories}

@@ -1,0 +1,147 @@
+"""Pages put together at request time (api/assemble.py), against pages made the plain way:
+a generation written here in memory as the build lays it out (pages of the default size,
+one index a block of page offsets, docs/spec/query.md §1), and each answer compared, byte for
+byte, with the page DRF would write of the same records (count, links, results). Records
+of different lengths and a collection that spans two blocks of offsets, so that the slices
+of a page, of a block and of the collection's end are all taken."""
+from __future__ import annotations
+
+import json
+from array import array
+
+import pytest
+
+from generator.api import assemble, pageindex
+from generator.api.pages import TAIL
+from generator.api.params import Paging
+from generator.api.serving import SiteInfo
+from generator.api.urls import PAGE_BUCKET, page_file, page_index_file
+
+NAME = "books"
+BASE = "https://k.example/api/v1/books/"
+SIZE = 12  # the default page size: the pages that are files
+COUNT = PAGE_BUCKET + 30  # two blocks of page offsets
+
+
+def record(i: int) -> bytes:
+    """Record i: lengths that differ from one record to the next (and Persian text)."""
+    return json.dumps({"id": i, "title": "کتاب " * (i % 7) + str(i)}, ensure_ascii=False,
+                      separators=(",", ":")).encode()
+
+
+RECORDS = [record(i) for i in range(COUNT)]
+
+
+def head(count: int, following: str | None, previous: str | None) -> bytes:
+    return (b'{"count":%d,"next":' % count + json.dumps(following).encode() + b',"previous":'
+            + json.dumps(previous).encode() + b',"results":[')
+
+
+def links(count: int, limit: int, offset: int) -> tuple[str | None, str | None]:
+    """DRF's LimitOffsetPagination: next while records remain; previous from offset > 0,
+    without its offset when it would be 0 or less."""
+    following = f"{BASE}?limit={limit}&offset={offset + limit}" if offset + limit < count else None
+    previous = None
+    if offset > 0:
+        previous = f"{BASE}?limit={limit}" if offset - limit <= 0 else f"{BASE}?limit={limit}&offset={offset - limit}"
+    return following, previous
+
+
+def expected(limit: int, offset: int, count: int = COUNT) -> bytes:
+    return head(count, *links(count, limit, offset)) + b",".join(RECORDS[offset:min(offset + limit, count)]) + TAIL
+
+
+def generation(count: int = COUNT) -> dict[str, bytes]:
+    """The files a build writes for the collection's pages of the default size: each page
+    (head, records, TAIL) and each block's index of where its records start."""
+    files = {}
+    for block in range(pageindex.block_of(max(count - 1, 0)) + 1):
+        starts = array("I")
+        pages = pageindex.block_pages(count, SIZE, block)
+        for offset in pages:
+            limit = min(SIZE, count - offset)
+            page_head = head(count, *links(count, SIZE, offset))
+            body = page_head + b",".join(RECORDS[offset:offset + limit]) + TAIL
+            files[page_file(NAME, str(SIZE), str(offset // PAGE_BUCKET), str(offset))] = body
+            starts.extend(pageindex.record_starts(len(page_head), [len(r) for r in RECORDS[offset:offset + limit]]))
+        files[page_index_file(NAME, str(SIZE), str(block), str(pages.start))] = pageindex.encode(
+            count, SIZE, pages.start, starts)
+    return files
+
+
+FILES = generation()
+SITE = SiteInfo(base_url="https://k.example", cache_control="no-cache", page_size=SIZE)
+
+
+def answered(query: str, files: dict[str, bytes] = FILES) -> bytes:
+    wanted = Paging.read(NAME, query, SITE)
+    return b"".join(assemble.answer(files.get, wanted, SIZE, BASE))
+
+
+def test_the_generation_here_is_the_builds_own_layout():
+    assert answered(f"limit={SIZE}&offset=24") == FILES[page_file(NAME, str(SIZE), "0", "24")] == expected(SIZE, 24)
+
+
+@pytest.mark.parametrize("limit, offset", [
+    (5, 0), (5, 7), (1, 0), (1, 11), (1, 12), (13, 0), (12, 6), (24, 12), (25, 11), (100, 3),
+    # across the seam of the two blocks: the last page of block 0 starts at 9996 and holds 10007
+    (12, 9990), (30, 9995), (5, 10003), (20, 9996), (1, 10007), (1, 10008), (7, 10008),
+    # the end of the collection, and past it
+    (12, COUNT - 5), (50, COUNT - 12), (1, COUNT - 1), (5, COUNT), (12, COUNT + 100), (3, 10 ** 6),
+])
+def test_any_page_is_the_records_it_names_with_drfs_count_and_links(limit, offset):
+    assert answered(f"limit={limit}&offset={offset}") == expected(limit, offset)
+
+
+def test_the_records_of_one_page_file_come_whole_or_sliced():
+    """Two records from the middle of a page, a page's last record and the next page's first."""
+    assert answered("limit=2&offset=4") == expected(2, 4)
+    assert answered("limit=2&offset=11") == expected(2, 11)
+
+
+@pytest.mark.parametrize("count", [5, 1, 0])
+def test_a_small_collection_and_an_empty_one(count):
+    """One page file, short of the page size (an empty collection has its one empty page)."""
+    page_head = head(count, None, None)
+    files = {page_file(NAME, str(SIZE), "0", "0"): page_head + b",".join(RECORDS[:count]) + TAIL,
+             page_index_file(NAME, str(SIZE), "0", "0"): pageindex.encode(
+                 count, SIZE, 0, array("I", pageindex.record_starts(len(page_head), [len(r) for r in RECORDS[:count]])))}
+    for limit, offset in [(3, 1), (3, 0), (SIZE, 0), (1, count), (2, 4)]:
+        assert answered(f"limit={limit}&offset={offset}", files) == expected(limit, offset, count), (limit, offset)
+
+
+def test_a_missing_file_is_said_not_hidden():
+    def without(*paths: str) -> dict[str, bytes]:
+        return {k: v for k, v in FILES.items() if k not in paths}
+    with pytest.raises(FileNotFoundError):
+        answered("limit=5&offset=0", without(page_index_file(NAME, str(SIZE), "0", "0")))
+    with pytest.raises(FileNotFoundError):  # (the count is there, in block 0's index; the records are not)
+        answered("limit=5&offset=10010", without(page_index_file(NAME, str(SIZE), "1", "10008")))
+    with pytest.raises(FileNotFoundError):
+        answered("limit=5&offset=30", without(page_file(NAME, str(SIZE), "0", "24")))
+
+
+def test_the_count_is_read_from_the_offsets_block_or_else_the_first():
+    """An offset past the last block is answered with the first block's count."""
+    only_first = {k: v for k, v in FILES.items() if k != page_index_file(NAME, str(SIZE), "1", "10008")}
+    assert answered("limit=5&offset=20000", only_first) == expected(5, 20000)
+    reads = []
+    counting = lambda path: reads.append(path) or FILES.get(path)  # noqa: E731
+    b"".join(assemble.answer(counting, Paging.read(NAME, "limit=30&offset=9990", SITE), SIZE, BASE))
+    assert len(reads) == len(set(reads))  # (each index and page read once)
+    assert reads[0] == page_index_file(NAME, str(SIZE), "0", "0")
+
+
+def test_recent_keeps_the_last_files_read():
+    reads = []
+    reading = assemble.recent(lambda path: reads.append(path) or path.encode(), keep=2)
+    for path in ("a", "b", "a", "c", "a", "b"):
+        assert reading(path) == path.encode()
+    assert reads == ["a", "b", "c", "b"]  # (a is kept by being read again; b was let go for c)
+
+
+def test_picked_records_come_in_the_order_asked_each_run_at_once():
+    blocks = assemble.Blocks(FILES.get, NAME, SIZE)
+    positions = [3, 4, 5, 40, 2, 10007, 10008, COUNT - 1]
+    assert list(map(bytes, assemble.picked(FILES.get, blocks, positions))) == [
+        b",".join(RECORDS[3:6]), RECORDS[40], RECORDS[2], RECORDS[10007], RECORDS[10008], RECORDS[COUNT - 1]]

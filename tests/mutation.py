@@ -1,0 +1,191 @@
+"""make mutation, with mutmut: every mutant mutmut makes of a module, run against that
+module's tests, one module at a time, in a copy of the project; the score of each module
+and every survivor (mutmut's diff of it) reported.
+
+    python tests/mutation.py [MODULE ...] [--timeout 1200] [--children 1] [--report FILE]
+
+MODULES below names, for each module that decides what clients get, the tests that check
+it; a module not listed there is run against the tests that import it (`-k` is not used:
+mutmut picks, of those, the tests that reach each mutated function). mutmut mutates the
+bodies of functions and methods (operators, constants, arguments, return values), not a
+module's top-level constants such as the route table's patterns: those are pinned by the
+golden tables (tests/golden/) that every host's tests read.
+
+The checkout is never touched: the project's files (tracked, and new ones git does not
+ignore) are copied to a temporary folder with the mutmut settings for the module, and mutmut
+runs there. A module's run that exceeds the timeout is stopped and reported as such.
+tests/mutate.py is the project's own mutator, for the templates' JavaScript that a Python
+mutator cannot reach; `make mutation` runs both.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+# The route table, paging and links first (issue: mutation testing as a habit).
+MODULES = {
+    "generator/api/routes.py": ["tests/api/test_routes.py", "tests/api/test_urls.py"],
+    "generator/api/params.py": ["tests/api/test_routes.py", "tests/api/test_assemble.py", "tests/api/test_openapi.py"],
+    "generator/api/querystring.py": ["tests/api/test_querystring.py"],
+    "generator/api/pages.py": ["tests/api/test_pages.py"],
+    "generator/api/assemble.py": ["tests/api/test_assemble.py"],
+}
+STATUSES = ("killed", "survived", "timeout", "suspicious", "no_tests", "skipped", "segfault")
+
+
+@dataclass
+class Result:
+    module: str
+    tests: list[str]
+    seconds: float = 0.0
+    counts: dict[str, int] = field(default_factory=dict)
+    survivors: dict[str, str] = field(default_factory=dict)  # mutant's name: its diff
+    stopped: bool = False  # the timeout ended the run
+
+    @property
+    def total(self) -> int:
+        return self.counts.get("total", 0)
+
+    @property
+    def score(self) -> float:
+        judged = self.total - self.counts.get("no_tests", 0) - self.counts.get("skipped", 0)
+        return self.counts.get("killed", 0) / judged if judged else 0.0
+
+
+def tests_importing(module: str) -> list[str]:
+    """The test files that import a module of generator/ (for a module MODULES does not name)."""
+    dotted = module.removesuffix(".py").replace("/", ".")
+    package, _, name = dotted.rpartition(".")
+    pattern = re.compile(rf"(from {re.escape(dotted)} import|import {re.escape(dotted)}\b|"
+                         rf"from {re.escape(package)} import [^\n]*\b{re.escape(name)}\b)")
+    return sorted(str(p.relative_to(ROOT)) for p in (ROOT / "tests").rglob("test_*.py")
+                  if pattern.search(p.read_text(encoding="utf-8")))
+
+
+def project_files() -> list[str]:
+    listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"], cwd=ROOT,
+                            capture_output=True, check=True).stdout.decode().split("\0")
+    return [name for name in listed if name and (ROOT / name).is_file()]
+
+
+def copy_project(into: Path) -> None:
+    for name in project_files():
+        (into / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / name, into / name)
+    if (ROOT / "node_modules").exists():  # (the tests that run JavaScript find it there)
+        (into / "node_modules").symlink_to((ROOT / "node_modules").resolve())
+
+
+def settings(module: str, tests: list[str]) -> str:
+    """The [tool.mutmut] table for one module and its tests."""
+    return (
+        "\n[tool.mutmut]\n"
+        'source_paths = ["generator/"]\n'
+        f"only_mutate = {json.dumps([module])}\n"
+        f"pytest_add_cli_args_test_selection = {json.dumps(tests)}\n"
+        'pytest_add_cli_args = ["-p", "no:cacheprovider", "-q", "-x"]\n'
+        'also_copy = ["data/", "schemas/", "setup.py", "MANIFEST.in"]\n'
+        # Each mutant's tests in a process that imports the project afresh, the mutant chosen
+        # already: a function the module calls as it is imported (the route table's
+        # `routes()`, `accept_pattern()`) is mutated too, not only the ones tests call later.
+        'process_isolation = "forkserver"\n'
+        'forkserver_warmup = "none"\n'
+    )
+
+
+def mutmut(work: Path, *args: str, timeout: float | None = None) -> subprocess.CompletedProcess:
+    process = subprocess.Popen([sys.executable, "-m", "mutmut", *args], cwd=work, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        out, _ = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGTERM)  # (mutmut and the test processes it forked)
+        try:
+            out, _ = process.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            out, _ = process.communicate()
+        raise TimeoutError(out.decode(errors="replace")[-2000:]) from None
+    return subprocess.CompletedProcess(process.args, process.returncode, out.decode(errors="replace"))
+
+
+def run(module: str, tests: list[str], timeout: float, children: int) -> Result:
+    result = Result(module, tests)
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="mutation-") as folder:
+        work = Path(folder)
+        copy_project(work)
+        with (work / "pyproject.toml").open("a", encoding="utf-8") as f:
+            f.write(settings(module, tests))
+        try:
+            mutmut(work, "run", "--max-children", str(children), timeout=timeout)
+        except TimeoutError:
+            result.stopped = True
+        result.seconds = time.monotonic() - started
+        if mutmut(work, "export-cicd-stats").returncode == 0 and (work / "mutants/mutmut-cicd-stats.json").is_file():
+            stats = json.loads((work / "mutants/mutmut-cicd-stats.json").read_text(encoding="utf-8"))
+            result.counts = {key: stats.get(key, 0) for key in (*STATUSES, "total")}
+        listed = mutmut(work, "results").stdout
+        for line in listed.splitlines():
+            name, _, status = line.strip().rpartition(": ")
+            if status == "survived":
+                result.survivors[name] = mutmut(work, "show", name).stdout.strip()
+    return result
+
+
+def markdown(results: list[Result]) -> str:
+    lines = ["| module | tests | mutants | killed | survived | timeout | no tests | score | seconds |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for r in results:
+        c = r.counts
+        lines.append(f"| `{r.module}` | {', '.join(f'`{t}`' for t in r.tests)} | {r.total} | {c.get('killed', 0)} | "
+                     f"{c.get('survived', 0)} | {c.get('timeout', 0)} | {c.get('no_tests', 0)} | "
+                     f"{r.score:.1%}{' (stopped: timeout)' if r.stopped else ''} | {r.seconds:.0f} |")
+    for r in results:
+        if r.survivors:
+            lines += ["", f"### Survivors in `{r.module}`", ""]
+            for name, diff in r.survivors.items():
+                lines += [f"`{name}`", "", "```diff", diff, "```", ""]
+    return "\n".join(lines) + "\n"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("modules", nargs="*", help="modules under generator/ (default: every module of MODULES)")
+    parser.add_argument("--timeout", type=float, default=1200, help="seconds for one module's run")
+    parser.add_argument("--children", type=int, default=1, help="mutants run at once")
+    parser.add_argument("--report", type=Path, help="also write the report (markdown) here")
+    args = parser.parse_args()
+    results = []
+    for module in args.modules or list(MODULES):
+        tests = MODULES.get(module) or tests_importing(module)
+        if not tests:
+            print(f"{module}: no test imports it", file=sys.stderr)
+            return 2
+        print(f"{module}: mutmut against {' '.join(tests)}", flush=True)
+        result = run(module, tests, args.timeout, args.children)
+        print(f"{module}: {result.counts.get('killed', 0)} of {result.total} killed, "
+              f"{len(result.survivors)} survived ({result.seconds:.0f} s)", flush=True)
+        for name in result.survivors:
+            print(f"  survived: {name}", flush=True)
+        results.append(result)
+    report = markdown(results)
+    print(report)
+    if args.report:
+        args.report.write_text(report, encoding="utf-8")
+    return 1 if any(r.survivors or r.stopped for r in results) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
