@@ -156,7 +156,7 @@ def run(module: str, tests: list[str], timeout: float, children: int) -> Result:
     return result
 
 
-def recheck(work: Path, name: str, tests: list[str], timeout: float = 300) -> str:
+def recheck(work: Path, name: str, tests: list[str], timeout: float = 60) -> str:
     """A survivor (or a timeout) run again against all of its module's tests, in a process of
     its own that imports the project with the mutant already chosen: mutmut runs a mutant
     against the tests its statistics saw reach the function, in processes forked after the

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from generator.api import params
+from generator.api import params, querystring
 from generator.api.params import LIMIT, OFFSET, PAGINATION, Paging, plain_page, plain_spellings
 from generator.api.serving import SiteInfo
 
@@ -49,6 +49,7 @@ SITE = SiteInfo("https://x.example", "no-cache", page_size=12, max_limit=50)
 def test_a_query_string_is_read_as_drf_reads_it(query, limit, offset):
     paging = Paging.read("books", query, SITE)
     assert (paging.name, paging.limit, paging.offset, paging.query) == ("books", limit, offset, query)
+    assert paging.pairs == tuple(querystring.parse(query))  # (what search, ordering and filters read)
     assert LIMIT.read(None, SITE) == 12 and OFFSET.read(None, SITE) == 0
 
 
