@@ -169,9 +169,9 @@ def test_recent_keeps_sixteen_files_by_default():
     for path in [str(i) for i in range(16)] + ["0"]:
         reading(path)
     assert len(reads) == 16  # ("0" was still held)
-    for path in [str(i) for i in range(16, 18)] + ["1"]:
-        reading(path)
-    assert reads[-1] == "1"  # (let go for the seventeenth and eighteenth)
+    reading("16")
+    reading("1")
+    assert reads[-2:] == ["16", "1"]  # (the seventeenth file let the least recent go: "1")
 
 
 # ---- a request with search, ordering or filters: the records the selection picks -------------
@@ -220,3 +220,22 @@ def test_a_filtered_page_is_the_matching_records_in_order_with_drfs_count_and_li
                 encode(b) for b in matching[offset:offset + limit]) + TAIL, query
             checked += 1
     assert checked == 15 and len(books) > 12
+
+
+@pytest.mark.parametrize("ordering", ["price", "-price"])
+def test_an_ordered_page_holds_every_record_once_in_that_order(filtered, ordering):
+    """The whole collection ordered (no filter): every record once, the field's values in
+    order, page after page."""
+    read, info, books = filtered
+    def price(book: dict) -> float:
+        return float(book["price"])
+    pages = []
+    for offset in range(0, len(books), 5):
+        query = f"ordering={ordering}&limit=5&offset={offset}"
+        page = json.loads(b"".join(assemble.answer(read, Paging.read(NAME, query, info), info.page_size, BASE,
+                                                   info.query)))
+        assert page["count"] == len(books)
+        pages += page["results"]
+    assert sorted(b["url"] for b in pages) == sorted(b["url"] for b in books)
+    prices = [price(b) for b in pages]
+    assert prices == sorted(prices, reverse=ordering.startswith("-"))
