@@ -145,3 +145,97 @@ def test_picked_records_come_in_the_order_asked_each_run_at_once():
     positions = [3, 4, 5, 40, 2, 10007, 10008, COUNT - 1]
     assert list(map(bytes, assemble.picked(FILES.get, blocks, positions))) == [
         b",".join(RECORDS[3:6]), RECORDS[40], RECORDS[2], RECORDS[10007], RECORDS[10008], RECORDS[COUNT - 1]]
+
+
+def test_a_missing_file_names_what_is_missing():
+    with pytest.raises(FileNotFoundError, match="^the index of block 1 of books$"):
+        answered("limit=5&offset=10010", {k: v for k, v in FILES.items()
+                                         if k != page_index_file(NAME, str(SIZE), "1", "10008")})
+    with pytest.raises(FileNotFoundError, match="^page 24 of books$"):
+        answered("limit=5&offset=30", {k: v for k, v in FILES.items() if k != page_file(NAME, str(SIZE), "0", "24")})
+    with pytest.raises(FileNotFoundError, match="^the index of the first pages of books$"):
+        answered("limit=5&offset=0", {k: v for k, v in FILES.items() if k != page_index_file(NAME, str(SIZE), "0", "0")})
+
+
+def test_the_count_comes_from_the_offsets_own_block_when_the_first_is_missing():
+    no_first = {k: v for k, v in FILES.items() if k != page_index_file(NAME, str(SIZE), "0", "0")}
+    assert answered("limit=5&offset=10010", no_first) == expected(5, 10010)
+    assert answered("limit=5&offset=19999", no_first) == expected(5, 19999)  # (past the end, in block 1's range)
+
+
+def test_recent_keeps_sixteen_files_by_default():
+    reads = []
+    reading = assemble.recent(lambda path: reads.append(path) or b"")
+    for path in [str(i) for i in range(16)] + ["0"]:
+        reading(path)
+    assert len(reads) == 16  # ("0" was still held)
+    reading("16")
+    reading("1")
+    assert reads[-2:] == ["16", "1"]  # (the seventeenth file let the least recent go: "1")
+
+
+# ---- a request with search, ordering or filters: the records the selection picks -------------
+
+@pytest.fixture(scope="module")
+def filtered(tmp_path_factory):
+    """The sample built with filters on (query_probes.SETTINGS), every book as served, and
+    the generation's files."""
+    from conftest import SAMPLE
+    from generator.api.urls import CURRENT
+    from generator.sitebuild import build
+    from query_probes import with_settings
+
+    work = tmp_path_factory.mktemp("assemble")
+    build(with_settings(SAMPLE, work / "data"), work / "site")
+    root = (work / "site" / CURRENT).resolve()
+    info = SiteInfo.of_generation(root)
+
+    def read(path: str) -> bytes | None:
+        return (root / path).read_bytes() if (root / path).is_file() else None
+    books = json.loads(b"".join(assemble.answer(read, Paging.read(NAME, "limit=1000", info), info.page_size,
+                                                BASE)))["results"]
+    return read, info, books
+
+
+def test_a_filtered_page_is_the_matching_records_in_order_with_drfs_count_and_links(filtered):
+    from generator.api.render import encode
+
+    read, info, books = filtered
+    def ids(book: dict) -> set[str]:
+        return {a["url"].rstrip("/").rsplit("/", 1)[1] for a in book["authors"]}
+    authors = sorted({a for b in books for a in ids(b)}, key=lambda a: (-sum(a in ids(b) for b in books), a))[:3]
+    checked = 0
+    for author in authors:
+        matching = [b for b in books if author in ids(b)]
+        for limit, offset in [(1, 0), (2, 1), (100, 0), (1, len(matching) - 1), (3, len(matching))]:
+            query = f"authors={author}&limit={limit}&offset={offset}"
+            got = b"".join(assemble.answer(read, Paging.read(NAME, query, info), info.page_size, BASE, info.query))
+            count = len(matching)
+            following = f"{BASE}?authors={author}&limit={limit}&offset={offset + limit}" if offset + limit < count else None
+            previous = None
+            if offset > 0:
+                previous = (f"{BASE}?authors={author}&limit={limit}" if offset - limit <= 0
+                            else f"{BASE}?authors={author}&limit={limit}&offset={offset - limit}")
+            assert got == head(count, following, previous) + b",".join(
+                encode(b) for b in matching[offset:offset + limit]) + TAIL, query
+            checked += 1
+    assert checked == 15 and len(books) > 12
+
+
+@pytest.mark.parametrize("ordering", ["price", "-price"])
+def test_an_ordered_page_holds_every_record_once_in_that_order(filtered, ordering):
+    """The whole collection ordered (no filter): every record once, the field's values in
+    order, page after page."""
+    read, info, books = filtered
+    def price(book: dict) -> float:
+        return float(book["price"])
+    pages = []
+    for offset in range(0, len(books), 5):
+        query = f"ordering={ordering}&limit=5&offset={offset}"
+        page = json.loads(b"".join(assemble.answer(read, Paging.read(NAME, query, info), info.page_size, BASE,
+                                                   info.query)))
+        assert page["count"] == len(books)
+        pages += page["results"]
+    assert sorted(b["url"] for b in pages) == sorted(b["url"] for b in books)
+    prices = [price(b) for b in pages]
+    assert prices == sorted(prices, reverse=ordering.startswith("-"))

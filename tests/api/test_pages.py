@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from generator.api.pages import Page
+from generator.api.pages import Page, page_count
 from generator.api.urls import BY_COLLECTION, Urls
 
 BOOKS = BY_COLLECTION["books"]
@@ -49,3 +49,16 @@ def test_envelope_bytes_are_drf_compact():
         b'{"count":5,"next":"https://ketab.example.ir/api/v1/books/?limit=2&offset=4",'
         b'"previous":"https://ketab.example.ir/api/v1/books/?limit=2","results":[{"a":1},{"b":2}]}')
     assert Page(BOOKS, 12, 0, 0).encode(URLS, []) == b'{"count":0,"next":null,"previous":null,"results":[]}'
+
+
+def test_the_envelope_to_check_is_the_pages_fields_without_records():
+    assert Page(BOOKS, 2, 2, 5).envelope(URLS) == {
+        "count": 5, "next": B + "?limit=2&offset=4", "previous": B + "?limit=2", "results": []}
+    assert Page(BOOKS, 12, 0, 0).envelope(URLS) == {"count": 0, "next": None, "previous": None, "results": []}
+
+
+@pytest.mark.parametrize("count, limit, pages", [
+    (0, 12, 1), (1, 12, 1), (11, 12, 1), (12, 12, 1), (13, 12, 2), (24, 12, 2), (25, 12, 3), (42, 5, 9), (1, 1, 1),
+])
+def test_a_size_has_a_page_for_every_offset_below_the_count_and_an_empty_collection_one(count, limit, pages):
+    assert page_count(count, limit) == pages

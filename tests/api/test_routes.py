@@ -103,3 +103,18 @@ def test_the_route_table_answers_as_the_golden_request_table():
     """Every router (Python here, JavaScript and every server elsewhere) is checked against
     this one table; it changes only on purpose (make golden)."""
     assert route_table() == json.loads((GOLDEN / ROUTES).read_text(encoding="utf-8"))
+
+
+def test_the_table_holds_each_kind_of_route_in_the_order_tried():
+    """The literal paths (the root, the schema, each list), then each collection's detail of
+    UUID form before its other ids: nginx's locations and the routers are rendered by kind."""
+    from generator.api.urls import RESOURCES
+
+    assert [(route.kind, route.resource) for route in routes.ROUTES] == [
+        ("root", None), ("schema", None), *[("list", r) for r in RESOURCES],
+        *[(kind, r) for r in RESOURCES for kind in ("detail", "other")]]
+
+
+def test_what_is_not_html_is_false_not_merely_falsy():
+    assert routes.wants_html("image/png") is False and routes.wants_html("") is False
+    assert routes.wants_html("text/html") is True and routes.wants_html("application/json, text/html") is False
