@@ -30,6 +30,7 @@ from .files import replace, templates
 
 CONFIG_DIR = f"{HOSTS}/nginx"  # <site>/hosts/nginx/: what the build writes for deployment
 RUN_DIR = ".run"  # <site>/.run/: what `catalogue serve` writes: config, pid, logs, temp files
+PAGES_CACHE = "pages-cache"  # <site>/.run/pages-cache/: the pages put together, kept by nginx
 SAFE_PATH = re.compile(r"[A-Za-z0-9._~/-]*")
 INSTALL_HINT = ("nginx is not installed (or not on PATH): install it with the system's package manager, "
                 "for example `apt-get install nginx-light` on Debian or Ubuntu, `dnf install nginx` on "
@@ -76,7 +77,8 @@ def server_config(site: Path, serving: SiteInfo, hosting: Hosting) -> str:
     return templates.get_template("server.conf.j2").render(
         base_url=serving.base_url, listen=hosting.listen, server_name=parts.hostname, root=root,
         prefix=prefix, prefix_re=re.escape(prefix), resources=resources, plain=plain,
-        page_service=_upstream(hosting.page_service), pages_unavailable=quoted(meta.SERVICE_UNAVAILABLE),
+        page_service=_upstream(hosting.page_service), pages_cache=site.absolute() / RUN_DIR / PAGES_CACHE,
+        pages_unavailable=quoted(meta.SERVICE_UNAVAILABLE),
         api_root=table["root", None], root_file=root_path(), redirect=routes.REDIRECT,
         schema=table["schema", None], schema_file=OPENAPI_FILE, options_schema=quoted(meta.options_schema()),
         uri_safe="A-Za-z0-9" + re.escape(routes.URI_SAFE), accept=routes.ACCEPT, viewer=f"/{VIEWER}",

@@ -302,6 +302,22 @@ def test_nginx_answers_what_it_refuses_in_json(server, data, status, detail):
     assert (got, fields["Content-Type"], json.loads(content)) == (status, "application/json", {"detail": detail})
 
 
+def test_nginx_keeps_the_pages_put_together(server):
+    """nginx asks its page service for a page once and keeps it, a variant for each
+    Accept-Encoding (docs/serving.md), under the generation it was made from."""
+    if server.kind != "nginx":
+        pytest.skip("nginx's cache of the pages put together")
+    kept = server.site / ".run" / "pages-cache"
+    before = sum(1 for p in kept.rglob("*") if p.is_file())
+    made = [("/api/v1/books/?limit=7&offset=2&keep=1", {}), ("/api/v1/books/?limit=7&offset=2&keep=1",
+            {"Accept-Encoding": "gzip"}), ("/api/v1/author/?limit=7&offset=2&keep=1", {})]
+    first = [server.get(path, **{k.replace("-", "_"): v for k, v in h.items()}) for path, h in made]
+    again = [server.get(path, **{k.replace("-", "_"): v for k, v in h.items()}) for path, h in made]
+    assert [(a.status, a.body, a.header("ETag")) for a in again] == [(a.status, a.body, a.header("ETag")) for a in first]
+    assert first[1].header("Content-Encoding") == "gzip" and first[0].header("Content-Encoding") is None
+    assert sum(1 for p in kept.rglob("*") if p.is_file()) == before + 3
+
+
 # ---- headers ----------------------------------------------------------------------------
 
 @pytest.mark.parametrize("path, allow", [
@@ -530,14 +546,23 @@ for n in range(int(sys.argv[3])):
 """
 
 
-def test_readers_see_whole_answers_while_builds_publish(tmp_path: Path, data_dir: Path, kind: str):
+# The local Worker and Edge Function read each file through <site>/current afresh, so a page
+# they put together while a build publishes may hold records of two builds (on Cloudflare and
+# Netlify a deploy is atomic; docs/serving.md says so).
+READS_ACROSS_BUILDS = {"cloudflare", "netlify"}
+
+
+def test_readers_see_whole_answers_while_builds_publish(tmp_path: Path, data_dir: Path, kind: str, request):
     """Pages and details requested again and again while builds publish, one after the
     other, in another process: every answer a 200 with a whole body of one build."""
+    if kind in READS_ACROSS_BUILDS:
+        request.applymarker(pytest.mark.xfail(reason="a page put together mid-publish mixes builds", strict=True))
     site = tmp_path / "site"
     build(data_dir, site, base_url="https://host1.example")
     running = Server(site, kind=kind)
     stop, wrong, answers = threading.Event(), [], [0]
-    paths = ["/api/v1/books/", "/api/v1/books/?limit=24&offset=24", f"/api/v1/books/{BOOK}/", "/api/v1/"]
+    paths = ["/api/v1/books/", "/api/v1/books/?limit=24&offset=24", f"/api/v1/books/{BOOK}/", "/api/v1/",
+             "/api/v1/books/?limit=5&offset=3"]
 
     def reader(k: int) -> None:
         while not stop.is_set():
