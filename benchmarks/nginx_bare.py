@@ -2,10 +2,11 @@
 
     python benchmarks/nginx_bare.py [--books 20000] [--rounds 5] [--seconds 4] [--workdir bench-work]
 
-The same page file is served twice, by `catalogue serve --server nginx` (the route table:
+The same files are served twice, by `catalogue serve --server nginx` (the route table:
 query string to file) and by a bare nginx whose only rule is `try_files $uri` (asked for
-the file's own path), both with one worker, gzip_static, pcre_jit and a buffered access
-log. wrk (2 threads, 32 connections) loads them in turns, the two alternating, so that
+the file's own path), both rooted at the site's `current` link, both with one worker,
+gzip_static, pcre_jit and a buffered access log: a page deep in the collection (plain and
+gzipped), a book's detail document and the collection's first page. wrk (2 threads, 32 connections) loads them in turns, the two alternating, so that
 the machine's drift falls on both; each figure is the median of the rounds. The workers'
 CPU time (user + system, from /proc) divided by the requests served gives the cost of one
 request. Prints one table.
@@ -13,6 +14,7 @@ request. Prints one table.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import shutil
@@ -24,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
-from generator.api.urls import CURRENT, page_file  # noqa: E402
+from generator.api.urls import CURRENT, detail_file, page_file  # noqa: E402
 from generator.sitebuild import build  # noqa: E402
 from generator.hosts.nginx import find_nginx  # noqa: E402
 from generator.system import stop_with_parent  # noqa: E402
@@ -52,6 +54,9 @@ http {{
     }}
 }}
 """
+
+
+CASES = ("page", "page, gzip", "detail", "first page")
 
 
 def wrk(port: int, path: str, seconds: int, headers: dict[str, str]) -> tuple[float, int]:
@@ -87,40 +92,43 @@ def main() -> None:
     data = catalogue(work, args.books)
     site = work / f"serve-site-{args.books}"
     build(data, site)
-    file = "/" + page_file("books", "12", "0", "120")
-
     generated = Server(site, kind="nginx")
+    book = json.loads(generated.get(PAGE).body)["results"][0]["id"]
+    asked = {"page": (PAGE, page_file("books", "12", "0", "120"), {}),
+             "page, gzip": (PAGE, page_file("books", "12", "0", "120"), {"Accept-Encoding": "gzip"}),
+             "detail": (f"/api/v1/books/{book}/", detail_file("books", book[:2], book), {}),
+             "first page": ("/api/v1/books/", page_file("books", "default", "0", "0"), {})}
     run = work / "bare-nginx"
     (run / "tmp").mkdir(parents=True, exist_ok=True)
     port = free_port()
-    (run / "nginx.conf").write_text(BARE.format(run=run, port=port, root=(site / CURRENT).resolve()))
+    (run / "nginx.conf").write_text(BARE.format(run=run, port=port, root=site / CURRENT))
     bare = subprocess.Popen([find_nginx(), "-p", str(run), "-c", str(run / "nginx.conf"), "-g", "daemon off;"],
                             preexec_fn=stop_with_parent)
     try:
         wait_for_port(port, bare, "bare nginx")
-        served = {"generated": (generated.port, PAGE, workers(children(generated.process.pid)[0])),
-                  "bare": (port, file, workers(bare.pid))}
-        rates = {(who, case): [] for who in served for case in ("page", "page, gzip")}
+        served = {"generated": (generated.port, workers(children(generated.process.pid)[0])),
+                  "bare": (port, workers(bare.pid))}
+        rates = {(who, case): [] for who in served for case in CASES}
         cost = {key: [] for key in rates}
         for _ in range(args.rounds):
-            for case, headers in (("page", {}), ("page, gzip", {"Accept-Encoding": "gzip"})):
-                for who, (at, path, pids) in served.items():
+            for case, (path, file, headers) in asked.items():
+                for who, (at, pids) in served.items():
                     before = cpu_seconds(pids)
-                    rate, requests = wrk(at, path, args.seconds, headers)
+                    rate, requests = wrk(at, path if who == "generated" else f"/{file}", args.seconds, headers)
                     cost[who, case].append((cpu_seconds(pids) - before) / requests * 1e6)
                     rates[who, case].append(rate)
     finally:
         generated.stop()
         bare.terminate()
         bare.wait()
-    print(f"{args.books:,} books, wrk -t2 -c32, median of {args.rounds} alternating runs of {args.seconds} s")
-    print(f"{'':>22} {'page req/s':>11} {'µs/req':>7} {'gzip req/s':>11} {'µs/req':>7}")
+    print(f"{args.books:,} books, wrk -t2 -c32, median of {args.rounds} alternating runs of {args.seconds} s; "
+          "requests/s (µs of the worker's CPU a request)")
+    print(f"{'':>18}" + "".join(f"{case:>22}" for case in CASES))
     for who, label in (("generated", "generated config"), ("bare", "bare try_files")):
-        cells = [f"{statistics.median(rates[who, c]):>11,.0f} {statistics.median(cost[who, c]):>7.1f}"
-                 for c in ("page", "page, gzip")]
-        print(f"{label:>22} {cells[0]} {cells[1]}")
-    ratios = [statistics.median(rates["generated", c]) / statistics.median(rates["bare", c]) for c in ("page", "page, gzip")]
-    print(f"{'generated / bare':>22} {ratios[0]:>11.2f} {'':>7} {ratios[1]:>11.2f}")
+        print(f"{label:>18}" + "".join(f"{statistics.median(rates[who, c]):>13,.0f} ({statistics.median(cost[who, c]):>5.1f})"
+                                       for c in CASES))
+    print(f"{'generated / bare':>18}" + "".join(
+        f"{statistics.median(rates['generated', c]) / statistics.median(rates['bare', c]):>22.2f}" for c in CASES))
 
 
 if __name__ == "__main__":
