@@ -10,6 +10,7 @@ byte for byte (tests/hosts/test_pages_js.py).
 """
 from __future__ import annotations
 
+import functools
 from collections import OrderedDict
 from typing import Callable, Iterator, Sequence
 
@@ -37,7 +38,7 @@ class Blocks:
         if block not in self._held:
             first = pageindex.first_page(block, self.page_size)
             data = self.read(page_index_file(self.name, str(self.page_size), str(block), str(first)))
-            self._held[block] = pageindex.Index.decode(data) if data is not None else None
+            self._held[block] = decoded(data) if data is not None else None
         return self._held[block]
 
     def count(self, offset: int) -> int:
@@ -48,6 +49,11 @@ class Blocks:
         if found is None:
             raise FileNotFoundError(f"the index of the first pages of {self.name}")
         return found.count
+
+
+@functools.lru_cache(maxsize=64)  # (a host that keeps the files it read hands the same bytes again)
+def decoded(data: bytes) -> pageindex.Index:
+    return pageindex.Index.decode(data)
 
 
 def head(count: int, base: str, links: tuple[str | None, str | None]) -> bytes:

@@ -20,6 +20,8 @@ Django reads it twice, by two paths:
 """
 from __future__ import annotations
 
+import functools
+
 import unicodedata
 from dataclasses import dataclass
 from urllib.parse import parse_qsl, quote, urlencode
@@ -135,14 +137,15 @@ def links_query(query: str, limit: int, offset: int | None) -> str:
 class LinkBase:
     """The request's URL as DRF's links start from it: the parameters as they read them
     back, and the fragment the URL ends with ("": none)."""
-    pairs: list[tuple[str, str]]
+    pairs: tuple[tuple[str, str], ...]
     fragment: str
 
     @classmethod
+    @functools.lru_cache(maxsize=256)  # (a page's next and previous start from one request)
     def of(cls, query: str) -> LinkBase:
         uri = quote(raw_bytes(query).decode("latin-1"), safe=IRI_SAFE)  # iri_to_uri(QUERY_STRING)
         part, _, fragment = uri.partition("#")  # urlsplit: `#` is safe in iri_to_uri
-        return cls(parse_qsl(part, keep_blank_values=True), fragment)
+        return cls(tuple(parse_qsl(part, keep_blank_values=True)), fragment)
 
 
 def _link(base: LinkBase, limit: int, offset: int | None) -> str:

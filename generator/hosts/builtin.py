@@ -34,7 +34,7 @@ from ..api.querystring import TooManyFields
 from ..api.routes import Answer, Bodies, resolve
 from ..api.serving import (ACCEPTS_GZIP, DEFAULT_WRITE_SERVICE, FORWARDED, GZIP_MIN, MAX_BODY, SiteInfo,
                            content_type, headers)
-from ..api.urls import ACCEPTED, QUERY_DIR, API, CURRENT, PAGE_NOT_BUILT
+from ..api.urls import ACCEPTED, QUERY_DIR, API, CURRENT, PAGE_INDEX, PAGE_NOT_BUILT
 from .contract import Host, Local
 
 JSON = "application/json"
@@ -54,21 +54,26 @@ class Generation:
 
 
 class Indexes:
-    """The query index files last read (api/queryindex.py), kept in memory up to a bound:
-    a search of a million records reads tens of megabytes of them."""
+    """The index files last read (api/queryindex.py, api/pageindex.py), kept in memory up to
+    a bound: a search of a million records reads tens of megabytes of them, and every page
+    put together one page index."""
 
     def __init__(self, bound: int = 256 << 20) -> None:
         self.bound = bound
-        self.held: OrderedDict[Path, tuple[bytes, float]] = OrderedDict()
+        self.held: OrderedDict[str, tuple[bytes, float]] = OrderedDict()
         self.size = 0
 
-    def get(self, path: Path) -> tuple[bytes, float] | None:
+    @staticmethod
+    def holds(path: str) -> bool:
+        return QUERY_DIR in path or path.endswith(PAGE_INDEX)
+
+    def get(self, path: str) -> tuple[bytes, float] | None:
         found = self.held.get(path)
         if found is not None:
             self.held.move_to_end(path)
         return found
 
-    def put(self, path: Path, data: bytes, modified: float) -> None:
+    def put(self, path: str, data: bytes, modified: float) -> None:
         self.held[path] = (data, modified)
         self.size += len(data)
         while self.size > self.bound and len(self.held) > 1:
@@ -80,20 +85,21 @@ class Reads:
     modification time among them (the page's Last-Modified)."""
 
     def __init__(self, root: Path, indexes: Indexes) -> None:
-        self.root = root
+        self.root = os.path.join(root, "")  # (a string: pathlib's joins cost more than the reads)
         self.indexes = indexes
         self.newest = 0.0
 
     def __call__(self, path: str) -> bytes | None:
-        key = self.root / path  # (the generation's root is in the key: a new build, new keys)
-        held = self.indexes.get(key) if QUERY_DIR in path else None
+        key = self.root + path  # (the generation's root is in the key: a new build, new keys)
+        kept = self.indexes.holds(path)
+        held = self.indexes.get(key) if kept else None
         if held is None:
             try:
                 with open(key, "rb") as f:
                     held = (f.read(), os.fstat(f.fileno()).st_mtime)
             except FileNotFoundError:
                 return None
-            if QUERY_DIR in path:
+            if kept:
                 self.indexes.put(key, *held)
         self.newest = max(self.newest, held[1])
         return held[0]
