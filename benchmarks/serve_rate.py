@@ -36,38 +36,52 @@ from servers import SERVERS, Server, runnable  # noqa: E402
 
 
 
-# wrk's script for a list of paths: each thread asks for them in turn, from its own place.
-ROTATE = """
-paths = {%s}
-local threads = 0
-function setup(thread) thread:set("at", threads * #paths // 2); threads = threads + 1 end
-function request() at = at %% #paths + 1; return wrk.format(nil, paths[at]) end
-"""
+class EachOnce:
+    """Pages of 12 put together, each request another: the n-th asks for offset
+    12 * (n mod pages) + 1 + (n div pages) mod 11, never a multiple of 12, so no page
+    comes twice before pages * 11 requests; `run` (a parameter of this run's own) keeps
+    a host from answering with a page it kept from an earlier run."""
+
+    def __init__(self, pages: int) -> None:
+        self.pages, self.prefix = pages, f"/api/v1/books/?run={time.time_ns()}&limit=12&offset="
+
+    def __getitem__(self, n: int) -> str:
+        return f"{self.prefix}{12 * (n % self.pages) + 1 + n // self.pages % 11}"
+
+    def lua(self) -> str:
+        """The same in wrk's script: each thread from its own place."""
+        return (f"local threads = 0\n"
+                f"function setup(thread) thread:set('n', threads * {self.pages * 11 // 2}); threads = threads + 1 end\n"
+                f"function request() n = n + 1; return wrk.format(nil, '{self.prefix}' .. "
+                f"(12 * (n % {self.pages}) + 1 + math.floor(n / {self.pages}) % 11)) end\n")
 
 
-def wrk(port: int, path: str | list[str], seconds: int, headers: dict[str, str]) -> tuple[float, float | None]:
-    """Requests/s and the 99th percentile of latency in ms (a list of paths: asked for in turn)."""
+def nth(path: str | EachOnce, n: int) -> str:
+    """The path of the n-th request."""
+    return path[n] if isinstance(path, EachOnce) else path
+
+
+def wrk(port: int, path: str | EachOnce, seconds: int, headers: dict[str, str]) -> tuple[float, float | None]:
+    """Requests/s and the 99th percentile of latency in ms."""
     with tempfile.NamedTemporaryFile("w", suffix=".lua") as script:
-        script.write(ROTATE % ",".join(f'"{p}"' for p in path) if isinstance(path, list) else "")
+        script.write(path.lua() if isinstance(path, EachOnce) else "")
         script.flush()
         command = ["wrk", "-t2", "-c16", "--latency", f"-d{seconds}s", "-s", script.name,
-                   *(a for k, v in headers.items() for a in ("-H", f"{k}: {v}")),
-                   f"http://127.0.0.1:{port}{path[0] if isinstance(path, list) else path}"]
+                   *(a for k, v in headers.items() for a in ("-H", f"{k}: {v}")), f"http://127.0.0.1:{port}{nth(path, 0)}"]
         out = subprocess.run(command, capture_output=True, text=True, check=True).stdout
     p99 = re.search(r"99%\s+([0-9.]+)(us|ms|s)\b", out)
     scale = {"us": 0.001, "ms": 1.0, "s": 1000.0}
     return float(re.search(r"Requests/sec:\s+([0-9.]+)", out)[1]), float(p99[1]) * scale[p99[2]] if p99 else None
 
 
-def python_client(port: int, path: str | list[str], seconds: int, headers: dict[str, str]) -> tuple[float, None]:
+def python_client(port: int, path: str | EachOnce, seconds: int, headers: dict[str, str]) -> tuple[float, None]:
     """Keep-alive GETs from 8 threads: a lower bound (the client shares the machine's cores)."""
     done, stop = [0] * 8, time.monotonic() + seconds
-    paths = path if isinstance(path, list) else [path]
 
     def worker(k: int) -> None:
         connection = http.client.HTTPConnection("127.0.0.1", port)
         while time.monotonic() < stop:
-            connection.request("GET", paths[(done[k] * 8 + k) % len(paths)], headers=headers)
+            connection.request("GET", nth(path, done[k] * 8 + k), headers=headers)
             connection.getresponse().read()
             done[k] += 1
 
@@ -95,13 +109,9 @@ def main() -> None:
         print("wrk is not installed: measuring with a Python client (a lower bound)", file=sys.stderr)
     middle = args.books // 2 // 12 * 12  # (a page deep in the collection, past the first blocks)
     page, made = f"/api/v1/books/?limit=12&offset={middle}", f"/api/v1/books/?limit=12&offset={middle + 5}"
-    pages = args.books // 12
-    run = time.time_ns()  # (a parameter of this run's own: no page a host kept from an earlier one)
-    once = [f"/api/v1/books/?limit=12&offset={12 * n + k}&run={run}"
-            for n in range(0, pages, max(1, pages // 2000)) for k in range(1, 12)]
     cases = [("pre-built", page, {}), ("put together", made, {}), ("pre-built gzip", page, {"Accept-Encoding": "gzip"}),
              ("put together gzip", made, {"Accept-Encoding": "gzip"}), ("detail", None, {}),
-             ("put together, each once", once, {})]
+             ("put together, each once", EachOnce(args.books // 12), {})]
     rows = []
     for kind in args.servers.split(","):
         if not runnable(kind):
@@ -110,7 +120,11 @@ def main() -> None:
         server = Server(site, kind=kind)
         try:
             detail = json.loads(server.get(page).body)["results"][0]["url"].split("://", 1)[1].split("/", 1)[1]
-            rates = [load(server.port, path or f"/{detail}", args.seconds, headers) for _, path, headers in cases]
+            rates = []
+            for _, path, headers in cases:
+                if not isinstance(path, EachOnce):  # (once first: what the server reads the first time is read)
+                    server.get(path or f"/{detail}")
+                rates.append(load(server.port, path or f"/{detail}", args.seconds, headers))
         finally:
             server.stop()
         rows.append((kind, rates))
