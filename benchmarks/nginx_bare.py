@@ -75,8 +75,16 @@ def cpu_seconds(pids: list[int]) -> float:
     return ticks / os.sysconf("SC_CLK_TCK")
 
 
-def workers(master: int) -> list[int]:
-    return children(master)
+def is_nginx(pid: int) -> bool:
+    return Path(f"/proc/{pid}/comm").read_text().strip() == "nginx"
+
+
+def workers(server: int) -> list[int]:
+    """The worker processes of an nginx master, or of the master `catalogue serve` started
+    (beside the page service it supervises, which is not nginx); not the cache manager and
+    the cache loader, which comes and goes."""
+    master = server if is_nginx(server) else next(pid for pid in children(server) if is_nginx(pid))
+    return [pid for pid in children(master) if Path(f"/proc/{pid}/cmdline").read_bytes().startswith(b"nginx: worker")]
 
 
 def main() -> None:
@@ -106,7 +114,7 @@ def main() -> None:
                             preexec_fn=stop_with_parent)
     try:
         wait_for_port(port, bare, "bare nginx")
-        served = {"generated": (generated.port, workers(children(generated.process.pid)[0])),
+        served = {"generated": (generated.port, workers(generated.process.pid)),
                   "bare": (port, workers(bare.pid))}
         rates = {(who, case): [] for who in served for case in CASES}
         cost = {key: [] for key in rates}

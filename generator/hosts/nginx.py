@@ -70,7 +70,9 @@ def server_config(site: Path, serving: SiteInfo, hosting: Hosting) -> str:
         "pages_dir": page_file(r.name, "", "", "").split("/pages/")[0] + "/pages/",
         "detail_file": detail_file(r.name, "$catalogue_shard", "$catalogue_shard$catalogue_rest"),
     } for r in RESOURCES]
-    plain = [{"pattern": spelling.pattern.replace("(?P<", "(?<"),
+    # A map's key: nginx tries its regular expressions only on a value that is not empty, so
+    # the empty query string (a collection's first page) is an exact key.
+    plain = [{"key": f'"~^{spelling.pattern.replace("(?P<", "(?<")}$"' if spelling.pattern else '""',
               "file": "/".join(f"${part}" if part.startswith("catalogue_") else part
                                for part in (spelling.limit, spelling.bucket, spelling.offset))}
              for spelling in params.plain_spellings()]

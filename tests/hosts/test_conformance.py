@@ -318,6 +318,19 @@ def test_nginx_keeps_the_pages_put_together(server):
     assert sum(1 for p in kept.rglob("*") if p.is_file()) == before + 3
 
 
+def test_nginx_serves_the_prebuilt_pages_as_files(server):
+    """A pre-built page, the first page (an empty query string) above all, is a file nginx
+    sends itself: it never reaches the page service, so nginx keeps nothing for it."""
+    if server.kind != "nginx":
+        pytest.skip("nginx's own files against its page service")
+    kept = server.site / ".run" / "pages-cache"
+    before = sorted(p.name for p in kept.rglob("*") if p.is_file())
+    paths = [f"/api/v1/{r.name}/{query}" for r in RESOURCES for query in ("", "?limit=24", "?offset=0")]
+    for path in paths + ["/api/v1/books/?offset=12", "/api/v1/books/?limit=12&offset=24"]:
+        assert server.get(path).status == 200
+    assert sorted(p.name for p in kept.rglob("*") if p.is_file()) == before
+
+
 # ---- headers ----------------------------------------------------------------------------
 
 @pytest.mark.parametrize("path, allow", [
