@@ -10,7 +10,27 @@ their bytes in the pre-built pages, api/pageindex.py). Under `api/v1/<name>/_que
   as NUL, then each record's values each preceded by U+0001, followed by NUL. A record
   with no value (null, or no related record) has none; so a term is found in a value by
   a substring search, at the start of one after U+0001, equal to one between U+0001 and
-  U+0001 or NUL; the record is the count of NULs before the match.
+  U+0001 or NUL; the record is the count of NULs before the match. Read only to confirm
+  what the token index below cannot answer alone (a term holding white space; which
+  related record matched, when several terms match only in related records).
+- the column's token index, so that a search reads no text: its keys, each with the
+  sorted positions of the records it occurs in (its postings). A token is a piece of a
+  folded value between white space (`str.split()`, white space as filters.SPACES says);
+  the keys of a column are its tokens (`"word"`, for `contains`), its values' first
+  tokens (`" word"`, a space before: for `^`, only of values not starting with white
+  space) and its whole values (`"\tvalue"`, a tab before: for `=`), each kind made only
+  where a search field of the column needs it.
+  - `search/<column>/keys.txt`: the distinct tokens, sorted by code point, each between
+    line feeds (a token holds no white space): a term without white space is in a value
+    iff it is in one of its tokens, so a substring search of this file finds every key a
+    `contains` term matches. `search/<column>/heads.txt`: the same of the first tokens.
+  - `search/<column>/any.u32`: the positions of the records with a value at all (what
+    an empty term matches), little-endian uint32.
+  - `search/<column>/postings/<bucket>.bin`: the keys whose UTF-8 bytes' CRC-32 is
+    `bucket` modulo BUCKETS (a file only for a bucket holding keys): uint32 n, then n
+    uint32 byte lengths of the keys, n uint32 counts of their postings, the keys' bytes
+    (in the order of their first record) padded with NULs to a multiple of 4, then each
+    key's postings, little-endian uint32.
 - `rank/<field>/<block>.u32`: each record's rank among the field's distinct values
   (1 the smallest; 0 null, which sorts first as SQLite sorts it), little-endian uint32.
 - `sorted/<field>/<asc|desc>/<block>.u32`: the positions in the field's order, ties
@@ -23,7 +43,9 @@ only when its bytes change.
 """
 from __future__ import annotations
 
+import functools
 import re
+import zlib
 from array import array
 from dataclasses import dataclass
 from collections import defaultdict
@@ -37,10 +59,12 @@ from ..catalogue.querying import (FILTERS, NORMALISE, ORDERING, SEARCH, SearchFi
                                   sort_kind)
 from ..catalogue.resources import BY_NAME
 from .filters import fold
-from .pageindex import u32
+from .pageindex import BIG_ENDIAN, read_u32, u32
 from .urls import API, QUERY_DIR
 
 BLOCK = 65536
+BUCKETS = 1024  # postings files of a search column (a key's file: CRC-32 of its UTF-8 bytes modulo this)
+TOKEN, HEAD, WHOLE = "", " ", "\t"  # what starts a search key of each kind: a token, a first token, a whole value
 ID_PREFIX = 2  # characters of an id that name its filter file
 RECORD, ELEMENT = "\x00", "\x01"
 UUID_IN_URL = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
@@ -52,6 +76,22 @@ def query_dir(name: str) -> str:
 
 def text_file(name: str, column: str, block: int) -> str:
     return f"{query_dir(name)}/search/{column}/{block}.txt"
+
+
+def keys_file(name: str, column: str, heads: bool = False) -> str:
+    return f"{query_dir(name)}/search/{column}/{'heads' if heads else 'keys'}.txt"
+
+
+def any_file(name: str, column: str) -> str:
+    return f"{query_dir(name)}/search/{column}/any.u32"
+
+
+def postings_file(name: str, column: str, bucket: int) -> str:
+    return f"{query_dir(name)}/search/{column}/postings/{bucket}.bin"
+
+
+def bucket_of(key: str) -> int:
+    return zlib.crc32(key.encode()) % BUCKETS
 
 
 def rank_file(name: str, field: str, block: int) -> str:
@@ -98,6 +138,121 @@ class Partial:
     each ordering field's sort keys and each filter's records by related id, in order."""
     keys: dict[str, list]
     referred: dict[str, dict[str, array]]
+    search: dict[str, "ColumnIndex"]
+
+
+class ColumnIndex:
+    """A search column's token index as it is made: each key's postings (a position alone
+    until a second comes, then an array), and the records with a value."""
+
+    def __init__(self, kinds: tuple[str, ...], many: bool) -> None:
+        self.kinds, self.many = kinds, many
+        self.keys: dict[str, "int | array"] = {}
+        self.any = array("I")
+
+    def add(self, text: str, first: int, count: int) -> None:
+        """A block's folded text (the layout of its text file) of `count` records from `first`."""
+        if not count:
+            return
+        tokens, heads, whole = "contains" in self.kinds, "startswith" in self.kinds, "exact" in self.kinds
+        keys, anys, many = self.keys, self.any, self.many
+        for position, record in enumerate(text[1:-1].split(RECORD), first):
+            if not record:
+                continue
+            anys.append(position)
+            found: set[str] = set()
+            for value in (record[1:].split(ELEMENT) if many else (record[1:],)):
+                if tokens:
+                    found.update(value.split())
+                if heads and value and not value[0].isspace():
+                    found.add(HEAD + value.split(None, 1)[0])
+                if whole:
+                    found.add(WHOLE + value)
+            for key in found:
+                held = keys.get(key)
+                if held is None:
+                    keys[key] = position
+                elif held.__class__ is int:
+                    keys[key] = array("I", (held, position))
+                else:
+                    held.append(position)
+
+    def join(self, other: "ColumnIndex") -> None:
+        """The index of the records after these (another collector's), added."""
+        self.any.extend(other.any)
+        keys = self.keys
+        for key, held in other.keys.items():
+            mine = keys.get(key)
+            if mine is None:
+                keys[key] = held
+            else:
+                joined = array("I", (mine,)) if mine.__class__ is int else mine
+                if held.__class__ is int:
+                    joined.append(held)
+                else:
+                    joined.extend(held)
+                keys[key] = joined
+
+    def flush(self, name: str, column: str, flush: Callable[[str, bytes], None]) -> None:
+        keys = self.keys
+        if "contains" in self.kinds:
+            flush(keys_file(name, column), _lines(k for k in keys if k[:1] not in (HEAD, WHOLE)))
+        if "startswith" in self.kinds:
+            flush(keys_file(name, column, heads=True), _lines(k[1:] for k in keys if k[:1] == HEAD))
+        flush(any_file(name, column), _little(self.any))
+        buckets: dict[int, list[str]] = defaultdict(list)
+        for key in keys:
+            buckets[bucket_of(key)].append(key)
+        for bucket, held in buckets.items():
+            flush(postings_file(name, column, bucket), encode_bucket([(key, keys[key]) for key in held]))
+
+
+def _lines(keys: Iterable[str]) -> bytes:
+    return ("\n" + "".join(key + "\n" for key in sorted(keys))).encode()
+
+
+def _little(values: array) -> bytes:
+    if BIG_ENDIAN:
+        values = array("I", values)
+        values.byteswap()
+    return values.tobytes()
+
+
+def encode_bucket(items: list[tuple[str, "int | array"]]) -> bytes:
+    """A postings file (the module's layout) of these keys and their postings."""
+    encoded = [key.encode() for key, _ in items]
+    postings = [array("I", (held,)) if held.__class__ is int else held for _, held in items]
+    head = array("I", [len(items)])
+    head.extend(map(len, encoded))
+    head.extend(map(len, postings))
+    keys = b"".join(encoded)
+    return b"".join([_little(head), keys, bytes(-len(keys) % 4), *map(_little, postings)])
+
+
+@functools.lru_cache(maxsize=1024)
+def decode_bucket(data: bytes) -> dict[bytes, tuple[int, int]]:
+    """Where each key's postings are in a postings file: (byte offset, count)."""
+    count = int.from_bytes(data[:4], "little")
+    sizes = read_u32(data[4:4 + 8 * count])
+    at = 4 + 8 * count
+    keys_at, postings_at = at, at + sum(sizes[:count])
+    postings_at += -postings_at % 4
+    found = {}
+    for length, held in zip(sizes[:count], sizes[count:]):
+        found[data[keys_at:keys_at + length]] = (postings_at, held)
+        keys_at += length
+        postings_at += 4 * held
+    return found
+
+
+def postings(data: bytes | None, key: str) -> array:
+    """A key's postings in its postings file (none: the file is missing, or lacks it)."""
+    if data is None:
+        return array("I")
+    where = decode_bucket(data).get(key.encode())
+    if where is None:
+        return array("I")
+    return read_u32(data[where[0]:where[0] + 4 * where[1]])
 
 
 class Collector:
@@ -112,6 +267,13 @@ class Collector:
         self.normalise = query.get(NORMALISE)
         self.search = [search_field(spec) for spec in query.get(SEARCH, {}).get(name, [])]
         self.values: list[list[str]] = [[] for _ in self.search]
+        lookups: dict[str, set[str]] = {}
+        for found in self.search:
+            lookups.setdefault(found.column, set()).add(found.lookup)
+        self.index: dict[str, ColumnIndex] = {}
+        for found in self.search:
+            if found.column not in self.index:
+                self.index[found.column] = ColumnIndex(tuple(sorted(lookups[found.column])), found.relation is not None)
         self.order = {field: (sort_kind(resource, field), []) for field in query.get(ORDERING, {}).get(name, [])}
         self.filters: dict[str, dict[str, array]] = {r: {} for r in query.get(FILTERS, {}).get(name, [])}
         self.count = first
@@ -154,13 +316,17 @@ class Collector:
         """The last block of search values (unless it ended full), and what `finish` needs."""
         if self.count % BLOCK or self.count == 0:
             self._flush_search(self.count // BLOCK)
-        return Partial({field: keys for field, (_, keys) in self.order.items()}, self.filters)
+        return Partial({field: keys for field, (_, keys) in self.order.items()}, self.filters, self.index)
 
     def _flush_search(self, block: int) -> None:
+        indexed = set()
         for found, values in zip(self.search, self.values):
             # (folded once a block: lower() and the Persian folding never touch the separators)
             text = fold(RECORD + RECORD.join(values) + RECORD, self.normalise)
             self.flush(text_file(self.name, found.column, block), text.encode())
+            if found.column not in indexed:
+                indexed.add(found.column)
+                self.index[found.column].add(text, block * BLOCK, len(values))
             values.clear()
 
 
@@ -171,6 +337,10 @@ def finish(name: str, flush: Callable[[str, bytes], None], parts: list[Partial],
     refers to is a choice too)."""
     for field in parts[0].keys:
         _flush_order(name, flush, field, [key for part in parts for key in part.keys[field]])
+    for column, index in parts[0].search.items():
+        for part in parts[1:]:
+            index.join(part.search[column])
+        index.flush(name, column, flush)
     for relation in parts[0].referred:
         referred = parts[0].referred[relation]
         for part in parts[1:]:
