@@ -55,6 +55,10 @@ const table = JSON.parse(readFileSync(0, "utf8"));
 const blob = (records) => "\u0000" + records.map((values) => values.map((v) => "\u0001" + v).join("")).join("\u0000") + "\u0000";
 const out = {
   matches: table.matches.map(([records, term, lookup]) => [records, term, lookup, [...qyMatches(blob(records), term, lookup, true)]]),
+  keys: table.keys.map(([keys, word, starts, ends]) => [keys, word, starts, ends,
+    qyKeysIn("\\n" + keys.map((k) => k + "\\n").join(""), word, starts, ends)]),
+  buckets: table.buckets.map(([key]) => [key, qyBucketOf(key)]),
+  words: table.words.map(([term]) => [term, qyWords(term)]),
   terms: table.terms.map(([text]) => [text, qyTerms(text)]),
   fold: table.fold.map(([text, n]) => [text, n, qyFold(text, n)]),
   uuid: table.uuid.map(([text]) => [text, qyUuid(text)]),
