@@ -128,7 +128,7 @@ def _searched(read: Reader, name: str, specs: list[str], terms: list[str], norma
         own: set[int] = set()
         by_field: dict[int, set[int]] = {}
         for at, field in enumerate(fields):
-            found = _field_hits(read, name, field, term)
+            found = _field_hits(read, name, field, term, count)
             if field.relation is None:
                 own |= found
             else:
@@ -154,10 +154,12 @@ def _searched(read: Reader, name: str, specs: list[str], terms: list[str], norma
     return kept
 
 
-def _field_hits(read: Reader, name: str, field: SearchField, term: str) -> set[int]:
+def _field_hits(read: Reader, name: str, field: SearchField, term: str, count: int) -> set[int]:
     """The records whose values in a search field the (folded) term matches, from the
     column's token index; where a term holds white space, its candidates from the index,
-    each confirmed in the text of its block."""
+    each confirmed in the text of its block. Where the keys a term matches lie in more
+    postings files than the column has text blocks (a letter's keys), the text blocks
+    are read instead: never more files than a scan."""
     column = field.column
     if field.lookup == "exact":
         return set(_postings(read, name, column, qi.WHOLE + term))
@@ -170,6 +172,8 @@ def _field_hits(read: Reader, name: str, field: SearchField, term: str) -> set[i
         else:
             keys = [qi.HEAD + key for key in key_matches(_need(read, qi.keys_file(name, column, heads=True)),
                                                           term, True, False)]
+        if len({qi.bucket_of(key) for key in keys}) > len(qi.blocks(count)):
+            return _scanned(read, name, field, term, count)
         found: set[int] = set()
         for key in keys:
             found.update(_postings(read, name, column, key))
@@ -178,15 +182,19 @@ def _field_hits(read: Reader, name: str, field: SearchField, term: str) -> set[i
         candidates = (set(read_u32(_need(read, qi.any_file(name, column)))) if term[0].isspace()
                       else set(_postings(read, name, column, qi.HEAD + words[0])))
     else:
-        candidates = _phrase_candidates(read, name, column, term, words)
+        candidates = _phrase_candidates(read, name, column, term, words, count)
+        if candidates is None:
+            return _scanned(read, name, field, term, count)
     return _confirmed(read, name, field, term, candidates)
 
 
-def _phrase_candidates(read: Reader, name: str, column: str, term: str, words: list[str]) -> set[int]:
+def _phrase_candidates(read: Reader, name: str, column: str, term: str, words: list[str],
+                       count: int) -> set[int] | None:
     """The records holding every word of a term with white space in it as it may lie in a
     value: a word with white space on both sides is a whole token; the first, unless the
     term starts with white space, ends one; the last, unless it ends with some, starts one.
-    When some word is a whole token, those alone."""
+    When some word is a whole token, those alone. None: the keys lie in more postings files
+    than the column has text blocks."""
     if not words:
         return set(read_u32(_need(read, qi.any_file(name, column))))
     lead, trail, last = term[0].isspace(), term[-1].isspace(), len(words) - 1
@@ -198,9 +206,12 @@ def _phrase_candidates(read: Reader, name: str, column: str, term: str, words: l
             sets.append(set(_postings(read, name, column, word)))
     else:
         blob = _need(read, qi.keys_file(name, column))
-        for word, starts, ends in bounded:
+        keys = [key_matches(blob, word, starts, ends) for word, starts, ends in bounded]
+        if len({qi.bucket_of(key) for found in keys for key in found}) > len(qi.blocks(count)):
+            return None
+        for matched in keys:
             found: set[int] = set()
-            for key in key_matches(blob, word, starts, ends):
+            for key in matched:
                 found.update(_postings(read, name, column, key))
             sets.append(found)
     return sets[0].intersection(*sets[1:])
@@ -215,6 +226,17 @@ def _confirmed(read: Reader, name: str, field: SearchField, term: str, candidate
         for position, _ in matches(_need(read, qi.text_file(name, field.column, block)), needle, field.lookup, many):
             if first + position in candidates:
                 found.add(first + position)
+    return found
+
+
+def _scanned(read: Reader, name: str, field: SearchField, term: str, count: int) -> set[int]:
+    """The records whose values the term matches, read in the text of every block."""
+    found = set()
+    many, needle = field.relation is not None, term.encode()
+    for block in qi.blocks(count):
+        first = block * qi.BLOCK
+        found.update(first + position for position, _ in
+                     matches(_need(read, qi.text_file(name, field.column, block)), needle, field.lookup, many))
     return found
 
 
