@@ -221,12 +221,18 @@ def _little(values: array) -> bytes:
 def encode_bucket(items: list[tuple[str, "int | array"]]) -> bytes:
     """A postings file (the module's layout) of these keys and their postings."""
     encoded = [key.encode() for key, _ in items]
-    postings = [array("I", (held,)) if held.__class__ is int else held for _, held in items]
     head = array("I", [len(items)])
     head.extend(map(len, encoded))
-    head.extend(map(len, postings))
+    flat = array("I")
+    for _, held in items:
+        if held.__class__ is int:
+            head.append(1)
+            flat.append(held)
+        else:
+            head.append(len(held))
+            flat.extend(held)
     keys = b"".join(encoded)
-    return b"".join([_little(head), keys, bytes(-len(keys) % 4), *map(_little, postings)])
+    return b"".join([_little(head), keys, bytes(-len(keys) % 4), _little(flat)])
 
 
 @functools.lru_cache(maxsize=1024)
@@ -276,7 +282,7 @@ class Collector:
                 self.index[found.column] = ColumnIndex(tuple(sorted(lookups[found.column])), found.relation is not None)
         self.order = {field: (sort_kind(resource, field), []) for field in query.get(ORDERING, {}).get(name, [])}
         self.filters: dict[str, dict[str, array]] = {r: {} for r in query.get(FILTERS, {}).get(name, [])}
-        self.count = first
+        self.count = self.held_from = first  # (records from held_from on: their search values held)
 
     def add(self, documents: list[dict]) -> None:
         """The next records (a page's): a list comprehension a field, cheaper than a call a value."""
@@ -298,36 +304,28 @@ class Collector:
                         held = referred[id] = array("I")
                     held.append(position)
         self.count += len(documents)
-        full = self.count // BLOCK
-        if full > start // BLOCK:  # (a block filled up: the pages given split at its end)
-            self._flush_full(start, full)
-
-    def _flush_full(self, start: int, full: int) -> None:
-        """The search values of the block that just filled up, those past it kept."""
-        past = self.count - full * BLOCK
-        held = [values[len(values) - past:] if past else [] for values in self.values]
-        for values in self.values:
-            del values[len(values) - past:]
-        self._flush_search(full - 1)
-        for values, kept in zip(self.values, held):
-            values.extend(kept)
+        while self.count - self.held_from >= BLOCK:  # (a block filled up: those past its end kept)
+            self._flush_search(self.held_from // BLOCK, BLOCK)
+            self.held_from += BLOCK
 
     def close(self) -> Partial:
         """The last block of search values (unless it ended full), and what `finish` needs."""
         if self.count % BLOCK or self.count == 0:
-            self._flush_search(self.count // BLOCK)
+            self._flush_search(self.count // BLOCK, None)
         return Partial({field: keys for field, (_, keys) in self.order.items()}, self.filters, self.index)
 
-    def _flush_search(self, block: int) -> None:
+    def _flush_search(self, block: int, size: int | None) -> None:
+        """The search values of a block: the first `size` held (None: all)."""
         indexed = set()
         for found, values in zip(self.search, self.values):
-            # (folded once a block: lower() and the Persian folding never touch the separators)
-            text = fold(RECORD + RECORD.join(values) + RECORD, self.normalise)
-            self.flush(text_file(self.name, found.column, block), text.encode())
-            if found.column not in indexed:
+            part = values if size is None else values[:size]
+            if found.column not in indexed:  # (once a column: "title" and "^title" look in the same)
                 indexed.add(found.column)
-                self.index[found.column].add(text, block * BLOCK, len(values))
-            values.clear()
+                # (folded once a block: lower() and the Persian folding never touch the separators)
+                text = fold(RECORD + RECORD.join(part) + RECORD, self.normalise)
+                self.flush(text_file(self.name, found.column, block), text.encode())
+                self.index[found.column].add(text, block * BLOCK, len(part))
+            del values[:len(part)]
 
 
 def finish(name: str, flush: Callable[[str, bytes], None], parts: list[Partial],
