@@ -43,7 +43,8 @@ only when its bytes change.
 """
 from __future__ import annotations
 
-import functools
+import bisect
+import itertools
 import re
 import zlib
 from array import array
@@ -235,30 +236,24 @@ def encode_bucket(items: list[tuple[str, "int | array"]]) -> bytes:
     return b"".join([_little(head), keys, bytes(-len(keys) % 4), _little(flat)])
 
 
-@functools.lru_cache(maxsize=1024)
-def decode_bucket(data: bytes) -> dict[bytes, tuple[int, int]]:
-    """Where each key's postings are in a postings file: (byte offset, count)."""
-    count = int.from_bytes(data[:4], "little")
-    sizes = read_u32(data[4:4 + 8 * count])
-    at = 4 + 8 * count
-    keys_at, postings_at = at, at + sum(sizes[:count])
-    postings_at += -postings_at % 4
-    found = {}
-    for length, held in zip(sizes[:count], sizes[count:]):
-        found[data[keys_at:keys_at + length]] = (postings_at, held)
-        keys_at += length
-        postings_at += 4 * held
-    return found
-
-
 def postings(data: bytes | None, key: str) -> array:
-    """A key's postings in its postings file (none: the file is missing, or lacks it)."""
+    """A key's postings in its postings file (none: the file is missing, or lacks it): the
+    key found among the file's keys by a byte search, its place told by their lengths."""
     if data is None:
         return array("I")
-    where = decode_bucket(data).get(key.encode())
-    if where is None:
-        return array("I")
-    return read_u32(data[where[0]:where[0] + 4 * where[1]])
+    count = int.from_bytes(data[:4], "little")
+    sizes = read_u32(data[4:4 + 8 * count])
+    lengths = sizes[:count]
+    starts = list(itertools.accumulate(lengths, initial=4 + 8 * count))
+    wanted, stop = key.encode(), starts[-1]
+    at = starts[0]
+    while (hit := data.find(wanted, at, stop)) >= 0:
+        index = bisect.bisect_left(starts, hit)
+        if index < count and starts[index] == hit and lengths[index] == len(wanted):
+            first = stop + -stop % 4 + 4 * sum(sizes[count:count + index])
+            return read_u32(data[first:first + 4 * sizes[count + index]])
+        at = hit + 1
+    return array("I")
 
 
 class Collector:
