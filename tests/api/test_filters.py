@@ -156,18 +156,20 @@ def test_a_search_selects_what_a_naive_scan_does(books, terms, normalise):
 
 @settings(max_examples=300, deadline=None)
 @given(catalogues(), st.lists(st.one_of(TERM, st.sampled_from(WORDS)), min_size=1, max_size=3),
-       st.sampled_from([None, "persian"]), st.sampled_from([65536, 2, 1]))
-def test_the_token_index_selects_what_a_naive_scan_does_with_every_lookup(books, terms, normalise, block):
+       st.sampled_from([None, "persian"]), st.sampled_from([65536, 2, 1]), st.sampled_from([1024, 3, 1]))
+def test_the_token_index_selects_what_a_naive_scan_does_with_every_lookup(books, terms, normalise, block, buckets):
     """Terms of any white space, in any script, against every lookup (values with white space
-    around and inside, empty and null ones, ZWNJ folded to a space), in one block or many."""
+    around and inside, empty and null ones, ZWNJ folded to a space), in one block or many,
+    with keys in postings files of their own or many a file."""
     query_settings = {**EVERY_LOOKUP, "search_normalise": normalise} if normalise else EVERY_LOOKUP
     before, queryindex.BLOCK = queryindex.BLOCK, block
+    kept, queryindex.BUCKETS = queryindex.BUCKETS, buckets
     try:
         files = queryindex.index_files("books", query_settings, books, {})
         value = " ".join(f'"{t}"' for t in terms)
         selection = query.select(files.get, "books", [("search", value)], query_settings, len(books))
     finally:
-        queryindex.BLOCK = before
+        queryindex.BLOCK, queryindex.BUCKETS = before, kept
     expected = naive(books, smart_terms(value), normalise, EVERY_LOOKUP)
     assert (list(range(len(books))) if selection is None else list(selection.positions)) == expected
 
@@ -229,3 +231,13 @@ def test_a_whole_collection_in_several_fields_order_a_slice_at_a_time(block, boo
         assert list(selection.take(start, start + length)) == everything[start:start + length]
     finally:
         queryindex.BLOCK = before
+
+
+def test_a_postings_file_finds_each_key_among_keys_holding_its_bytes():
+    from array import array
+
+    data = queryindex.encode_bucket([("ab", 1), ("b", array("I", [2, 3])), ("abb", 4), ("\t", 5), ("کتاب", 6)])
+    assert len(data) % 4 == 0
+    found = {key: list(queryindex.postings(data, key)) for key in ("ab", "b", "abb", "bb", "\t", "کتاب", "تا", "")}
+    assert found == {"ab": [1], "b": [2, 3], "abb": [4], "bb": [], "\t": [5], "کتاب": [6], "تا": [], "": []}
+    assert list(queryindex.postings(None, "ab")) == []
