@@ -5,7 +5,8 @@ files held in memory, as a host's `select` answers them (api/query.py).
 
     python benchmarks/search_index.py [--books 1000000] [--workdir bench-work] [--repeat 15]
 
-Reports the time to index (one process: the build shares it among its processes), the
+Reports the time to index (one process collecting `--runs` runs of records, as the build's
+processes do, then joining them), the
 index's files and bytes, and for a rare and the most common title word (and a phrase, a
 letter) the median time of `select` and the count, and the index files and bytes it read
 (what an edge host reads of the indexes; the pages shown come on top).
@@ -52,19 +53,27 @@ def main() -> None:
     parser.add_argument("--books", type=int, default=1000000)
     parser.add_argument("--workdir", type=Path, default=ROOT / "bench-work")
     parser.add_argument("--repeat", type=int, default=15)
+    parser.add_argument("--runs", type=int, default=2, help="runs of records collected apart, then joined")
     args = parser.parse_args()
     data = catalogue(args.workdir, args.books)
     docs = list(documents(data))
     files: dict[str, bytes] = {}
     started = time.perf_counter()
-    collector = queryindex.Collector("books", SEARCH, files.__setitem__)
-    for at in range(0, len(docs), 12):
-        collector.add(docs[at:at + 12])
-    queryindex.finish("books", files.__setitem__, [collector.close()], {})
+    parts = []
+    block = queryindex.BLOCK
+    share = -(-len(docs) // block // args.runs) * block  # (runs of whole blocks, as the build's processes take them)
+    for first in range(0, max(len(docs), 1), share):
+        collector = queryindex.Collector("books", SEARCH, files.__setitem__, first)
+        for at in range(first, min(first + share, len(docs)), 12):
+            collector.add(docs[at:min(at + 12, first + share)])
+        parts.append(collector.close())
+    collected = time.perf_counter() - started
+    queryindex.finish("books", files.__setitem__, parts, {})
     seconds = time.perf_counter() - started
     text = {p: len(d) for p, d in files.items() if p.endswith(".txt") and "/keys" not in p and "/heads" not in p}
     print(f"(generator from {Path(query.__file__).parent.parent.parent})")
-    print(f"{args.books:,} books: indexed in {seconds:.1f} s (one process); {len(files):,} files, "
+    print(f"{args.books:,} books: indexed in {seconds:.1f} s in one process ({collected:.1f} s collecting "
+          f"{len(parts)} runs, {seconds - collected:.1f} s joining them); {len(files):,} files, "
           f"{sum(map(len, files.values())) / 1e6:.1f} MB, of them the text blocks {len(text)} files, "
           f"{sum(text.values()) / 1e6:.1f} MB")
     common, rare = words(data)

@@ -139,12 +139,12 @@ class Partial:
     each ordering field's sort keys and each filter's records by related id, in order."""
     keys: dict[str, list]
     referred: dict[str, dict[str, array]]
-    search: dict[str, "ColumnIndex"]
+    search: dict[str, "Packed"]
 
 
 class ColumnIndex:
-    """A search column's token index as it is made: each key's postings (a position alone
-    until a second comes, then an array), and the records with a value."""
+    """A search column's token index as a run of records makes it: each key's postings (a
+    position alone until a second comes, then an array), and the records with a value."""
 
     def __init__(self, kinds: tuple[str, ...], many: bool) -> None:
         self.kinds, self.many = kinds, many
@@ -178,34 +178,57 @@ class ColumnIndex:
                 else:
                     held.append(position)
 
-    def join(self, other: "ColumnIndex") -> None:
-        """The index of the records after these (another collector's), added."""
-        self.any.extend(other.any)
+    def packed(self) -> "Packed":
+        """What `finish` needs of it, compact (bytes rather than a dict of objects a key): each
+        postings file's bytes, the keys files' keys."""
         keys = self.keys
-        for key, held in other.keys.items():
-            mine = keys.get(key)
-            if mine is None:
-                keys[key] = held
-            else:
-                joined = array("I", (mine,)) if mine.__class__ is int else mine
-                if held.__class__ is int:
-                    joined.append(held)
-                else:
-                    joined.extend(held)
-                keys[key] = joined
-
-    def flush(self, name: str, column: str, flush: Callable[[str, bytes], None]) -> None:
-        keys = self.keys
-        if "contains" in self.kinds:
-            flush(keys_file(name, column), _lines(k for k in keys if k[:1] not in (HEAD, WHOLE)))
-        if "startswith" in self.kinds:
-            flush(keys_file(name, column, heads=True), _lines(k[1:] for k in keys if k[:1] == HEAD))
-        flush(any_file(name, column), _little(self.any))
         buckets: dict[int, list[str]] = defaultdict(list)
         for key in keys:
             buckets[bucket_of(key)].append(key)
-        for bucket, held in buckets.items():
-            flush(postings_file(name, column, bucket), encode_bucket([(key, keys[key]) for key in held]))
+        encoded = {bucket: encode_bucket([(key, keys[key]) for key in held]) for bucket, held in buckets.items()}
+        tokens = "\n".join(k for k in keys if k[:1] not in (HEAD, WHOLE)) if "contains" in self.kinds else None
+        heads = "\n".join(k[1:] for k in keys if k[:1] == HEAD) if "startswith" in self.kinds else None
+        self.keys = {}
+        return Packed(tokens, heads, self.any, encoded)
+
+
+@dataclass
+class Packed:
+    """A search column's token index of a run of records: its tokens and first tokens
+    (line-feed separated, None where not made), the records with a value, and its postings
+    files' bytes by bucket."""
+    tokens: str | None
+    heads: str | None
+    any: array
+    buckets: dict[int, bytes]
+
+
+def _flush_column(name: str, column: str, flush: Callable[[str, bytes], None], parts: list[Packed]) -> None:
+    """A column's token index files, from its packed runs in order: a postings file in
+    several runs' is decoded and joined (the keys in the order of their first record)."""
+    first = parts[0]
+    if first.tokens is not None:
+        flush(keys_file(name, column), _lines({k for part in parts for k in part.tokens.split("\n") if k}))
+    if first.heads is not None:
+        flush(keys_file(name, column, heads=True), _lines({k for part in parts for k in part.heads.split("\n") if k}))
+    anys = array("I")
+    for part in parts:
+        anys.extend(part.any)
+    flush(any_file(name, column), _little(anys))
+    for bucket in sorted({b for part in parts for b in part.buckets}):
+        held = [part.buckets[bucket] for part in parts if bucket in part.buckets]
+        if len(held) == 1:
+            flush(postings_file(name, column, bucket), held[0])
+            continue
+        joined: dict[str, array] = {}
+        for data in held:
+            for key, found in decode_bucket(data):
+                mine = joined.get(key)
+                if mine is None:
+                    joined[key] = found
+                else:
+                    mine.extend(found)
+        flush(postings_file(name, column, bucket), encode_bucket(list(joined.items())))
 
 
 def _lines(keys: Iterable[str]) -> bytes:
@@ -234,6 +257,23 @@ def encode_bucket(items: list[tuple[str, "int | array"]]) -> bytes:
             flat.extend(held)
     keys = b"".join(encoded)
     return b"".join([_little(head), keys, bytes(-len(keys) % 4), _little(flat)])
+
+
+def decode_bucket(data: bytes) -> list[tuple[str, array]]:
+    """Every key of a postings file with its postings, in the file's order."""
+    count = int.from_bytes(data[:4], "little")
+    sizes = read_u32(data[4:4 + 8 * count])
+    at = 4 + 8 * count
+    keys = []
+    for length in sizes[:count]:
+        keys.append(data[at:at + length].decode())
+        at += length
+    at += -at % 4
+    found = []
+    for key, held in zip(keys, sizes[count:]):
+        found.append((key, read_u32(data[at:at + 4 * held])))
+        at += 4 * held
+    return found
 
 
 def postings(data: bytes | None, key: str) -> array:
@@ -307,7 +347,8 @@ class Collector:
         """The last block of search values (unless it ended full), and what `finish` needs."""
         if self.count % BLOCK or self.count == 0:
             self._flush_search(self.count // BLOCK, None)
-        return Partial({field: keys for field, (_, keys) in self.order.items()}, self.filters, self.index)
+        return Partial({field: keys for field, (_, keys) in self.order.items()}, self.filters,
+                       {column: index.packed() for column, index in self.index.items()})
 
     def _flush_search(self, block: int, size: int | None) -> None:
         """The search values of a block: the first `size` held (None: all)."""
@@ -330,10 +371,8 @@ def finish(name: str, flush: Callable[[str, bytes], None], parts: list[Partial],
     refers to is a choice too)."""
     for field in parts[0].keys:
         _flush_order(name, flush, field, [key for part in parts for key in part.keys[field]])
-    for column, index in parts[0].search.items():
-        for part in parts[1:]:
-            index.join(part.search[column])
-        index.flush(name, column, flush)
+    for column in parts[0].search:
+        _flush_column(name, column, flush, [part.search[column] for part in parts])
     for relation in parts[0].referred:
         referred = parts[0].referred[relation]
         for part in parts[1:]:
