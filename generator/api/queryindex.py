@@ -157,7 +157,11 @@ class ColumnIndex:
             return
         tokens, heads, whole = "contains" in self.kinds, "startswith" in self.kinds, "exact" in self.kinds
         keys, anys, many = self.keys, self.any, self.many
-        for position, record in enumerate(text[1:-1].split(RECORD), first):
+        records = text[1:-1].split(RECORD)
+        if not many and not heads and tokens != whole:  # (a field of the record's own, one kind: quicker)
+            self._add_one_kind(records, first, tokens)
+            return
+        for position, record in enumerate(records, first):
             if not record:
                 continue
             anys.append(position)
@@ -170,6 +174,22 @@ class ColumnIndex:
                 if whole:
                     found.add(WHOLE + value)
             for key in found:
+                held = keys.get(key)
+                if held is None:
+                    keys[key] = position
+                elif held.__class__ is int:
+                    keys[key] = array("I", (held, position))
+                else:
+                    held.append(position)
+
+    def _add_one_kind(self, records: list[str], first: int, tokens: bool) -> None:
+        """`add` of a field of the record itself and only its tokens, or only its whole values."""
+        keys, anys = self.keys, self.any
+        for position, record in enumerate(records, first):
+            if not record:
+                continue
+            anys.append(position)
+            for key in (set(record[1:].split()) if tokens else (WHOLE + record[1:],)):
                 held = keys.get(key)
                 if held is None:
                     keys[key] = position
