@@ -113,8 +113,9 @@ def timings(port: int, path: str, repeat: int) -> tuple[float, float, int]:
     return statistics.median(seconds) * 1000, seconds[int(len(seconds) * 0.9) - 1] * 1000, count
 
 
-def edge_reads(generation: Path, name: str, query: str) -> tuple[int, int]:
-    """The files and bytes a host reads to put this page together (each file once)."""
+def edge_reads(generation: Path, name: str, query: str) -> tuple[int, int, int, int]:
+    """The files and bytes a host reads to put this page together (each file once), and of
+    them the query indexes'."""
     from generator.api import assemble
     from generator.api.params import Paging
     from generator.api.serving import SiteInfo
@@ -129,7 +130,8 @@ def edge_reads(generation: Path, name: str, query: str) -> tuple[int, int]:
     read_files["_meta/site.json"] = len((generation / "_meta/site.json").read_bytes())  # (the hosts read it first)
     paging = Paging.read(name, query, info)
     b"".join(assemble.answer(assemble.recent(read, 4096), paging, info.page_size, info.base_url, info.query))
-    return len(read_files), sum(read_files.values())
+    index = {path: size for path, size in read_files.items() if "/_query/" in path}
+    return len(read_files), sum(read_files.values()), len(index), sum(index.values())
 
 
 def streamed(site: Path, books: int) -> str:
@@ -158,6 +160,7 @@ def main() -> None:
     parser.add_argument("--books", type=int, default=100000)
     parser.add_argument("--workdir", type=Path, default=ROOT / "bench-work")
     parser.add_argument("--repeat", type=int, default=15)
+    parser.add_argument("--keep", action="store_true", help="keep the built sites")
     args = parser.parse_args()
     plain = catalogue(args.workdir, args.books)
     data = args.workdir / f"data-{args.books}-query"
@@ -191,15 +194,17 @@ def main() -> None:
     server = Server(site)
     try:
         print(f"{'built-in server, one request at a time':<40} {'median':>9} {'p90':>9} {'count':>9} "
-              f"{'edge files':>10} {'edge bytes':>12}")
+              f"{'edge files':>10} {'edge bytes':>12} {'of them indexes':>22}")
         for label, query in probes:
             median, p90, count = timings(server.port, f"/api/v1/books/?{query}", args.repeat)
-            reads, read = edge_reads(generation, "books", query)
-            print(f"{label:<40} {median:7.1f}ms {p90:7.1f}ms {count:>9,} {reads:>10} {read / 1e6:>10.2f}MB")
+            reads, read, index_reads, index_read = edge_reads(generation, "books", query)
+            print(f"{label:<40} {median:7.1f}ms {p90:7.1f}ms {count:>9,} {reads:>10} {read / 1e6:>10.2f}MB "
+                  f"{index_reads:>8} {index_read / 1e6:>10.2f}MB")
     finally:
         server.stop()
         for built in (args.workdir / f"site-plain-{args.books}", site):
-            shutil.rmtree(built, ignore_errors=True)
+            if not args.keep:
+                shutil.rmtree(built, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -209,6 +209,14 @@ MATCH_COLUMNS = [[["بوف کور"], [], ["کور"], ["a", "bc"], [""], ["ab", "
 MATCH_TERMS = ["کور", "b", "ab", "", "bc", "x", "بوف کور", "zz"]
 
 
+# Keys files (a column's tokens) and words, for the token index's key matcher (api/query.key_matches),
+# its buckets (api/queryindex.bucket_of) and the splitting of a term into words (str.split()).
+KEY_LISTS = [["ab", "abc", "bab", "کتاب", "کتابها", "𝔘𝔫"], [], ["a"]]
+KEY_WORDS = ["ab", "b", "a", "کتاب", "تاب", "𝔫", "zz"]
+BUCKET_KEYS = ["", "a", "کتاب", " کتاب", "\tبوف  کور", "𝔘𝔫𝔦", "ß", "x" * 40]
+WORD_TERMS = ["a b", " a", "a\u3000\x1cb ", "\u200c", "کتاب\u2028ها", "\x85\xa0", "a\u200bb"]
+
+
 def _blob(records: list[list[str]]) -> bytes:
     from generator.api.queryindex import ELEMENT, RECORD
     return (RECORD + RECORD.join("".join(ELEMENT + v for v in values) for values in records) + RECORD).encode()
@@ -217,8 +225,13 @@ def _blob(records: list[list[str]]) -> bytes:
 def filters_table() -> dict:
     """Python's readings of the cases: api/filters.py's and the matcher's, for their JavaScript twins."""
     from generator.api.filters import Ordering, smart_terms, fold, uuid_text
-    from generator.api.query import matches
-    return {"matches": [[records, term, lookup, [list(m) for m in matches(_blob(records), term.encode(), lookup, True)]]
+    from generator.api.query import key_matches, matches
+    from generator.api.queryindex import bucket_of
+    return {"keys": [[keys, word, starts, ends,
+                      key_matches(("\n" + "".join(k + "\n" for k in keys)).encode(), word, starts, ends)]
+                     for keys in KEY_LISTS for word in KEY_WORDS for starts in (False, True) for ends in (False, True)],
+            "buckets": [[key, bucket_of(key)] for key in BUCKET_KEYS],
+            "words": [[term, term.split()] for term in WORD_TERMS],"matches": [[records, term, lookup, [list(m) for m in matches(_blob(records), term.encode(), lookup, True)]]
                         for records in MATCH_COLUMNS for term in MATCH_TERMS
                         for lookup in ("contains", "startswith", "exact")],"terms": [[text, smart_terms(text)] for text in SEARCH_CASES],
             "fold": [[text, n, fold(text, n)] for text in SEARCH_CASES for n in (None, "persian")],

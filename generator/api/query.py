@@ -18,7 +18,7 @@ from typing import Callable, Sequence
 
 import orjson
 
-from ..catalogue.querying import FILTERS, NORMALISE, ORDERING, SEARCH, is_to_many, search_field
+from ..catalogue.querying import FILTERS, NORMALISE, ORDERING, SEARCH, SearchField, is_to_many, search_field
 from ..catalogue.resources import BY_NAME
 from . import queryindex as qi
 from .filters import Ordering, Rejected, RelationFilter, Search, fold
@@ -120,19 +120,157 @@ def _searched(read: Reader, name: str, specs: list[str], terms: list[str], norma
     record's value counts, and when several terms count on related records, one related
     record of each relation must serve them all, as DRF's single filter() joins them."""
     fields = [search_field(spec) for spec in specs]
-    hits = []
-    for term in terms:
-        folded = fold(term, normalise).encode()
-        found: dict[int, set[str]] = {}
-        for field in fields:
-            for block in qi.blocks(count):
-                blob = _need(read, qi.text_file(name, field.column, block))
-                for position, element in matches(blob, folded, field.lookup, field.relation is not None):
-                    tag = SCALAR if field.relation is None else f"{field.relation} {element}"
-                    found.setdefault(block * qi.BLOCK + position, set()).add(tag)
-        hits.append(found)
-    candidates = set(hits[0]).intersection(*hits[1:])
-    return {p for p in candidates if _joined([h[p] for h in hits])}
+    folded = [fold(term, normalise) for term in terms]
+    scalar: list[set[int]] = []  # each term's records matched in a field of their own
+    related: list[dict[int, set[int]]] = []  # each term's records matched in each relation field
+    matched: set[int] | None = None
+    for term in folded:
+        own: set[int] = set()
+        by_field: dict[int, set[int]] = {}
+        for at, field in enumerate(fields):
+            found = _field_hits(read, name, field, term, count)
+            if field.relation is None:
+                own |= found
+            else:
+                by_field[at] = found
+        every = own.union(*by_field.values())
+        matched = every if matched is None else matched & every
+        scalar.append(own)
+        related.append(by_field)
+    assert matched is not None
+    if len(terms) < 2 or all(field.relation is None for field in fields):
+        return matched
+    elements: dict[tuple[int, int, int], dict[int, set[int]]] = {}
+    kept = set()
+    for position in matched:
+        left = [t for t in range(len(terms)) if position not in scalar[t]]
+        if len(left) > 1:
+            tags = [{f"{fields[at].relation} {element}" for at, found in related[t].items() if position in found
+                     for element in _elements(read, name, fields[at], at, folded[t], t, position, elements)}
+                    for t in left]
+            if not _joined(tags):
+                continue
+        kept.add(position)
+    return kept
+
+
+def _field_hits(read: Reader, name: str, field: SearchField, term: str, count: int) -> set[int]:
+    """The records whose values in a search field the (folded) term matches, from the
+    column's token index; where a term holds white space, its candidates from the index,
+    each confirmed in the text of its block. Where the keys a term matches lie in more
+    postings files than the column has text blocks (a letter's keys), the text blocks
+    are read instead: never more files than a scan."""
+    column = field.column
+    if field.lookup == "exact":
+        return set(_postings(read, name, column, qi.WHOLE + term))
+    if not term:  # ('' is in every value, but a null is no value: NULL LIKE '%%')
+        return set(read_u32(_need(read, qi.any_file(name, column))))
+    words = term.split()
+    if words == [term]:  # (no white space: a substring of a value iff of one of its tokens)
+        if field.lookup == "contains":
+            keys = key_matches(_need(read, qi.keys_file(name, column)), term, False, False)
+        else:
+            keys = [qi.HEAD + key for key in key_matches(_need(read, qi.keys_file(name, column, heads=True)),
+                                                          term, True, False)]
+        if len({qi.bucket_of(key) for key in keys}) > len(qi.blocks(count)):
+            return _scanned(read, name, field, term, count)
+        found: set[int] = set()
+        for key in keys:
+            found.update(_postings(read, name, column, key))
+        return found
+    if field.lookup == "startswith":
+        candidates = (set(read_u32(_need(read, qi.any_file(name, column)))) if term[0].isspace()
+                      else set(_postings(read, name, column, qi.HEAD + words[0])))
+    else:
+        candidates = _phrase_candidates(read, name, column, term, words, count)
+        if candidates is None:
+            return _scanned(read, name, field, term, count)
+    return _confirmed(read, name, field, term, candidates)
+
+
+def _phrase_candidates(read: Reader, name: str, column: str, term: str, words: list[str],
+                       count: int) -> set[int] | None:
+    """The records holding every word of a term with white space in it as it may lie in a
+    value: a word with white space on both sides is a whole token; the first, unless the
+    term starts with white space, ends one; the last, unless it ends with some, starts one.
+    When some word is a whole token, those alone. None: the keys lie in more postings files
+    than the column has text blocks."""
+    if not words:
+        return set(read_u32(_need(read, qi.any_file(name, column))))
+    lead, trail, last = term[0].isspace(), term[-1].isspace(), len(words) - 1
+    bounded = [(word, at > 0 or lead, at < last or trail) for at, word in enumerate(words)]
+    whole = [word for word, starts, ends in bounded if starts and ends]
+    sets = []
+    if whole:
+        for word in dict.fromkeys(whole):
+            sets.append(set(_postings(read, name, column, word)))
+    else:
+        blob = _need(read, qi.keys_file(name, column))
+        keys = [key_matches(blob, word, starts, ends) for word, starts, ends in bounded]
+        if len({qi.bucket_of(key) for found in keys for key in found}) > len(qi.blocks(count)):
+            return None
+        for matched in keys:
+            found: set[int] = set()
+            for key in matched:
+                found.update(_postings(read, name, column, key))
+            sets.append(found)
+    return sets[0].intersection(*sets[1:])
+
+
+def _confirmed(read: Reader, name: str, field: SearchField, term: str, candidates: set[int]) -> set[int]:
+    """The candidates whose values the term matches, read in the text of their blocks."""
+    found = set()
+    many, needle = field.relation is not None, term.encode()
+    for block in sorted({position // qi.BLOCK for position in candidates}):
+        first = block * qi.BLOCK
+        for position, _ in matches(_need(read, qi.text_file(name, field.column, block)), needle, field.lookup, many):
+            if first + position in candidates:
+                found.add(first + position)
+    return found
+
+
+def _scanned(read: Reader, name: str, field: SearchField, term: str, count: int) -> set[int]:
+    """The records whose values the term matches, read in the text of every block."""
+    found = set()
+    many, needle = field.relation is not None, term.encode()
+    for block in qi.blocks(count):
+        first = block * qi.BLOCK
+        found.update(first + position for position, _ in
+                     matches(_need(read, qi.text_file(name, field.column, block)), needle, field.lookup, many))
+    return found
+
+
+def _elements(read: Reader, name: str, field: SearchField, at: int, term: str, t: int, position: int,
+              held: dict[tuple[int, int, int], dict[int, set[int]]]) -> set[int]:
+    """Which of a record's related records (in a relation field) the term matches, read in
+    the text of its block (each block once a field and term)."""
+    block = position // qi.BLOCK
+    key = (at, t, block)
+    if key not in held:
+        found: dict[int, set[int]] = {}
+        blob = _need(read, qi.text_file(name, field.column, block))
+        for record, element in matches(blob, term.encode(), field.lookup, True):
+            found.setdefault(block * qi.BLOCK + record, set()).add(element)
+        held[key] = found
+    return held[key].get(position, set())
+
+
+def _postings(read: Reader, name: str, column: str, key: str):
+    return qi.postings(read(qi.postings_file(name, column, qi.bucket_of(key))), key)
+
+
+def key_matches(blob: bytes, word: str, starts: bool, ends: bool) -> list[str]:
+    """The keys of a keys file (each between line feeds) that the word is in: that it
+    starts (`starts`), ends (`ends`), is (both), or is anywhere in (neither); each once."""
+    needle = ("\n" if starts else "") + word + ("\n" if ends else "")
+    data = needle.encode()
+    found, at = [], 0
+    while (hit := blob.find(data, at)) >= 0:
+        first = hit + 1 if starts else blob.rfind(b"\n", 0, hit) + 1
+        stop = hit + len(data) - 1 if ends else blob.find(b"\n", hit + len(data))
+        found.append(blob[first:stop].decode())
+        at = stop
+    return found
 
 
 def _joined(tags: list[set[str]]) -> bool:

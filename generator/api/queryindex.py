@@ -10,7 +10,27 @@ their bytes in the pre-built pages, api/pageindex.py). Under `api/v1/<name>/_que
   as NUL, then each record's values each preceded by U+0001, followed by NUL. A record
   with no value (null, or no related record) has none; so a term is found in a value by
   a substring search, at the start of one after U+0001, equal to one between U+0001 and
-  U+0001 or NUL; the record is the count of NULs before the match.
+  U+0001 or NUL; the record is the count of NULs before the match. Read only to confirm
+  what the token index below cannot answer alone (a term holding white space; which
+  related record matched, when several terms match only in related records).
+- the column's token index, so that a search reads no text: its keys, each with the
+  sorted positions of the records it occurs in (its postings). A token is a piece of a
+  folded value between white space (`str.split()`, white space as filters.SPACES says);
+  the keys of a column are its tokens (`"word"`, for `contains`), its values' first
+  tokens (`" word"`, a space before: for `^`, only of values not starting with white
+  space) and its whole values (`"\tvalue"`, a tab before: for `=`), each kind made only
+  where a search field of the column needs it.
+  - `search/<column>/keys.txt`: the distinct tokens, sorted by code point, each between
+    line feeds (a token holds no white space): a term without white space is in a value
+    iff it is in one of its tokens, so a substring search of this file finds every key a
+    `contains` term matches. `search/<column>/heads.txt`: the same of the first tokens.
+  - `search/<column>/any.u32`: the positions of the records with a value at all (what
+    an empty term matches), little-endian uint32.
+  - `search/<column>/postings/<bucket>.bin`: the keys whose UTF-8 bytes' CRC-32 is
+    `bucket` modulo BUCKETS (a file only for a bucket holding keys): uint32 n, then n
+    uint32 byte lengths of the keys, n uint32 counts of their postings, the keys' bytes
+    (in the order of their first record) padded with NULs to a multiple of 4, then each
+    key's postings, little-endian uint32.
 - `rank/<field>/<block>.u32`: each record's rank among the field's distinct values
   (1 the smallest; 0 null, which sorts first as SQLite sorts it), little-endian uint32.
 - `sorted/<field>/<asc|desc>/<block>.u32`: the positions in the field's order, ties
@@ -23,7 +43,10 @@ only when its bytes change.
 """
 from __future__ import annotations
 
+import bisect
+import itertools
 import re
+import zlib
 from array import array
 from dataclasses import dataclass
 from collections import defaultdict
@@ -37,10 +60,12 @@ from ..catalogue.querying import (FILTERS, NORMALISE, ORDERING, SEARCH, SearchFi
                                   sort_kind)
 from ..catalogue.resources import BY_NAME
 from .filters import fold
-from .pageindex import u32
+from .pageindex import BIG_ENDIAN, read_u32, u32
 from .urls import API, QUERY_DIR
 
 BLOCK = 65536
+BUCKETS = 1024  # postings files of a search column (a key's file: CRC-32 of its UTF-8 bytes modulo this)
+TOKEN, HEAD, WHOLE = "", " ", "\t"  # what starts a search key of each kind: a token, a first token, a whole value
 ID_PREFIX = 2  # characters of an id that name its filter file
 RECORD, ELEMENT = "\x00", "\x01"
 UUID_IN_URL = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
@@ -52,6 +77,22 @@ def query_dir(name: str) -> str:
 
 def text_file(name: str, column: str, block: int) -> str:
     return f"{query_dir(name)}/search/{column}/{block}.txt"
+
+
+def keys_file(name: str, column: str, heads: bool = False) -> str:
+    return f"{query_dir(name)}/search/{column}/{'heads' if heads else 'keys'}.txt"
+
+
+def any_file(name: str, column: str) -> str:
+    return f"{query_dir(name)}/search/{column}/any.u32"
+
+
+def postings_file(name: str, column: str, bucket: int) -> str:
+    return f"{query_dir(name)}/search/{column}/postings/{bucket}.bin"
+
+
+def bucket_of(key: str) -> int:
+    return zlib.crc32(key.encode()) % BUCKETS
 
 
 def rank_file(name: str, field: str, block: int) -> str:
@@ -98,6 +139,181 @@ class Partial:
     each ordering field's sort keys and each filter's records by related id, in order."""
     keys: dict[str, list]
     referred: dict[str, dict[str, array]]
+    search: dict[str, "Packed"]
+
+
+class ColumnIndex:
+    """A search column's token index as a run of records makes it: each key's postings (a
+    position alone until a second comes, then an array), and the records with a value."""
+
+    def __init__(self, kinds: tuple[str, ...], many: bool) -> None:
+        self.kinds, self.many = kinds, many
+        self.keys: dict[str, "int | array"] = {}
+        self.any = array("I")
+
+    def add(self, text: str, first: int, count: int) -> None:
+        """A block's folded text (the layout of its text file) of `count` records from `first`."""
+        if not count:
+            return
+        tokens, heads, whole = "contains" in self.kinds, "startswith" in self.kinds, "exact" in self.kinds
+        keys, anys, many = self.keys, self.any, self.many
+        records = text[1:-1].split(RECORD)
+        if not many and not heads and tokens != whole:  # (a field of the record's own, one kind: quicker)
+            self._add_one_kind(records, first, tokens)
+            return
+        for position, record in enumerate(records, first):
+            if not record:
+                continue
+            anys.append(position)
+            found: set[str] = set()
+            for value in (record[1:].split(ELEMENT) if many else (record[1:],)):
+                if tokens:
+                    found.update(value.split())
+                if heads and value and not value[0].isspace():
+                    found.add(HEAD + value.split(None, 1)[0])
+                if whole:
+                    found.add(WHOLE + value)
+            for key in found:
+                held = keys.get(key)
+                if held is None:
+                    keys[key] = position
+                elif held.__class__ is int:
+                    keys[key] = array("I", (held, position))
+                else:
+                    held.append(position)
+
+    def _add_one_kind(self, records: list[str], first: int, tokens: bool) -> None:
+        """`add` of a field of the record itself and only its tokens, or only its whole values."""
+        keys, anys = self.keys, self.any
+        for position, record in enumerate(records, first):
+            if not record:
+                continue
+            anys.append(position)
+            for key in (set(record[1:].split()) if tokens else (WHOLE + record[1:],)):
+                held = keys.get(key)
+                if held is None:
+                    keys[key] = position
+                elif held.__class__ is int:
+                    keys[key] = array("I", (held, position))
+                else:
+                    held.append(position)
+
+    def packed(self) -> "Packed":
+        """What `finish` needs of it, compact (bytes rather than a dict of objects a key): each
+        postings file's bytes, the keys files' keys."""
+        keys = self.keys
+        buckets: dict[int, list[str]] = defaultdict(list)
+        for key in keys:
+            buckets[bucket_of(key)].append(key)
+        encoded = {bucket: encode_bucket([(key, keys[key]) for key in held]) for bucket, held in buckets.items()}
+        tokens = "\n".join(k for k in keys if k[:1] not in (HEAD, WHOLE)) if "contains" in self.kinds else None
+        heads = "\n".join(k[1:] for k in keys if k[:1] == HEAD) if "startswith" in self.kinds else None
+        self.keys = {}
+        return Packed(tokens, heads, self.any, encoded)
+
+
+@dataclass
+class Packed:
+    """A search column's token index of a run of records: its tokens and first tokens
+    (line-feed separated, None where not made), the records with a value, and its postings
+    files' bytes by bucket."""
+    tokens: str | None
+    heads: str | None
+    any: array
+    buckets: dict[int, bytes]
+
+
+def _flush_column(name: str, column: str, flush: Callable[[str, bytes], None], parts: list[Packed]) -> None:
+    """A column's token index files, from its packed runs in order: a postings file in
+    several runs' is decoded and joined (the keys in the order of their first record)."""
+    first = parts[0]
+    if first.tokens is not None:
+        flush(keys_file(name, column), _lines({k for part in parts for k in part.tokens.split("\n") if k}))
+    if first.heads is not None:
+        flush(keys_file(name, column, heads=True), _lines({k for part in parts for k in part.heads.split("\n") if k}))
+    anys = array("I")
+    for part in parts:
+        anys.extend(part.any)
+    flush(any_file(name, column), _little(anys))
+    for bucket in sorted({b for part in parts for b in part.buckets}):
+        held = [part.buckets[bucket] for part in parts if bucket in part.buckets]
+        if len(held) == 1:
+            flush(postings_file(name, column, bucket), held[0])
+            continue
+        joined: dict[str, array] = {}
+        for data in held:
+            for key, found in decode_bucket(data):
+                mine = joined.get(key)
+                if mine is None:
+                    joined[key] = found
+                else:
+                    mine.extend(found)
+        flush(postings_file(name, column, bucket), encode_bucket(list(joined.items())))
+
+
+def _lines(keys: Iterable[str]) -> bytes:
+    return ("\n" + "".join(key + "\n" for key in sorted(keys))).encode()
+
+
+def _little(values: array) -> bytes:
+    if BIG_ENDIAN:
+        values = array("I", values)
+        values.byteswap()
+    return values.tobytes()
+
+
+def encode_bucket(items: list[tuple[str, "int | array"]]) -> bytes:
+    """A postings file (the module's layout) of these keys and their postings."""
+    encoded = [key.encode() for key, _ in items]
+    head = array("I", [len(items)])
+    head.extend(map(len, encoded))
+    flat = array("I")
+    for _, held in items:
+        if held.__class__ is int:
+            head.append(1)
+            flat.append(held)
+        else:
+            head.append(len(held))
+            flat.extend(held)
+    keys = b"".join(encoded)
+    return b"".join([_little(head), keys, bytes(-len(keys) % 4), _little(flat)])
+
+
+def decode_bucket(data: bytes) -> list[tuple[str, array]]:
+    """Every key of a postings file with its postings, in the file's order."""
+    count = int.from_bytes(data[:4], "little")
+    sizes = read_u32(data[4:4 + 8 * count])
+    at = 4 + 8 * count
+    keys = []
+    for length in sizes[:count]:
+        keys.append(data[at:at + length].decode())
+        at += length
+    at += -at % 4
+    found = []
+    for key, held in zip(keys, sizes[count:]):
+        found.append((key, read_u32(data[at:at + 4 * held])))
+        at += 4 * held
+    return found
+
+
+def postings(data: bytes | None, key: str) -> array:
+    """A key's postings in its postings file (none: the file is missing, or lacks it): the
+    key found among the file's keys by a byte search, its place told by their lengths."""
+    if data is None:
+        return array("I")
+    count = int.from_bytes(data[:4], "little")
+    sizes = read_u32(data[4:4 + 8 * count])
+    lengths = sizes[:count]
+    starts = list(itertools.accumulate(lengths, initial=4 + 8 * count))
+    wanted, stop = key.encode(), starts[-1]
+    at = starts[0]
+    while (hit := data.find(wanted, at, stop)) >= 0:
+        index = bisect.bisect_left(starts, hit)
+        if index < count and starts[index] == hit and lengths[index] == len(wanted):
+            first = stop + -stop % 4 + 4 * sum(sizes[count:count + index])
+            return read_u32(data[first:first + 4 * sizes[count + index]])
+        at = hit + 1
+    return array("I")
 
 
 class Collector:
@@ -112,9 +328,16 @@ class Collector:
         self.normalise = query.get(NORMALISE)
         self.search = [search_field(spec) for spec in query.get(SEARCH, {}).get(name, [])]
         self.values: list[list[str]] = [[] for _ in self.search]
+        lookups: dict[str, set[str]] = {}
+        for found in self.search:
+            lookups.setdefault(found.column, set()).add(found.lookup)
+        self.index: dict[str, ColumnIndex] = {}
+        for found in self.search:
+            if found.column not in self.index:
+                self.index[found.column] = ColumnIndex(tuple(sorted(lookups[found.column])), found.relation is not None)
         self.order = {field: (sort_kind(resource, field), []) for field in query.get(ORDERING, {}).get(name, [])}
         self.filters: dict[str, dict[str, array]] = {r: {} for r in query.get(FILTERS, {}).get(name, [])}
-        self.count = first
+        self.count = self.held_from = first  # (records from held_from on: their search values held)
 
     def add(self, documents: list[dict]) -> None:
         """The next records (a page's): a list comprehension a field, cheaper than a call a value."""
@@ -136,32 +359,29 @@ class Collector:
                         held = referred[id] = array("I")
                     held.append(position)
         self.count += len(documents)
-        full = self.count // BLOCK
-        if full > start // BLOCK:  # (a block filled up: the pages given split at its end)
-            self._flush_full(start, full)
-
-    def _flush_full(self, start: int, full: int) -> None:
-        """The search values of the block that just filled up, those past it kept."""
-        past = self.count - full * BLOCK
-        held = [values[len(values) - past:] if past else [] for values in self.values]
-        for values in self.values:
-            del values[len(values) - past:]
-        self._flush_search(full - 1)
-        for values, kept in zip(self.values, held):
-            values.extend(kept)
+        while self.count - self.held_from >= BLOCK:  # (a block filled up: those past its end kept)
+            self._flush_search(self.held_from // BLOCK, BLOCK)
+            self.held_from += BLOCK
 
     def close(self) -> Partial:
         """The last block of search values (unless it ended full), and what `finish` needs."""
         if self.count % BLOCK or self.count == 0:
-            self._flush_search(self.count // BLOCK)
-        return Partial({field: keys for field, (_, keys) in self.order.items()}, self.filters)
+            self._flush_search(self.count // BLOCK, None)
+        return Partial({field: keys for field, (_, keys) in self.order.items()}, self.filters,
+                       {column: index.packed() for column, index in self.index.items()})
 
-    def _flush_search(self, block: int) -> None:
+    def _flush_search(self, block: int, size: int | None) -> None:
+        """The search values of a block: the first `size` held (None: all)."""
+        indexed = set()
         for found, values in zip(self.search, self.values):
-            # (folded once a block: lower() and the Persian folding never touch the separators)
-            text = fold(RECORD + RECORD.join(values) + RECORD, self.normalise)
-            self.flush(text_file(self.name, found.column, block), text.encode())
-            values.clear()
+            part = values if size is None else values[:size]
+            if found.column not in indexed:  # (once a column: "title" and "^title" look in the same)
+                indexed.add(found.column)
+                # (folded once a block: lower() and the Persian folding never touch the separators)
+                text = fold(RECORD + RECORD.join(part) + RECORD, self.normalise)
+                self.flush(text_file(self.name, found.column, block), text.encode())
+                self.index[found.column].add(text, block * BLOCK, len(part))
+            del values[:len(part)]
 
 
 def finish(name: str, flush: Callable[[str, bytes], None], parts: list[Partial],
@@ -171,6 +391,8 @@ def finish(name: str, flush: Callable[[str, bytes], None], parts: list[Partial],
     refers to is a choice too)."""
     for field in parts[0].keys:
         _flush_order(name, flush, field, [key for part in parts for key in part.keys[field]])
+    for column in parts[0].search:
+        _flush_column(name, column, flush, [part.search[column] for part in parts])
     for relation in parts[0].referred:
         referred = parts[0].referred[relation]
         for part in parts[1:]:

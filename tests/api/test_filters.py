@@ -85,9 +85,13 @@ def test_the_golden_table():
 
 # ---- the records selected, against a naive scan ---------------------------------------
 
-WORDS = ["کتاب", "كتاب", "ab", "Ab", "b", "", "x y", "ی"]
+WORDS = ["کتاب", "كتاب", "ab", "Ab", "b", "", "x y", "ی", " b", "x  y", "b\u200cکتاب", "\u3000", "ي ", "ab\x1cb"]
 QUERY = {"search": {"books": ["title", "=isbn", "authors__fullName", "^publishers__company"]},
          "ordering": {"books": ["title", "pages"]}}
+# Every lookup on a field of the record and on a related one.
+EVERY_LOOKUP = {"search": {"books": ["title", "^title", "=title", "isbn", "authors__fullName", "=authors__fullName",
+                                     "^publishers__company", "publishers__company"]}}
+TERM = st.text(st.sampled_from("abx yکتابيی\u200c\u3000\t"), max_size=6)
 
 
 @st.composite
@@ -104,11 +108,11 @@ def catalogues(draw) -> list[dict]:
     return books
 
 
-def naive(books: list[dict], terms: list[str], normalise) -> list[int]:
+def naive(books: list[dict], terms: list[str], normalise, query: dict = QUERY) -> list[int]:
     """DRF's SearchFilter on a database: one row per combination of related records (a
     book without any: one row of nulls), and a book matches when a row has every term in
     some field."""
-    fields = [search_field(spec) for spec in QUERY["search"]["books"]]
+    fields = [search_field(spec) for spec in query["search"]["books"]]
 
     def hit(term: str, value) -> bool:
         if value is None:
@@ -150,6 +154,54 @@ def test_a_search_selects_what_a_naive_scan_does(books, terms, normalise):
         assert list(selection.positions) == expected
 
 
+@settings(max_examples=300, deadline=None)
+@given(catalogues(), st.lists(st.one_of(TERM, st.sampled_from(WORDS)), min_size=1, max_size=3),
+       st.sampled_from([None, "persian"]), st.sampled_from([65536, 2, 1]), st.sampled_from([1024, 3, 1]))
+def test_the_token_index_selects_what_a_naive_scan_does_with_every_lookup(books, terms, normalise, block, buckets):
+    """Terms of any white space, in any script, against every lookup (values with white space
+    around and inside, empty and null ones, ZWNJ folded to a space), in one block or many,
+    with keys in postings files of their own or many a file."""
+    query_settings = {**EVERY_LOOKUP, "search_normalise": normalise} if normalise else EVERY_LOOKUP
+    before, queryindex.BLOCK = queryindex.BLOCK, block
+    kept, queryindex.BUCKETS = queryindex.BUCKETS, buckets
+    try:
+        files = queryindex.index_files("books", query_settings, books, {})
+        value = " ".join(f'"{t}"' for t in terms)
+        selection = query.select(files.get, "books", [("search", value)], query_settings, len(books))
+    finally:
+        queryindex.BLOCK, queryindex.BUCKETS = before, kept
+    expected = naive(books, smart_terms(value), normalise, EVERY_LOOKUP)
+    assert (list(range(len(books))) if selection is None else list(selection.positions)) == expected
+
+
+def test_a_search_reads_no_text_for_a_word_and_only_its_candidates_blocks_for_a_phrase():
+    books = [{"title": title, "isbn": None if title is None else "1", "authors": [], "publishers": []}
+             for title in ["کتاب دریا", "دریا", "شب  دریا", " دریا کتاب", None, ""] * 2 + ["x"] * 6]
+    before, queryindex.BLOCK = queryindex.BLOCK, 6
+    try:
+        files = queryindex.index_files("books", EVERY_LOOKUP, books, {})
+        read: list[str] = []
+
+        def reading(path):
+            read.append(path)
+            return files.get(path)
+
+        def searched(term):
+            read.clear()
+            selection = query.select(reading, "books", [("search", term)], EVERY_LOOKUP, len(books))
+            return list(selection.positions)
+
+        assert searched("ریا") == [p for p in range(12) if p % 6 < 4]
+        assert not any(path.endswith(".txt") and "/keys" not in path and "/heads" not in path for path in read)
+        assert searched('"ب د"') == [0, 6]
+        assert queryindex.text_file("books", "title", 2) not in read  # (no candidate in the third block)
+        assert queryindex.text_file("books", "title", 0) in read
+        assert searched('" دریا"') == [p for p in range(12) if p % 6 in (0, 2, 3)]
+        assert searched('""') == [p for p in range(18) if p % 6 != 4 or p >= 12]
+    finally:
+        queryindex.BLOCK = before
+
+
 @settings(max_examples=200, deadline=None)
 @given(catalogues(), st.sampled_from(["title", "-title", "pages,-title", "-pages", "nope,-pages,title"]))
 def test_an_ordering_sorts_as_python_does_ties_in_order(books, ordering):
@@ -179,3 +231,13 @@ def test_a_whole_collection_in_several_fields_order_a_slice_at_a_time(block, boo
         assert list(selection.take(start, start + length)) == everything[start:start + length]
     finally:
         queryindex.BLOCK = before
+
+
+def test_a_postings_file_finds_each_key_among_keys_holding_its_bytes():
+    from array import array
+
+    data = queryindex.encode_bucket([("ab", 1), ("b", array("I", [2, 3])), ("abb", 4), ("\t", 5), ("کتاب", 6)])
+    assert len(data) % 4 == 0
+    found = {key: list(queryindex.postings(data, key)) for key in ("ab", "b", "abb", "bb", "\t", "کتاب", "تا", "")}
+    assert found == {"ab": [1], "b": [2, 3], "abb": [4], "bb": [], "\t": [5], "کتاب": [6], "تا": [], "": []}
+    assert list(queryindex.postings(None, "ab")) == []

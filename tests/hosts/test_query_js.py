@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+from urllib.parse import urlencode
 
 import pytest
 
@@ -55,6 +56,10 @@ const table = JSON.parse(readFileSync(0, "utf8"));
 const blob = (records) => "\u0000" + records.map((values) => values.map((v) => "\u0001" + v).join("")).join("\u0000") + "\u0000";
 const out = {
   matches: table.matches.map(([records, term, lookup]) => [records, term, lookup, [...qyMatches(blob(records), term, lookup, true)]]),
+  keys: table.keys.map(([keys, word, starts, ends]) => [keys, word, starts, ends,
+    qyKeysIn("\\n" + keys.map((k) => k + "\\n").join(""), word, starts, ends)]),
+  buckets: table.buckets.map(([key]) => [key, qyBucketOf(key)]),
+  words: table.words.map(([term]) => [term, qyWords(term)]),
   terms: table.terms.map(([text]) => [text, qyTerms(text)]),
   fold: table.fold.map(([text, n]) => [text, n, qyFold(text, n)]),
   uuid: table.uuid.map(([text]) => [text, qyUuid(text)]),
@@ -94,3 +99,51 @@ def test_javascript_answers_as_python_across_many_blocks(tmp_path, monkeypatch):
             assert answer == put_together(generation, name, query), (name, query)
     finally:
         query_js.javascript.cache_clear()
+
+
+HOSTILE_TITLES = ["\ufeffکتاب دریا", "  دو  فاصله  ", "a\u2003b", "می\u200cخواهم", "ΣΑΣ", "x\u3000y", "a\tb\u200c",
+                  "کتاب", "\ufeff"]
+HOSTILE_SEARCHES = ["\ufeffکتاب", "کتاب", '"دو  فاصله"', '" دو"', '"دو "', "می\u200cخواهم", "σας", '"x y"', "ی",
+                    '""', '" "', "a", "b", '"a\u2003b"', "فاصله دو", "\ufeff", '"فاصله  "', '"b\u200c"', "\u200c"]
+
+
+@pytest.mark.parametrize("normalise", [None, "persian"])
+def test_javascript_answers_as_python_on_hostile_values(tmp_path, normalise):
+    """Values and terms with a BOM at a word's start, white space of every kind around and
+    inside, ZWNJ (a space when folded under search_normalise: persian), final sigma, empty
+    ones: the token index read alike, and every lookup, also across blocks of 4 records."""
+    import csv
+
+    from generator.api import queryindex
+    from generator.hosts import query as query_js
+
+    synth.write(tmp_path / "plain", 40, seed=6)
+    extra = {"search": {**SETTINGS["search"], "books": ["title", "^title", "=title", "=isbn", "authors__fullName"]}}
+    if normalise:
+        extra["search_normalise"] = normalise
+    data = with_settings(tmp_path / "plain", tmp_path / "data", **extra)
+    books = data / "books.csv"
+    with books.open(encoding="utf-8", newline="") as f:
+        rows = list(csv.reader(f))
+    column = rows[0].index("title")
+    for at, title in enumerate(HOSTILE_TITLES * 2, 1):
+        rows[at * 2][column] = title
+    with books.open("w", encoding="utf-8", newline="") as f:
+        csv.writer(f, lineterminator="\n").writerows(rows)
+    original = queryindex.BLOCK
+    for block in (original, 4):
+        queryindex.BLOCK = block
+        query_js.javascript.cache_clear()
+        try:
+            compose.build(data, tmp_path / f"site-{block}")
+            generation = (tmp_path / f"site-{block}" / CURRENT).resolve()
+            requests = [("books", urlencode({"search": term, "limit": 100})) for term in HOSTILE_SEARCHES]
+            requests += [("books", urlencode({"search": a + " " + b})) for a in HOSTILE_SEARCHES[:6]
+                         for b in HOSTILE_SEARCHES[6:12]]
+            got = run_node(module(tmp_path), generation, requests)
+            for (name, query), answer in zip(requests, got):
+                assert answer == put_together(generation, name, query), (block, query)
+            assert any(b'"count":0,' not in answer[1] for answer in got)
+        finally:
+            queryindex.BLOCK = original
+            query_js.javascript.cache_clear()
