@@ -1,9 +1,11 @@
 """Fixtures: the sample catalogue copied into a temporary folder, and tree helpers; one
-line at the end for the tests skipped because a program is not installed."""
+line at the end for the tests skipped because a program is not installed. Temporary
+files go to a RAM file system where the machine has one (see RAM_TEMP)."""
 from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -12,6 +14,32 @@ from golden_files import served_files
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "data"
+
+# Every build publishes with syncfs (generator/sitebuild/publish.py), which waits for every
+# dirty page of the file system it is on, other programs' included: on a disk file system a
+# test's few files could wait seconds behind whatever else the machine writes. On tmpfs the
+# same calls run and return at once, so the tests' temporary folders (pytest's tmp_path, the
+# tempfile module, the servers and builds they start) go there, unless TMPDIR names a folder.
+RAM_TEMP = Path("/dev/shm")
+RAM_TEMP_FREE = 2 << 30  # bytes free at least (the suite writes a few hundred MB at most)
+
+
+def ram_temp() -> Path | None:
+    """The tmpfs for temporary files, if this machine has one with room and TMPDIR is unset."""
+    if os.environ.get("TMPDIR") or not (RAM_TEMP.is_dir() and os.access(RAM_TEMP, os.W_OK | os.X_OK)):
+        return None
+    try:
+        with open("/proc/self/mounts", encoding="utf-8") as mounts:
+            tmpfs = any(line.split()[1:3] == [str(RAM_TEMP), "tmpfs"] for line in mounts)
+        stat = os.statvfs(RAM_TEMP)
+    except OSError:
+        return None
+    return RAM_TEMP if tmpfs and stat.f_bavail * stat.f_frsize >= RAM_TEMP_FREE else None
+
+
+if (_ram := ram_temp()) is not None:
+    os.environ["TMPDIR"] = str(_ram)  # (the processes the tests start)
+    tempfile.tempdir = str(_ram)  # (this one's tempfile, and so pytest's tmp_path: set once, before it is used)
 
 
 @pytest.fixture
