@@ -42,17 +42,25 @@ let loads = 0;
 
 async function deployed() {
   // The generation to serve and its code: the one last deployed, or the one now published.
-  const now = await realpath(path.join(site, given.current));
-  if (served.generation === now) return served;
-  if (deploying === null) {
-    deploying = (async () => {
-      served = await load(await deploy());
-      return served;
-    })().finally(() => {
-      deploying = null;
-    });
+  // (A generation replaced while it deploys may be gone before its files are read, builds
+  // keeping two: then the one published since is deployed.)
+  for (let attempt = 1; ; attempt++) {
+    const now = await realpath(path.join(site, given.current));
+    if (served.generation === now) return served;
+    if (deploying === null) {
+      deploying = (async () => {
+        served = await load(await deploy());
+        return served;
+      })().finally(() => {
+        deploying = null;
+      });
+    }
+    try {
+      return await deploying;
+    } catch (error) {
+      if (attempt >= 5 || await realpath(path.join(site, given.current)) === now) throw error;
+    }
   }
-  return deploying;
 }
 
 async function deploy() {
