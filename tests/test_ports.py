@@ -43,3 +43,34 @@ def test_a_held_port_is_left_to_its_server_alone():
     rebound.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     rebound.bind(("127.0.0.1", port))  # (nothing holds it any more)
     rebound.close()
+
+
+HELD_ELSEWHERE = """
+import sys
+from servers import free_port
+ports = [free_port() for _ in range(int(sys.argv[1]))]
+print(" ".join(map(str, ports)), flush=True)
+sys.stdin.read()  # (held until told to go)
+"""
+
+
+def test_ports_held_by_one_process_are_never_handed_to_another():
+    """As pytest-xdist's workers ask at once: what one worker holds, the kernel offers no other,
+    however many it asks for (the probes all set SO_REUSEADDR, as the servers do)."""
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    mine = {free_port() for _ in range(50)}
+    other = subprocess.Popen([sys.executable, "-c", HELD_ELSEWHERE, "3000"], cwd=ROOT / "tests",
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        theirs = set(map(int, other.stdout.readline().split()))
+        assert len(theirs) == 3000 and not mine & theirs  # (unheld, some 50 of ~28,000 would be among 3,000)
+        more = {free_port() for _ in range(50)}
+        assert not more & theirs
+    finally:
+        other.communicate("")
+    for port in mine | more:
+        release(port)
