@@ -101,21 +101,38 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem):
         TEMPORARY.on_disk, os.environ["TMPDIR"], tempfile.tempdir = False, ram, ram
 
 
+# Single tests of a quarter of a minute and more (properties, fuzzing, a run killed under
+# xdist): under xdist they are handed out first, so that none is left to run alone at the end.
+LONG_FIRST = ("tests/hosts/test_openapi_fuzz.py", "tests/sitebuild/test_edit_sequences.py",
+              "tests/sitebuild/test_hostile.py", "tests/test_interrupted.py", "tests/hosts/test_hostile_text.py",
+              "tests/importer/test_from_drf.py", "tests/sitebuild/test_state.py")
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Under pytest-xdist (`-n 2 --dist loadgroup`, as `make test` runs the suite), the tests of
-    one module sharing one value of its module-scoped parameters (a server kind, a catalogue)
-    go to the same worker, so that each server or build a module's fixtures start is started
-    once, not once per worker."""
+    """Under pytest-xdist (`-n 2 --dist loadgroup`, as pyproject.toml runs the suite), the tests
+    of one module sharing one value of its module-scoped parameters (a server kind, a
+    catalogue) go to the same worker, so that each server or build a module's fixtures start
+    is started once, not once per worker; the groups are handed out longest first (LONG_FIRST,
+    then by their number of tests), each group's tests in their order."""
+    groups: dict[str, list[pytest.Item]] = {}
     for item in items:
-        if item.get_closest_marker("xdist_group"):
-            continue
-        params = getattr(item, "callspec", None)
-        shared = []
-        if params is not None:
-            definitions = item._fixtureinfo.name2fixturedefs
-            shared = [f"{name}={params.params[name]}" for name in params.params
-                      if name in definitions and definitions[name][-1].scope != "function"]
-        item.add_marker(pytest.mark.xdist_group(" ".join([item.nodeid.split("::")[0], *shared])))
+        marker = item.get_closest_marker("xdist_group")
+        if marker is None:
+            params = getattr(item, "callspec", None)
+            shared = []
+            if params is not None:
+                definitions = item._fixtureinfo.name2fixturedefs
+                shared = [f"{name}={params.params[name]}" for name in params.params
+                          if name in definitions and definitions[name][-1].scope != "function"]
+            group = " ".join([item.nodeid.split("::")[0], *shared])
+            item.add_marker(pytest.mark.xdist_group(group))
+        else:
+            group = marker.args[0] if marker.args else marker.kwargs.get("name", "")
+        groups.setdefault(group, []).append(item)
+    if getattr(config.option, "numprocesses", None) or hasattr(config, "workerinput"):
+        order = sorted(groups.values(), key=lambda tests: (tests[0].nodeid.split("::")[0] not in LONG_FIRST,
+                                                           -len(tests)))
+        items[:] = [item for tests in order for item in tests]
 
 
 @pytest.fixture
