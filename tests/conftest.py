@@ -1,9 +1,12 @@
 """Fixtures: the sample catalogue copied into a temporary folder, and tree helpers; one
-line at the end for the tests skipped because a program is not installed."""
+line at the end for the tests skipped because a program is not installed. Temporary
+files go to a RAM file system where the machine has one (see RAM_TEMP)."""
 from __future__ import annotations
 
 import os
+import random
 import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -12,6 +15,124 @@ from golden_files import served_files
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "data"
+
+# Every build publishes with syncfs (generator/sitebuild/publish.py), which waits for every
+# dirty page of the file system it is on, other programs' included, and on a busy disk file
+# system even a build's plain file writes were three times slower. On tmpfs the same calls run
+# and return at once, so the tests' temporary folders (pytest's tmp_path, the tempfile module,
+# the servers and builds they start) go there, unless TMPDIR names a folder: except for the
+# tests that run Deno (the Netlify Edge Function), which reads nothing under /dev (its
+# --allow-read notwithstanding): theirs stay where TMPDIR or the system puts them (on_disk).
+RAM_TEMP = Path("/dev/shm")
+RAM_TEMP_FREE = 2 << 30  # bytes free at least (the suite writes a few hundred MB at most)
+DISK_TEMP = "CATALOGUE_TEST_DISK_TMPDIR"  # (the folder on disk, as the first process found it, for the workers)
+RUN_SEED = "CATALOGUE_TEST_SEED"  # (one run's seed, for every process of the run; set it to run one again)
+
+
+def ram_temp() -> Path | None:
+    """The tmpfs for temporary files, if this machine has one with room and TMPDIR is unset."""
+    if os.environ.get("TMPDIR") or not (RAM_TEMP.is_dir() and os.access(RAM_TEMP, os.W_OK | os.X_OK)):
+        return None
+    try:
+        with open("/proc/self/mounts", encoding="utf-8") as mounts:
+            tmpfs = any(line.split()[1:3] == [str(RAM_TEMP), "tmpfs"] for line in mounts)
+        stat = os.statvfs(RAM_TEMP)
+    except OSError:
+        return None
+    return RAM_TEMP if tmpfs and stat.f_bavail * stat.f_frsize >= RAM_TEMP_FREE else None
+
+
+def run_seed() -> int:
+    """The run's seed for what a test draws afresh each run (and names in its id)."""
+    return int(os.environ[RUN_SEED])
+
+
+os.environ.setdefault(RUN_SEED, str(random.randrange(1_000_000)))
+if DISK_TEMP not in os.environ:  # (the first process of the run; pytest-xdist's workers inherit both)
+    os.environ[DISK_TEMP] = tempfile.gettempdir()
+    if (_ram := ram_temp()) is not None:
+        os.environ["TMPDIR"] = str(_ram)  # (the processes the tests start)
+        tempfile.tempdir = str(_ram)  # (this one's tempfile, and so pytest's tmp_path: set before it is used)
+
+
+def on_disk(item: pytest.Item) -> bool:
+    """Whether a test runs Deno on its temporary files: the Netlify host's."""
+    params = getattr(item, "callspec", None)
+    return item.path.name == "test_netlify.py" or (params is not None and "netlify" in params.params.values())
+
+
+class Temporary:
+    """pytest's tmp_path_factory (and so tmp_path), made on disk while a test that runs Deno
+    runs (pytest_runtest_protocol), in RAM otherwise."""
+
+    def __init__(self) -> None:
+        self.ram: pytest.TempPathFactory | None = None
+        self.disk: pytest.TempPathFactory | None = None
+        self.on_disk = False
+
+    def __getattr__(self, name: str):
+        return getattr(self.disk if self.on_disk else self.ram, name)
+
+
+TEMPORARY = Temporary()
+
+
+@pytest.fixture(scope="session")
+def tmp_path_factory(tmp_path_factory: pytest.TempPathFactory) -> Temporary:
+    TEMPORARY.ram = tmp_path_factory
+    return TEMPORARY
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem):
+    """A test that runs Deno (and the fixtures it sets up) gets its temporary folders on disk."""
+    disk = os.environ[DISK_TEMP]
+    if not on_disk(item) or disk == tempfile.gettempdir():
+        return (yield)
+    if TEMPORARY.disk is None:
+        base = Path(tempfile.mkdtemp(prefix="pytest-disk-", dir=disk))
+        TEMPORARY.disk = pytest.TempPathFactory(base, 3, "all", item.config.trace.get("tmpdir"), _ispytest=True)
+        item.config.add_cleanup(lambda: shutil.rmtree(base, ignore_errors=True))
+    ram = os.environ["TMPDIR"]
+    TEMPORARY.on_disk, os.environ["TMPDIR"], tempfile.tempdir = True, disk, disk
+    try:
+        return (yield)
+    finally:
+        TEMPORARY.on_disk, os.environ["TMPDIR"], tempfile.tempdir = False, ram, ram
+
+
+# Single tests of a quarter of a minute and more (properties, fuzzing, a run killed under
+# xdist): under xdist they are handed out first, so that none is left to run alone at the end.
+LONG_FIRST = ("tests/hosts/test_openapi_fuzz.py", "tests/sitebuild/test_edit_sequences.py",
+              "tests/sitebuild/test_hostile.py", "tests/test_interrupted.py", "tests/hosts/test_hostile_text.py",
+              "tests/importer/test_from_drf.py", "tests/sitebuild/test_state.py")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under pytest-xdist (`-n 2 --dist loadgroup`, as pyproject.toml runs the suite), the tests
+    of one module sharing one value of its module-scoped parameters (a server kind, a
+    catalogue) go to the same worker, so that each server or build a module's fixtures start
+    is started once, not once per worker; the groups are handed out longest first (LONG_FIRST,
+    then by their number of tests), each group's tests in their order."""
+    groups: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        marker = item.get_closest_marker("xdist_group")
+        if marker is None:
+            params = getattr(item, "callspec", None)
+            shared = []
+            if params is not None:
+                definitions = item._fixtureinfo.name2fixturedefs
+                shared = [f"{name}={params.params[name]}" for name in params.params
+                          if name in definitions and definitions[name][-1].scope != "function"]
+            group = " ".join([item.nodeid.split("::")[0], *shared])
+            item.add_marker(pytest.mark.xdist_group(group))
+        else:
+            group = marker.args[0] if marker.args else marker.kwargs.get("name", "")
+        groups.setdefault(group, []).append(item)
+    if getattr(config.option, "numprocesses", None) or hasattr(config, "workerinput"):
+        order = sorted(groups.values(), key=lambda tests: (tests[0].nodeid.split("::")[0] not in LONG_FIRST,
+                                                           -len(tests)))
+        items[:] = [item for tests in order for item in tests]
 
 
 @pytest.fixture

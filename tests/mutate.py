@@ -89,7 +89,7 @@ def run(mutant: Mutant, tests: list[str], copy: Path, timeout: int) -> bool:
     lines[mutant.line - 1] = mutant.after + ending
     target.write_text("".join(lines), encoding="utf-8")
     try:
-        done = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *tests],
+        done = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-n", "0", *tests],
                               cwd=copy, capture_output=True, timeout=timeout,
                               env={**os.environ, "PYTHONPATH": str(copy)})
         return done.returncode != 0

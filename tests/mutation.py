@@ -104,7 +104,7 @@ def settings(module: str, tests: list[str]) -> str:
         'source_paths = ["generator/"]\n'
         f"only_mutate = {json.dumps([module])}\n"
         f"pytest_add_cli_args_test_selection = {json.dumps(tests)}\n"
-        'pytest_add_cli_args = ["-p", "no:cacheprovider", "-q", "-x"]\n'
+        'pytest_add_cli_args = ["-p", "no:cacheprovider", "-q", "-x", "-n", "0"]\n'
         'also_copy = ["data/", "schemas/", "setup.py", "MANIFEST.in"]\n'
     )
 
@@ -164,7 +164,7 @@ def recheck(work: Path, name: str, tests: list[str], timeout: float = 60) -> str
     table's `routes()`, `accept_pattern()`) is never run mutated there."""
     env = {**os.environ, "MUTANT_UNDER_TEST": name}
     try:
-        done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-x", *tests],
+        done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-x", "-n", "0", *tests],
                               cwd=work / "mutants", env=env, capture_output=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         return "timeout"

@@ -42,17 +42,25 @@ let loads = 0;
 
 async function deployed() {
   // The generation to serve and its code: the one last deployed, or the one now published.
-  const now = await realpath(path.join(site, given.current));
-  if (served.generation === now) return served;
-  if (deploying === null) {
-    deploying = (async () => {
-      served = await load(await deploy());
-      return served;
-    })().finally(() => {
-      deploying = null;
-    });
+  // (A generation replaced while it deploys may be gone before its files are read, builds
+  // keeping two: then the one published since is deployed.)
+  for (let attempt = 1; ; attempt++) {
+    const now = await realpath(path.join(site, given.current));
+    if (served.generation === now) return served;
+    if (deploying === null) {
+      deploying = (async () => {
+        served = await load(await deploy());
+        return served;
+      })().finally(() => {
+        deploying = null;
+      });
+    }
+    try {
+      return await deploying;
+    } catch (error) {
+      if (attempt >= 5 || await realpath(path.join(site, given.current)) === now) throw error;
+    }
   }
-  return deploying;
 }
 
 async function deploy() {
@@ -251,8 +259,9 @@ function behaviourOf(distribution, uri) {
 
 // ---- the server -----------------------------------------------------------------------------
 
-async function answer(request) {
+async function answer(request, used = {}) {
   const state = await deployed();
+  used.generation = state.generation;
   const event = viewerEvent(request);
   const behaviour = behaviourOf(state.distribution, event.request.uri);
   const decided = state.viewer.handler(event);
@@ -277,8 +286,25 @@ function send(response, method, made) {
   response.end(method === "HEAD" || made.status === 304 ? undefined : made.body);
 }
 
+async function answerWhole(request) {
+  // A read that failed because a build collected the generation it read meanwhile (builds
+  // keep two) is answered again from the one published since: a deploy, the files and the
+  // function together, is atomic for a viewer. (Reads only: a POST never reaches the origin.)
+  for (let attempt = 1; ; attempt++) {
+    const used = {};
+    try {
+      return await answer(request, used);
+    } catch (error) {
+      if (attempt >= 5 || !["GET", "HEAD"].includes(request.method) || used.generation === undefined
+          || await realpath(path.join(site, given.current)).catch(() => used.generation) === used.generation) {
+        throw error;
+      }
+    }
+  }
+}
+
 const server = http.createServer((request, response) => {
-  answer(request).then((made) => send(response, request.method, made), (error) => {
+  answerWhole(request).then((made) => send(response, request.method, made), (error) => {
     console.error(error);  // (CloudFront answers a function's or handler's failure with its own 5xx)
     send(response, request.method, {status: 503, headers: {"content-type": "text/plain"},
                                      body: Buffer.from("503 ERROR: the request could not be satisfied.\n")});

@@ -206,15 +206,16 @@ class PageService:
     SOCKET_PATH_MAX = 100  # bytes (sun_path holds 108 on Linux, 104 on macOS)
     READY_WITHIN = 20.0  # seconds
 
-    def __init__(self, socket: Path | None, port: int | None) -> None:
-        self.socket, self.port = socket, port
+    def __init__(self, socket: Path | None, port: int | None, held: "socket.socket | None" = None) -> None:
+        self.socket, self.port, self._held = socket, port, held
 
     @classmethod
     def beside(cls, run: Path) -> "PageService":
-        socket = run / "pages.sock"
-        if len(os.fsencode(socket)) <= cls.SOCKET_PATH_MAX:
-            return cls(socket, None)
-        return cls(None, free_port())
+        path = run / "pages.sock"
+        if len(os.fsencode(path)) <= cls.SOCKET_PATH_MAX:
+            return cls(path, None)
+        held = hold_port()
+        return cls(None, held.getsockname()[1], held)
 
     @property
     def address(self) -> str:
@@ -230,9 +231,17 @@ class PageService:
                            lambda message: print(message, file=sys.stderr, flush=True)).start()
         try:
             self._wait()
+            self.release()
             yield
         finally:
             child.stop()
+            self.release()
+
+    def release(self) -> None:
+        """Let the held port go: the service listens on it (or is gone)."""
+        if self._held is not None:
+            self._held.close()
+            self._held = None
 
     def _wait(self) -> None:
         """Until the service takes connections: nginx answers no page before it can."""
@@ -247,10 +256,14 @@ class PageService:
         raise CatalogueError(f"the page service did not start within {self.READY_WITHIN:g} s")
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind((LOCAL, 0))
-        return probe.getsockname()[1]
+def hold_port() -> socket.socket:
+    """A loopback port, bound (with SO_REUSEADDR, as uvicorn binds, and not listening) until
+    the page service listens there: meanwhile the kernel hands it to no one else, which a
+    port probed and let go at once would not ensure."""
+    probe = socket.socket()
+    probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    probe.bind((LOCAL, 0))
+    return probe
 
 
 def write(site: Path, hosting: Hosting) -> Path:

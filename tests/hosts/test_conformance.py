@@ -561,7 +561,8 @@ for n in range(int(sys.argv[3])):
 
 # The local Worker and Edge Function read each file through <site>/current afresh, so a page
 # they put together while a build publishes may hold records of two builds (on Cloudflare and
-# Netlify a deploy is atomic; docs/serving.md says so).
+# Netlify a deploy is atomic; docs/serving.md says so). Whether one does in a run is a race
+# (either way in about half the runs), so the expected failure is not strict: an XPASS says so.
 READS_ACROSS_BUILDS = {"cloudflare", "netlify"}
 
 
@@ -569,7 +570,7 @@ def test_readers_see_whole_answers_while_builds_publish(tmp_path: Path, data_dir
     """Pages and details requested again and again while builds publish, one after the
     other, in another process: every answer a 200 with a whole body of one build."""
     if kind in READS_ACROSS_BUILDS:
-        request.applymarker(pytest.mark.xfail(reason="a page put together mid-publish mixes builds", strict=True))
+        request.applymarker(pytest.mark.xfail(reason="a page put together mid-publish mixes builds", strict=False))
     site = tmp_path / "site"
     build(data_dir, site, base_url="https://host1.example")
     running = Server(site, kind=kind)

@@ -4,12 +4,11 @@ on a synthetic one no test has seen before (a new seed each run, named in the te
 from __future__ import annotations
 
 import json
-import random
 
 import pytest
 from click.testing import CliRunner
 
-from conftest import SAMPLE
+from conftest import SAMPLE, run_seed
 from drf_service import DrfService, Pair, walk
 from generator.api.urls import RESOURCES
 from generator.catalogue import synth
@@ -17,7 +16,7 @@ from generator.cli import main
 from generator.compose import build
 from servers import Server
 
-SEED = random.randrange(1_000_000)
+SEED = run_seed()  # (one per run: pytest-xdist's workers must collect the same tests)
 MAX_LIMIT = 30
 
 
