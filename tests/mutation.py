@@ -53,7 +53,7 @@ MODULES = {
     "generator/writes/accepted.py": ["tests/writes/test_rebuild.py"],
     "generator/writes/rebuild.py": ["tests/writes/test_rebuild.py"],
     "generator/writes/tokens.py": ["tests/writes/test_tokens.py", "tests/test_cli.py"],
-    "generator/writes/create.py": ["tests/writes/test_create.py"],
+    "generator/writes/create.py": ["tests/writes/test_application.py"],
     "generator/writes/service.py": ["tests/writes/test_application.py"],
     "generator/hosts/deploy.py": ["tests/hosts/test_deploy.py"],
     "generator/api/schemas.py": ["tests/api/test_schemas.py"],
