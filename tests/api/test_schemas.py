@@ -181,7 +181,9 @@ def test_a_record_is_checked_before_it_is_encoded_its_embedded_records_already_c
 
 def test_formats_are_checked():
     """A link that its pattern lets through (it starts with https://) but that is no URI."""
-    author = {**good_book()["authors"][0], "image_author": "https://k.example/a b[1].jpg"}
+    image = {"id": "0b9f6a52-3d4e-4f1a-9c2b-7e8d9f0a1b2c", "image": "https://k.example/a.jpg",
+             "type_image_book": None, "book": "0b9f6a52-3d4e-4f1a-9c2b-7e8d9f0a1b2c"}
     checker = SchemaChecker()
-    checker.check_document("author", author, "a.json")
-    assert [v.split(":")[0] for v in checker.violations] == ["a.json at /image_author"]
+    checker.check_document("image", image, "i.json")
+    checker.check_document("image", {**image, "image": "https://k.example/a b[1].jpg"}, "i.json")
+    assert checker.violations == ['i.json at /image: "https://k.example/a b[1].jpg" is not a "uri"']
