@@ -15,7 +15,8 @@ import pytest
 from generator.api import meta
 from generator.api.urls import ACCEPTED
 from generator.writes import service, tokens
-from generator.writes.create import Catalogue
+from generator.catalogue.fields import derived_id
+from generator.writes.create import Catalogue, Unavailable
 
 BASE = "https://ketab.example.ir"
 OWNER = "21474dbb-f5dd-4163-9d23-2efaac50c7d3"  # a user of the sample catalogue
@@ -249,3 +250,85 @@ def test_the_supervised_service_is_started_as_configured(tmp_path):
                                       "127.0.0.2", "--port", "9001", "--listen", "127.0.0.1:9000", "--links", "paths",
                                       "--base-url", "https://example.org"]
     assert supervised.name == "the write service"
+
+
+# ---- the checks of create.py, field by field -------------------------------------------------
+
+def shelf_row(app) -> str:
+    return (app.data / "bookshelves.csv").read_text(encoding="utf-8").splitlines()[-1]
+
+
+@pytest.mark.parametrize("title, written", [(5, "5"), (5.5, "5.5"), ("  قفسه  ", "قفسه"), (-0, "0")])
+def test_numbers_become_text_and_white_space_goes(app, title, written):
+    status, _, body = app.post("bookshelf", {"user": OWNER, "title": title})
+    assert status == 201, body
+    assert json.loads(body)["title"] == written and shelf_row(app).endswith(f",{OWNER},{written}")
+
+
+@pytest.mark.parametrize("owner", [OWNER.upper(), "{%s}" % OWNER, f"{BASE}/api/v1/user/{OWNER.upper()}/",
+                                   f"/api/v1/user/{OWNER}/"])
+def test_an_owner_is_written_in_its_canonical_form(app, owner):
+    status, _, body = app.post("bookshelf", {"user": owner, "title": "t"})
+    assert status == 201, body
+    assert shelf_row(app).split(",")[1] == OWNER
+
+
+@pytest.mark.parametrize("owner", [f"{BASE}/api/v1/user/{OWNER}", f"{BASE}/api/v1/user/x/{OWNER}/",
+                                   f"{BASE}/api/v1/users/{OWNER}/", f"{BASE}/v1/user/{OWNER}/"])
+def test_a_hyperlink_must_be_a_users_detail_url(app, owner):
+    status, _, body = app.post("bookshelf", {"user": owner, "title": "t"})
+    assert (status, json.loads(body)) == (400, {"user": ["Invalid hyperlink - No URL match."]})
+
+
+@pytest.mark.parametrize("body, errors", [
+    ({"username": True}, {"username": ["Not a valid string."]}),
+    ({"username": 1403}, None),
+    ({"username": "no.bio", "bio": None}, {"bio": ["This field may not be null."]}),
+    ({"username": "blank.bio", "bio": "  "}, None),  # (a TextField may be blank)
+    ({"username": "x" * 150}, None),  # (the longest allowed)
+    ({"username": "a.b", "id": OWNER}, {"id": ["This field is read-only."]}),
+    ({"user": OWNER, "title": None}, {"title": ["This field may not be null."]}),
+])
+def test_user_fields(app, body, errors):
+    status, _, answer = app.post("user" if "username" in body else "bookshelf", body)
+    if errors is None:
+        assert status == 201, answer
+        assert json.loads(answer)["username"] == str(body["username"])
+    else:
+        assert (status, json.loads(answer)) == (400, errors)
+
+
+def test_a_name_taken_by_a_record_just_written_is_taken(app):
+    assert app.post("user", {"username": "twice"})[0] == 201
+    status, _, body = app.post("user", {"username": "twice"})
+    assert (status, json.loads(body)) == (400, {"username": ["A user with that username already exists."]})
+
+
+def test_a_hand_edit_of_the_data_is_seen(app):
+    with (app.data / "users.yaml").open("a", encoding="utf-8") as f:
+        f.write("- username: hand.made\n")
+    status, _, body = app.post("user", {"username": "hand.made"})
+    assert (status, json.loads(body)) == (400, {"username": ["A user with that username already exists."]})
+
+
+def test_a_data_file_without_ids_gets_the_id_the_build_derives(data_dir, tmp_path):
+    """A bookshelves.csv without an id column: the row is written without one, the answer
+    names the id the build will derive from its user and title, and a second shelf of the
+    same user and title is refused as DRF's unique_together refused it."""
+    path = data_dir / "bookshelves.csv"
+    path.write_text("".join(line.split(",", 1)[1] + "\n" for line in path.read_text(encoding="utf-8").splitlines()),
+                    encoding="utf-8")
+    app = App(data_dir, tmp_path / "site")
+    status, _, body = app.post("bookshelf", {"user": OWNER, "title": "تازه"})
+    assert status == 201, body
+    assert json.loads(body)["url"] == f"{BASE}/api/v1/bookshelf/{derived_id('bookshelves', f'{OWNER}/تازه')}/"
+    assert shelf_row(app) == f"{OWNER},تازه"
+    status, _, body = app.post("bookshelf", {"user": OWNER, "title": "تازه"})
+    assert (status, json.loads(body)) == (400, {"title": ["This user already has a bookshelf with this title."]})
+
+
+def test_data_that_does_not_load_says_why(data_dir, tmp_path):
+    (data_dir / "bookshelves.csv").write_bytes((data_dir / "bookshelves.csv").read_bytes() + b"not,a,uuid\n")
+    with pytest.raises(Unavailable) as caught:
+        Catalogue(data_dir, None, tmp_path / "journal").refresh()
+    assert str(caught.value).startswith("data/bookshelves.csv:14: ")
