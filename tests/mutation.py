@@ -2,7 +2,7 @@
 module's tests, one module at a time, in a copy of the project; the score of each module
 and every survivor (mutmut's diff of it) reported.
 
-    python tests/mutation.py [MODULE ...] [--timeout 1200] [--children 1] [--report FILE]
+    python tests/mutation.py [MODULE ...] [--timeout 1200] [--children 1] [--recheck-timeout 60] [--report FILE]
 
 MODULES below names, for each module that decides what clients get, the tests that check
 it; a module not listed there is run against the tests that import it (`-k` is not used:
@@ -135,7 +135,7 @@ def mutmut(work: Path, *args: str, timeout: float | None = None) -> subprocess.C
     return subprocess.CompletedProcess(process.args, process.returncode, out.decode(errors="replace"))
 
 
-def run(module: str, tests: list[str], timeout: float, children: int) -> Result:
+def run(module: str, tests: list[str], timeout: float, children: int, recheck_timeout: float = 60) -> Result:
     result = Result(module, tests)
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="mutation-") as folder:
@@ -156,7 +156,7 @@ def run(module: str, tests: list[str], timeout: float, children: int) -> Result:
             name, _, status = line.strip().rpartition(": ")
             if status not in ("survived", "timeout"):
                 continue
-            again = recheck(work, name, tests)
+            again = recheck(work, name, tests, recheck_timeout)
             if again != status:
                 result.counts[status] -= 1
                 result.counts[again] = result.counts.get(again, 0) + 1
@@ -202,6 +202,8 @@ def main() -> int:
     parser.add_argument("modules", nargs="*", help="modules under generator/ (default: every module of MODULES)")
     parser.add_argument("--timeout", type=float, default=1200, help="seconds for one module's run")
     parser.add_argument("--children", type=int, default=1, help="mutants run at once")
+    parser.add_argument("--recheck-timeout", type=float, default=60,
+                        help="seconds for the recheck of one mutant (a mutant that hangs takes all of them)")
     parser.add_argument("--report", type=Path, help="also write the report (markdown) here")
     args = parser.parse_args()
     results = []
@@ -211,7 +213,7 @@ def main() -> int:
             print(f"{module}: no test imports it", file=sys.stderr)
             return 2
         print(f"{module}: mutmut against {' '.join(tests)}", flush=True)
-        result = run(module, tests, args.timeout, args.children)
+        result = run(module, tests, args.timeout, args.children, args.recheck_timeout)
         print(f"{module}: {result.counts.get('killed', 0)} of {result.total} killed, "
               f"{len(result.survivors)} survived ({result.seconds:.0f} s; "
               f"{len(result.rechecked)} verdicts changed by the recheck)", flush=True)

@@ -1,7 +1,9 @@
 """Rebuilds after writes: a burst makes few builds, and a failed one is told, not hidden."""
 from __future__ import annotations
 
+import json
 import re
+import subprocess
 import sys
 import threading
 from pathlib import Path
@@ -71,6 +73,7 @@ def test_a_build_that_publishes_takes_away_what_it_published(tmp_path: Path):
     assert accepted.waiting() == {out / ACCEPTED / "api/v1/user/bb/later.json"}
     assert (out / ACCEPTED / "api/v1/user/aa/.accepting-half").is_file()
     assert len(logged) == 1 and re.fullmatch(r"rebuilt and published in \d+\.\d\d s", logged[0])
+    assert 0 < float(logged[0].split()[-2]) < 30
 
 
 def test_rebuilds_are_made_as_the_site_was(tmp_path: Path):
@@ -82,3 +85,59 @@ def test_rebuilds_are_made_as_the_site_was(tmp_path: Path):
                                  "--write-service", "127.0.0.1:8081", "--links", "paths",
                                  "--base-url", "https://ketab.example.ir"]
     assert rebuilder._accepted.out == tmp_path / "site"
+
+
+def test_a_failed_rebuild_logs_what_it_wrote_to_either_stream():
+    logged: list[str] = []
+    script = "import sys; print('out'); sys.stdout.flush(); print('err', file=sys.stderr); sys.exit(2)"
+    rebuilder = Rebuilder([sys.executable, "-c", script], logged.append)
+    rebuilder.start()
+    try:
+        rebuilder.request()
+        assert rebuilder.wait_idle(30)
+    finally:
+        rebuilder.stop()
+    assert logged == ["the rebuild failed (exit status 2); the site stays as it was:\nout\nerr"]
+
+
+def test_waiting_for_a_rebuild_gives_up_after_its_timeout():
+    rebuilder = Rebuilder([sys.executable, "-c", "import time; time.sleep(3)"], lambda message: None)
+    rebuilder.start()
+    try:
+        assert [t.name for t in threading.enumerate()].count("rebuild") == 1
+        rebuilder.request()
+        assert rebuilder.wait_idle(0.2) is False
+        assert rebuilder.wait_idle(30) is True
+    finally:
+        rebuilder.stop()
+
+
+def test_the_rebuild_thread_does_not_keep_the_process_alive(tmp_path: Path):
+    """A service that exits without stop() (an error as it starts) is not held by a rebuilder
+    waiting for work: its thread is a daemon."""
+    import generator.writes.rebuild
+    script = ("import sys; from generator.writes.rebuild import Rebuilder; "
+              "r = Rebuilder([sys.executable, '-c', 'pass'], print); r.start(); r.request(); r.wait_idle(30)")
+    done = subprocess.run([sys.executable, "-c", script], cwd=Path(generator.writes.rebuild.__file__).parents[2],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert re.fullmatch(r"rebuilt and published in \d+\.\d\d s\n", done.stdout)
+
+
+def test_a_rebuild_of_a_site_builds_it_as_it_was_built(data_dir: Path, tmp_path: Path):
+    """Rebuilder.of: the site's own build again (its links kept), logged; the accepted
+    documents it published taken away."""
+    site = tmp_path / "site"
+    logged: list[str] = []
+    rebuilder = Rebuilder.of(data_dir, site, None, "127.0.0.1:8080", "127.0.0.1:8081", logged.append)
+    Accepted(site).keep("api/v1/user/82/8162a4c5-73aa-444d-8a00-7877dd6972d1.json", b"{}")
+    rebuilder.start()
+    try:
+        rebuilder.request()
+        assert rebuilder.wait_idle(120)
+    finally:
+        rebuilder.stop()
+    assert len(logged) == 1 and logged[0].startswith("rebuilt and published in "), logged
+    assert json.loads((site / "current/api/v1/index.json").read_bytes())["books"] == \
+        "https://ketab.example.ir/api/v1/books/"  # (--links api, the default)
+    assert Accepted(site).waiting() == set()
