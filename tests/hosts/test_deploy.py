@@ -8,6 +8,7 @@ import gzip
 import hashlib
 import io
 import os
+import secrets
 import time
 from pathlib import Path
 
@@ -41,7 +42,8 @@ def bucket(endpoint, monkeypatch, request):
                         "AWS_DEFAULT_REGION": "us-east-1"}.items():
         monkeypatch.setenv(name, value)
     client = boto3.client("s3", endpoint_url=endpoint)
-    name = request.node.name.lower().replace("_", "-")[:50]
+    # (a new name each time: moto's buckets live as long as the process, which may run the tests again)
+    name = f'{request.node.name.lower().replace("_", "-")[:50]}-{secrets.token_hex(4)}'
     client.create_bucket(Bucket=name)
     return client, name
 
