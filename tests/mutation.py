@@ -115,6 +115,10 @@ def settings(module: str, tests: list[str]) -> str:
         f"only_mutate = {json.dumps([module])}\n"
         f"pytest_add_cli_args_test_selection = {json.dumps(tests)}\n"
         'pytest_add_cli_args = ["-p", "no:cacheprovider", "-q", "-x"]\n'
+        # (each mutant's worker forked from a server process of mutmut's own, not from its main
+        # process: a test that builds a site leaves the build's worker processes behind, and the
+        # main process, which waits for any child, would take one for a mutant's worker)
+        'process_isolation = "forkserver"\n'
         'also_copy = ["data/", "schemas/", "setup.py", "MANIFEST.in"]\n'
     )
 

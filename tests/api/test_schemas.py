@@ -187,3 +187,8 @@ def test_formats_are_checked():
     checker.check_document("image", image, "i.json")
     checker.check_document("image", {**image, "image": "https://k.example/a b[1].jpg"}, "i.json")
     assert checker.violations == ['i.json at /image: "https://k.example/a b[1].jpg" is not a "uri"']
+
+
+def test_a_validator_for_each_document_schema_and_none_for_the_shared_definitions():
+    checker = SchemaChecker()
+    assert set(checker.validators) == set(checker.record_validators) == set(SCHEMAS) - {"defs"}

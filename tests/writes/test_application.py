@@ -332,3 +332,46 @@ def test_data_that_does_not_load_says_why(data_dir, tmp_path):
     with pytest.raises(Unavailable) as caught:
         Catalogue(data_dir, None, tmp_path / "journal").refresh()
     assert str(caught.value).startswith("data/bookshelves.csv:14: ")
+
+
+def test_run_recovers_then_serves_what_it_was_configured_with(data_dir, tmp_path, monkeypatch, caplog):
+    """`catalogue write-service`: a crashed append is settled first, the data must load, the
+    application is served by uvicorn as configured (no Server or Date header of its own, an
+    access log), and a write made through it is published by a rebuild. (uvicorn's serving
+    loop is replaced by one request sent to the application it was given.)"""
+    import uvicorn
+    out = tmp_path / "site"
+    journal = out / service.STATE_DIR / "append.journal"
+    journal.parent.mkdir(parents=True)
+    users = data_dir / "users.yaml"
+    size = users.stat().st_size
+    with users.open("ab") as f:
+        f.write(b"- id: 0b7e5d8c")  # (an append cut short by a crash)
+    journal.write_text(json.dumps({"path": str(users), "size": size, "length": 40, "sha256": "0" * 64}))
+    token_file = tmp_path / "tokens"
+    token = tokens.add(token_file, "librarian")
+    served: dict = {}
+
+    def serve(self):
+        served["config"] = self.config
+        app = App.__new__(App)
+        app.app, app.token = self.config.app, token
+        served["answer"] = app.post("user", {"username": "through.run"})
+
+    monkeypatch.setattr(uvicorn.Server, "run", serve)
+    config = service.Config(data_dir, out, token_file, port=18001, listen="127.0.0.1:18000")
+    with caplog.at_level(logging.INFO, logger="catalogue.write"):
+        service.run(config)
+    assert users.stat().st_size == size  # (the partial record cut off)
+    messages = [r.getMessage() for r in caplog.records]
+    assert messages[0] == "after a crash: removed a partly written record from the end of users.yaml"
+    assert f"writes to {data_dir} accepted at http://127.0.0.1:18001" in messages
+    assert any(m.startswith("rebuilt and published in ") for m in messages), messages
+    settings = served["config"]
+    assert (settings.host, settings.port, settings.log_level, settings.server_header, settings.date_header,
+            settings.access_log) == ("127.0.0.1", 18001, "info", False, False, True)
+    status, _, body = served["answer"]
+    assert status == 201, body
+    created = json.loads(body)
+    published = out / "current/api/v1/user" / created["id"][:2] / f"{created['id']}.json"
+    assert published.read_bytes() == body
