@@ -70,6 +70,7 @@ class Result:
     survivors: dict[str, str] = field(default_factory=dict)  # mutant's name: its diff
     rechecked: dict[str, str] = field(default_factory=dict)  # mutant's name: mutmut's verdict → the recheck's
     stopped: bool = False  # the timeout ended the run
+    failed: str = ""  # mutmut's last words when it could not run (the tests fail without a mutant, say)
 
     @property
     def total(self) -> int:
@@ -119,7 +120,7 @@ def settings(module: str, tests: list[str]) -> str:
         # process: a test that builds a site leaves the build's worker processes behind, and the
         # main process, which waits for any child, would take one for a mutant's worker)
         'process_isolation = "forkserver"\n'
-        'also_copy = ["data/", "schemas/", "setup.py", "MANIFEST.in"]\n'
+        'also_copy = ["data/", "schemas/", "setup.py", "MANIFEST.in", "README.md", "docs/"]\n'
     )
 
 
@@ -148,7 +149,9 @@ def run(module: str, tests: list[str], timeout: float, children: int, recheck_ti
         with (work / "pyproject.toml").open("a", encoding="utf-8") as f:
             f.write(settings(module, tests))
         try:
-            mutmut(work, "run", "--max-children", str(children), timeout=timeout)
+            done = mutmut(work, "run", "--max-children", str(children), timeout=timeout)
+            if done.returncode != 0:  # (its tests failed without a mutant, say: no verdict is worth anything)
+                result.failed = done.stdout.strip().rsplit("\r", 1)[-1][-2000:]
         except TimeoutError:
             result.stopped = True
         result.seconds = time.monotonic() - started
@@ -192,7 +195,8 @@ def markdown(results: list[Result]) -> str:
         c = r.counts
         lines.append(f"| `{r.module}` | {', '.join(f'`{t}`' for t in r.tests)} | {r.total} | {c.get('killed', 0)} | "
                      f"{c.get('survived', 0)} | {c.get('timeout', 0)} | {c.get('no_tests', 0)} | "
-                     f"{r.score:.1%}{' (stopped: timeout)' if r.stopped else ''} | {r.seconds:.0f} |")
+                     f"{r.score:.1%}{' (stopped: timeout)' if r.stopped else ''}{' (mutmut failed)' if r.failed else ''} | "
+                     f"{r.seconds:.0f} |")
     for r in results:
         if r.survivors:
             lines += ["", f"### Survivors in `{r.module}`", ""]
@@ -221,6 +225,8 @@ def main() -> int:
         print(f"{module}: {result.counts.get('killed', 0)} of {result.total} killed, "
               f"{len(result.survivors)} survived ({result.seconds:.0f} s; "
               f"{len(result.rechecked)} verdicts changed by the recheck)", flush=True)
+        if result.failed:
+            print(f"  mutmut failed:\n{result.failed}", flush=True)
         for name in result.survivors:
             print(f"  survived: {name}", flush=True)
         results.append(result)
@@ -228,7 +234,7 @@ def main() -> int:
     print(report)
     if args.report:
         args.report.write_text(report, encoding="utf-8")
-    return 1 if any(r.survivors or r.stopped for r in results) else 0
+    return 1 if any(r.survivors or r.stopped or r.failed for r in results) else 0
 
 
 if __name__ == "__main__":
