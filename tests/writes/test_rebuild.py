@@ -8,6 +8,8 @@ import sys
 import threading
 from pathlib import Path
 
+import pytest
+
 from generator.api.urls import ACCEPTED
 from generator.writes.accepted import Accepted
 from generator.writes.rebuild import Rebuilder
@@ -141,3 +143,31 @@ def test_a_rebuild_of_a_site_builds_it_as_it_was_built(data_dir: Path, tmp_path:
     assert json.loads((site / "current/api/v1/index.json").read_bytes())["books"] == \
         "https://ketab.example.ir/api/v1/books/"  # (--links api, the default)
     assert Accepted(site).waiting() == set()
+
+
+class Crash(BaseException):
+    """The process dying at that point."""
+
+
+def test_an_accepted_document_is_written_whole_beside_its_place(tmp_path: Path, monkeypatch):
+    """keep() writes a temporary file in the target's own folder (never the system's temporary
+    folder: the rename that makes it whole must stay on one file system) and renames it; one
+    cut short is never taken for a waiting document. A second document in the same folder,
+    and one written again, are kept."""
+    accepted = Accepted(tmp_path / "site")
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path / "no-such-folder"))
+    accepted.keep("api/v1/user/aa/one.json", b"1")
+    accepted.keep("api/v1/user/aa/two.json", b"2")
+    accepted.keep("api/v1/user/aa/two.json", b"22")
+    folder = tmp_path / "site" / ACCEPTED / "api/v1/user/aa"
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == {"one.json": b"1", "two.json": b"22"}
+
+    def crash(source, target):
+        raise Crash
+    monkeypatch.setattr("os.replace", crash)
+    with pytest.raises(Crash):
+        accepted.keep("api/v1/user/aa/three.json", b"3")
+    monkeypatch.undo()
+    left = [p.name for p in folder.iterdir() if p.name not in ("one.json", "two.json")]
+    assert len(left) == 1 and left[0].startswith(".accepting-")
+    assert accepted.waiting() == {folder / "one.json", folder / "two.json"}
