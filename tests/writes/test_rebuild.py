@@ -171,3 +171,19 @@ def test_an_accepted_document_is_written_whole_beside_its_place(tmp_path: Path, 
     left = [p.name for p in folder.iterdir() if p.name not in ("one.json", "two.json")]
     assert len(left) == 1 and left[0].startswith(".accepting-")
     assert accepted.waiting() == {folder / "one.json", folder / "two.json"}
+
+
+def test_a_document_removed_meanwhile_is_no_error(tmp_path: Path):
+    """Between listing the waiting documents and removing one, someone else removed it (an
+    operator clearing the folder): publishing goes on."""
+    class Raced(Accepted):
+        def waiting(self):
+            found = super().waiting()
+            for path in found:
+                path.unlink()
+            return found
+    accepted = Raced(tmp_path / "site")
+    accepted.keep("api/v1/user/aa/one.json", b"1")
+    waited = Accepted(tmp_path / "site").waiting()
+    accepted.published(waited)
+    assert Accepted(tmp_path / "site").waiting() == set()
