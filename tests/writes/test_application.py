@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import re
 import time
 from pathlib import Path
 
@@ -335,21 +336,26 @@ def test_data_that_does_not_load_says_why(data_dir, tmp_path):
     assert str(caught.value).startswith("data/bookshelves.csv:14: ")
 
 
-def test_run_recovers_then_serves_what_it_was_configured_with(data_dir, tmp_path, monkeypatch, caplog):
-    """`catalogue write-service`: a crashed append is settled first, the data must load, the
-    application is served by uvicorn as configured (no Server or Date header of its own, an
-    access log), and a write made through it is published by a rebuild. (uvicorn's serving
-    loop is replaced by one request sent to the application it was given.)"""
+@pytest.mark.parametrize("crashed", [True, False])
+def test_run_recovers_then_serves_what_it_was_configured_with(data_dir, tmp_path, monkeypatch, capsys, crashed):
+    """`catalogue write-service`: a crashed append is settled first (else the output folder
+    may not exist yet), the data must load, the application is served by uvicorn as configured
+    (no Server or Date header of its own, an access log), a write made through it is published
+    by a rebuild, a token file that breaks is logged, and the log goes to stderr with the time
+    and the logger's name. (uvicorn's serving loop is replaced by requests sent to the
+    application it was given.)"""
     import uvicorn
-    out = tmp_path / "site"
-    journal = out / service.STATE_DIR / "append.journal"
-    journal.parent.mkdir(parents=True)
+    monkeypatch.setattr(logging.root, "handlers", [])  # (the service configures logging itself)
+    monkeypatch.setattr(logging.root, "level", logging.WARNING)
+    out = tmp_path / "out" / "site"
     users = data_dir / "users.yaml"
     original = users.read_bytes()
-    size = len(original)
-    with users.open("ab") as f:
-        f.write(b"- id: 0b7e5d8c")  # (an append cut short by a crash)
-    journal.write_text(json.dumps({"path": str(users), "size": size, "length": 40, "sha256": "0" * 64}))
+    if crashed:
+        journal = out / service.STATE_DIR / "append.journal"
+        journal.parent.mkdir(parents=True)
+        with users.open("ab") as f:
+            f.write(b"- id: 0b7e5d8c")  # (an append cut short by a crash)
+        journal.write_text(json.dumps({"path": str(users), "size": len(original), "length": 40, "sha256": "0" * 64}))
     token_file = tmp_path / "tokens"
     token = tokens.add(token_file, "librarian")
     served: dict = {}
@@ -358,29 +364,45 @@ def test_run_recovers_then_serves_what_it_was_configured_with(data_dir, tmp_path
         served["config"] = self.config
         app = App.__new__(App)
         app.app, app.token = self.config.app, token
-        served["answer"] = status, _, body = app.post("user", {"username": "through.run"})
+        served["answer"] = status, _, body = app.post("user", {"username": "through.run"},
+                                                      path="/catalogue/api/v1/user/")
         if status == 201:  # (served until the rebuild it asked for has published the record)
             id = json.loads(body)["id"]
             published = out / "current/api/v1/user" / id[:2] / f"{id}.json"
             deadline = time.monotonic() + 120
             while not published.is_file() and time.monotonic() < deadline:
                 time.sleep(0.05)
+        token_file.write_text("broken\n")
+        served["broken"] = app.post("user", {"username": "after.break"}, path="/catalogue/api/v1/user/")
 
     monkeypatch.setattr(uvicorn.Server, "run", serve)
-    config = service.Config(data_dir, out, token_file, port=18001, listen="127.0.0.1:18000")
-    with caplog.at_level(logging.INFO, logger="catalogue.write"):
-        service.run(config)
+    config = service.Config(data_dir, out, token_file, port=18001, listen="127.0.0.1:18000",
+                            base_url="https://example.org/catalogue")
+    service.run(config)
     after = users.read_bytes()  # (the partial record cut off, the new one after the file's bytes)
     assert after.startswith(original) and b"0b7e5d8c" not in after and b"through.run" in after
-    messages = [r.getMessage() for r in caplog.records]
-    assert messages[0] == "after a crash: removed a partly written record from the end of users.yaml"
-    assert f"writes to {data_dir} accepted at http://127.0.0.1:18001" in messages
+    logged = capsys.readouterr().err.splitlines()
+    assert all(re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} catalogue\.write: .+", line) for line in logged), logged
+    messages = [line.split(" catalogue.write: ", 1)[1] for line in logged]
+    first = (["after a crash: removed a partly written record from the end of users.yaml"] if crashed else []) + [
+        f"writes to {data_dir} accepted at http://127.0.0.1:18001"]
+    assert messages[:len(first)] == first
     assert any(m.startswith("rebuilt and published in ") for m in messages), messages
+    assert f"no token is valid until the token file is mended: {token_file}:1: expected `<name> <sha256 hex of " \
+           "the token>`" in messages
     settings = served["config"]
     assert (settings.host, settings.port, settings.log_level, settings.server_header, settings.date_header,
             settings.access_log) == ("127.0.0.1", 18001, "info", False, False, True)
-    status, _, body = served["answer"]
+    status, headers, body = served["answer"]
     assert status == 201, body
     created = json.loads(body)
+    assert headers["location"] == created["url"] == f"https://example.org/catalogue/api/v1/user/{created['id']}/"
     published = out / "current/api/v1/user" / created["id"][:2] / f"{created['id']}.json"
     assert published.read_bytes() == body
+    assert served["broken"][0] == 401
+
+
+def test_the_supervised_service_says_why_it_starts_again_on_stderr(tmp_path, capsys):
+    supervised = service.supervised(service.Config(tmp_path / "data", tmp_path / "site", tmp_path / "tokens"))
+    supervised._log("the write service exited with status 1; starting it again")
+    assert capsys.readouterr() == ("", "the write service exited with status 1; starting it again\n")
