@@ -2,7 +2,7 @@
 module's tests, one module at a time, in a copy of the project; the score of each module
 and every survivor (mutmut's diff of it) reported.
 
-    python tests/mutation.py [MODULE ...] [--timeout 1200] [--children 1] [--recheck-timeout 60] [--report FILE]
+    python tests/mutation.py [MODULE ...] [--timeout 1200] [--children 1] [--recheck-timeout 60] [--mutants GLOB ...] [--report FILE]
 
 MODULES below names, for each module that decides what clients get, the tests that check
 it; a module not listed there is run against the tests that import it (`-k` is not used:
@@ -140,7 +140,8 @@ def mutmut(work: Path, *args: str, timeout: float | None = None) -> subprocess.C
     return subprocess.CompletedProcess(process.args, process.returncode, out.decode(errors="replace"))
 
 
-def run(module: str, tests: list[str], timeout: float, children: int, recheck_timeout: float = 60) -> Result:
+def run(module: str, tests: list[str], timeout: float, children: int, recheck_timeout: float = 60,
+        only: list[str] | None = None) -> Result:
     result = Result(module, tests)
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="mutation-") as folder:
@@ -149,7 +150,7 @@ def run(module: str, tests: list[str], timeout: float, children: int, recheck_ti
         with (work / "pyproject.toml").open("a", encoding="utf-8") as f:
             f.write(settings(module, tests))
         try:
-            done = mutmut(work, "run", "--max-children", str(children), timeout=timeout)
+            done = mutmut(work, "run", "--max-children", str(children), *(only or ()), timeout=timeout)
             if done.returncode != 0:  # (its tests failed without a mutant, say: no verdict is worth anything)
                 result.failed = done.stdout.strip().rsplit("\r", 1)[-1][-2000:]
         except TimeoutError:
@@ -158,6 +159,8 @@ def run(module: str, tests: list[str], timeout: float, children: int, recheck_ti
         if mutmut(work, "export-cicd-stats").returncode == 0 and (work / "mutants/mutmut-cicd-stats.json").is_file():
             stats = json.loads((work / "mutants/mutmut-cicd-stats.json").read_text(encoding="utf-8"))
             result.counts = {key: stats.get(key, 0) for key in (*STATUSES, "total")}
+            if only:  # (a sample: the mutants it ran, not every mutant of the module)
+                result.counts["total"] = sum(result.counts[key] for key in STATUSES)
         listed = mutmut(work, "results").stdout
         for line in listed.splitlines():
             name, _, status = line.strip().rpartition(": ")
@@ -213,6 +216,8 @@ def main() -> int:
     parser.add_argument("--recheck-timeout", type=float, default=60,
                         help="seconds for the recheck of one mutant (a mutant that hangs takes all of them)")
     parser.add_argument("--report", type=Path, help="also write the report (markdown) here")
+    parser.add_argument("--mutants", nargs="+", metavar="GLOB",
+                        help="only these of mutmut's mutants (names or patterns, as `mutmut results` names them): a sample")
     args = parser.parse_args()
     results = []
     for module in args.modules or list(MODULES):
@@ -221,7 +226,7 @@ def main() -> int:
             print(f"{module}: no test imports it", file=sys.stderr)
             return 2
         print(f"{module}: mutmut against {' '.join(tests)}", flush=True)
-        result = run(module, tests, args.timeout, args.children, args.recheck_timeout)
+        result = run(module, tests, args.timeout, args.children, args.recheck_timeout, args.mutants)
         print(f"{module}: {result.counts.get('killed', 0)} of {result.total} killed, "
               f"{len(result.survivors)} survived ({result.seconds:.0f} s; "
               f"{len(result.rechecked)} verdicts changed by the recheck)", flush=True)
