@@ -411,3 +411,34 @@ def test_the_supervised_service_says_why_it_starts_again_on_stderr(tmp_path, cap
     supervised = service.supervised(service.Config(tmp_path / "data", tmp_path / "site", tmp_path / "tokens"))
     supervised._log("the write service exited with status 1; starting it again")
     assert capsys.readouterr() == ("", "the write service exited with status 1; starting it again\n")
+
+
+def test_a_paths_site_answers_the_links_it_publishes(data_dir, tmp_path):
+    app = App(data_dir, tmp_path / "site", links="paths")
+    status, headers, body = app.post("user", {"username": "paths.user"})
+    assert status == 201, body
+    id = json.loads(body)["id"]
+    assert headers["location"] == f"{BASE}/api/v1/user/{id[:2]}/{id}.json"
+
+
+def test_a_catalogue_links_as_the_api_unless_told(data_dir, tmp_path):
+    created = Catalogue(data_dir, None, tmp_path / "journal").create("user", {"username": "default.links"})
+    assert created.url == f"{BASE}/api/v1/user/{json.loads(created.body)['id']}/"
+
+
+def test_a_missing_data_file_stops_writes_and_says_which(data_dir, tmp_path):
+    (data_dir / "bookshelves.csv").unlink()
+    with pytest.raises(Unavailable) as caught:
+        Catalogue(data_dir, None, tmp_path / "journal").refresh()
+    assert str(caught.value) == ("data/: collection 'bookshelves' has no data file: add bookshelves.yaml or "
+                                 "bookshelves.csv")
+
+
+def test_a_hand_edit_of_a_yml_file_is_seen(data_dir, tmp_path):
+    (data_dir / "users.yaml").rename(data_dir / "users.yml")
+    app = App(data_dir, tmp_path / "site")
+    assert app.post("user", {"username": "first.yml"})[0] == 201
+    with (data_dir / "users.yml").open("a", encoding="utf-8") as f:
+        f.write("- username: hand.made.yml\n")
+    status, _, body = app.post("user", {"username": "hand.made.yml"})
+    assert (status, json.loads(body)) == (400, {"username": ["A user with that username already exists."]})
