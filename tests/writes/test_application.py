@@ -381,8 +381,9 @@ def test_run_recovers_then_serves_what_it_was_configured_with(data_dir, tmp_path
         served["broken"] = app.post("user", {"username": "after.break"}, path="/catalogue/api/v1/user/")
 
     monkeypatch.setattr(uvicorn.Server, "run", serve)
+    links = "api" if crashed else "paths"  # (a `--links paths` site: its records answered and rebuilt so)
     config = service.Config(data_dir, out, token_file, port=18001, listen="127.0.0.1:18000",
-                            base_url="https://example.org/catalogue")
+                            base_url="https://example.org/catalogue", links=links)
     service.run(config)
     after = users.read_bytes()  # (the partial record cut off, the new one after the file's bytes)
     assert after.startswith(original) and b"0b7e5d8c" not in after and b"through.run" in after
@@ -401,7 +402,9 @@ def test_run_recovers_then_serves_what_it_was_configured_with(data_dir, tmp_path
     status, headers, body = served["answer"]
     assert status == 201, body
     created = json.loads(body)
-    assert headers["location"] == created["url"] == f"https://example.org/catalogue/api/v1/user/{created['id']}/"
+    id = created["id"]
+    assert headers["location"] == created["url"] == (f"https://example.org/catalogue/api/v1/user/{id}/" if crashed
+                                                     else f"https://example.org/catalogue/api/v1/user/{id[:2]}/{id}.json")
     published = out / "current/api/v1/user" / created["id"][:2] / f"{created['id']}.json"
     assert published.read_bytes() == body
     assert served["broken"][0] == 401
