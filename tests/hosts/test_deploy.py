@@ -359,11 +359,19 @@ def test_a_record_of_an_older_version_and_a_cut_journal(tmp_path):
     record.done("api/b", (4, 5, 6))
     record.claim("token-1")
     record.done("api/a", None)
+    record.done("api/listed-only", None)  # (a deletion of what a listing found: never recorded)
     record._file.close()
     with record.journal.open("a", encoding="utf-8") as f:
         f.write('["api/c", [7, 8')  # (interrupted mid-line)
     again = deploy.Record(tmp_path, target, "http://e")
     assert (again.known, again.marker) == ({"api/b": [4, 5, 6]}, "token-1")
+    # Interrupted again: the next deploy's entries follow the cut line, and are replayed.
+    again.done("api/d", (1, 1, 1))
+    again.done("api/e", (2, 2, 2))
+    again._file.close()
+    third = deploy.Record(tmp_path, target, "http://e")
+    assert (third.known["api/b"], third.known["api/e"]) == ([4, 5, 6], [2, 2, 2])
+    third._file.close()
     again.finish({"api/b": (4, 5, 6)})
     assert json.loads(again.manifest.read_text()) == {"marker": "token-1", "files": {"api/b": [4, 5, 6]}}
     assert not again.journal.exists()
