@@ -404,3 +404,21 @@ def test_the_marker_is_never_cached_and_deletions_go_in_batches(data_dir, tmp_pa
     monkeypatch.setattr(deploy, "BATCH", 3)
     report = deploy.deploy(site, f"s3://{name}", endpoint, progress=lambda line: None)
     assert report.deleted > 3 * 2 and set(objects(client, name)) == set(published(site))
+
+
+def test_progress_counts_each_upload(tmp_path, bucket, endpoint, monkeypatch):
+    """A line at most each second (here a clock that moves a second each time it is read):
+    the uploads counted from one, of all that changed."""
+    client, name = bucket
+    root = tmp_path / "generation"
+    (root / "api").mkdir(parents=True)
+    for n in range(3):
+        (root / "api" / f"{n}.json").write_bytes(b"{}")
+    now = deploy.tree(root)
+    ticks = iter(range(10 ** 6))
+    monkeypatch.setattr(deploy.time, "monotonic", lambda: float(next(ticks)))
+    lines: list[str] = []
+    target = deploy.Target.parse(f"s3://{name}")
+    record = deploy.Record(tmp_path, target, endpoint)
+    deploy.upload_all(client, target, root, now, sorted(now), "no-cache", record, lines.append)
+    assert sorted(lines) == ["  uploaded 1 of 3", "  uploaded 2 of 3", "  uploaded 3 of 3"]
