@@ -19,6 +19,7 @@ import pytest
 from click.testing import CliRunner
 
 from conftest import published_files
+from generator.api.serving import HTML_TYPE
 from generator.api.urls import PUBLISHED, STATE
 from generator.errors import CatalogueError
 from generator.sitebuild import build
@@ -399,6 +400,8 @@ def test_the_marker_is_never_cached_and_deletions_go_in_batches(data_dir, tmp_pa
     deploy.deploy(site, f"s3://{name}", endpoint, progress=lambda line: None)
     head = client.head_object(Bucket=name, Key=deploy.MARKER)
     assert (head["ContentType"], head["CacheControl"], head["ContentLength"]) == ("text/plain", "no-store", 32)
+    viewer = client.head_object(Bucket=name, Key="_meta/viewer.html.gz")  # (a twin has its own file's type)
+    assert (viewer["ContentType"], viewer["ContentEncoding"]) == (HTML_TYPE, "gzip")
     (data_dir / "site.yaml").write_text("base_url: https://ketab.example.ir\npage_sizes: [12]\n", encoding="utf-8")
     build(data_dir, site)
     monkeypatch.setattr(deploy, "BATCH", 3)
