@@ -2,7 +2,7 @@
 module's tests, one module at a time, in a copy of the project; the score of each module
 and every survivor (mutmut's diff of it) reported.
 
-    python tests/mutation.py [MODULE ...] [--timeout 1200] [--children 1] [--report FILE]
+    python tests/mutation.py [MODULE ...] [--timeout 1200] [--children 1] [--recheck-timeout 60] [--mutants GLOB ...] [--report FILE]
 
 MODULES below names, for each module that decides what clients get, the tests that check
 it; a module not listed there is run against the tests that import it (`-k` is not used:
@@ -47,6 +47,16 @@ MODULES = {
     "generator/api/querystring.py": ["tests/api/test_querystring.py"],
     "generator/api/pages.py": ["tests/api/test_pages.py"],
     "generator/api/assemble.py": ["tests/api/test_assemble.py"],
+    # The write path: its tests in this process (the end-to-end ones in tests/writes/test_service.py
+    # run the service in a process of its own, where mutmut's statistics do not reach).
+    "generator/writes/append.py": ["tests/writes/test_append.py"],
+    "generator/writes/accepted.py": ["tests/writes/test_rebuild.py"],
+    "generator/writes/rebuild.py": ["tests/writes/test_rebuild.py"],
+    "generator/writes/tokens.py": ["tests/writes/test_tokens.py", "tests/test_cli.py"],
+    "generator/writes/create.py": ["tests/writes/test_application.py"],
+    "generator/writes/service.py": ["tests/writes/test_application.py"],
+    "generator/hosts/deploy.py": ["tests/hosts/test_deploy.py"],
+    "generator/api/schemas.py": ["tests/api/test_schemas.py"],
 }
 STATUSES = ("killed", "survived", "timeout", "suspicious", "no_tests", "skipped", "segfault")
 
@@ -60,6 +70,7 @@ class Result:
     survivors: dict[str, str] = field(default_factory=dict)  # mutant's name: its diff
     rechecked: dict[str, str] = field(default_factory=dict)  # mutant's name: mutmut's verdict → the recheck's
     stopped: bool = False  # the timeout ended the run
+    failed: str = ""  # mutmut's last words when it could not run (the tests fail without a mutant, say)
 
     @property
     def total(self) -> int:
@@ -105,7 +116,11 @@ def settings(module: str, tests: list[str]) -> str:
         f"only_mutate = {json.dumps([module])}\n"
         f"pytest_add_cli_args_test_selection = {json.dumps(tests)}\n"
         'pytest_add_cli_args = ["-p", "no:cacheprovider", "-q", "-x", "-n", "0"]\n'
-        'also_copy = ["data/", "schemas/", "setup.py", "MANIFEST.in"]\n'
+        # (each mutant's worker forked from a server process of mutmut's own, not from its main
+        # process: a test that builds a site leaves the build's worker processes behind, and the
+        # main process, which waits for any child, would take one for a mutant's worker)
+        'process_isolation = "forkserver"\n'
+        'also_copy = ["data/", "schemas/", "setup.py", "MANIFEST.in", "README.md", "docs/"]\n'
     )
 
 
@@ -125,7 +140,8 @@ def mutmut(work: Path, *args: str, timeout: float | None = None) -> subprocess.C
     return subprocess.CompletedProcess(process.args, process.returncode, out.decode(errors="replace"))
 
 
-def run(module: str, tests: list[str], timeout: float, children: int) -> Result:
+def run(module: str, tests: list[str], timeout: float, children: int, recheck_timeout: float = 60,
+        only: list[str] | None = None) -> Result:
     result = Result(module, tests)
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="mutation-") as folder:
@@ -134,19 +150,23 @@ def run(module: str, tests: list[str], timeout: float, children: int) -> Result:
         with (work / "pyproject.toml").open("a", encoding="utf-8") as f:
             f.write(settings(module, tests))
         try:
-            mutmut(work, "run", "--max-children", str(children), timeout=timeout)
+            done = mutmut(work, "run", "--max-children", str(children), *(only or ()), timeout=timeout)
+            if done.returncode != 0:  # (its tests failed without a mutant, say: no verdict is worth anything)
+                result.failed = done.stdout.strip().rsplit("\r", 1)[-1][-2000:]
         except TimeoutError:
             result.stopped = True
         result.seconds = time.monotonic() - started
         if mutmut(work, "export-cicd-stats").returncode == 0 and (work / "mutants/mutmut-cicd-stats.json").is_file():
             stats = json.loads((work / "mutants/mutmut-cicd-stats.json").read_text(encoding="utf-8"))
             result.counts = {key: stats.get(key, 0) for key in (*STATUSES, "total")}
+            if only:  # (a sample: the mutants it ran, not every mutant of the module)
+                result.counts["total"] = sum(result.counts[key] for key in STATUSES)
         listed = mutmut(work, "results").stdout
         for line in listed.splitlines():
             name, _, status = line.strip().rpartition(": ")
             if status not in ("survived", "timeout"):
                 continue
-            again = recheck(work, name, tests)
+            again = recheck(work, name, tests, recheck_timeout)
             if again != status:
                 result.counts[status] -= 1
                 result.counts[again] = result.counts.get(again, 0) + 1
@@ -178,7 +198,8 @@ def markdown(results: list[Result]) -> str:
         c = r.counts
         lines.append(f"| `{r.module}` | {', '.join(f'`{t}`' for t in r.tests)} | {r.total} | {c.get('killed', 0)} | "
                      f"{c.get('survived', 0)} | {c.get('timeout', 0)} | {c.get('no_tests', 0)} | "
-                     f"{r.score:.1%}{' (stopped: timeout)' if r.stopped else ''} | {r.seconds:.0f} |")
+                     f"{r.score:.1%}{' (stopped: timeout)' if r.stopped else ''}{' (mutmut failed)' if r.failed else ''} | "
+                     f"{r.seconds:.0f} |")
     for r in results:
         if r.survivors:
             lines += ["", f"### Survivors in `{r.module}`", ""]
@@ -192,7 +213,11 @@ def main() -> int:
     parser.add_argument("modules", nargs="*", help="modules under generator/ (default: every module of MODULES)")
     parser.add_argument("--timeout", type=float, default=1200, help="seconds for one module's run")
     parser.add_argument("--children", type=int, default=1, help="mutants run at once")
+    parser.add_argument("--recheck-timeout", type=float, default=60,
+                        help="seconds for the recheck of one mutant (a mutant that hangs takes all of them)")
     parser.add_argument("--report", type=Path, help="also write the report (markdown) here")
+    parser.add_argument("--mutants", nargs="+", metavar="GLOB",
+                        help="only these of mutmut's mutants (names or patterns, as `mutmut results` names them): a sample")
     args = parser.parse_args()
     results = []
     for module in args.modules or list(MODULES):
@@ -201,10 +226,12 @@ def main() -> int:
             print(f"{module}: no test imports it", file=sys.stderr)
             return 2
         print(f"{module}: mutmut against {' '.join(tests)}", flush=True)
-        result = run(module, tests, args.timeout, args.children)
+        result = run(module, tests, args.timeout, args.children, args.recheck_timeout, args.mutants)
         print(f"{module}: {result.counts.get('killed', 0)} of {result.total} killed, "
               f"{len(result.survivors)} survived ({result.seconds:.0f} s; "
               f"{len(result.rechecked)} verdicts changed by the recheck)", flush=True)
+        if result.failed:
+            print(f"  mutmut failed:\n{result.failed}", flush=True)
         for name in result.survivors:
             print(f"  survived: {name}", flush=True)
         results.append(result)
@@ -212,7 +239,7 @@ def main() -> int:
     print(report)
     if args.report:
         args.report.write_text(report, encoding="utf-8")
-    return 1 if any(r.survivors or r.stopped for r in results) else 0
+    return 1 if any(r.survivors or r.stopped or r.failed for r in results) else 0
 
 
 if __name__ == "__main__":

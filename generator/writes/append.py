@@ -179,6 +179,4 @@ def _yaml_indent(path: Path, name: str) -> str:
         raise CannotAppend(f"{name} is not a block list of records (- key: value): records cannot be added to it")
     if re.search(rb"^(?:---|\.\.\.)\s*$", text[node.end_mark.index:], re.M):
         raise CannotAppend(f"{name} ends with a YAML document marker: remove it before records are added")
-    if not node.value:
-        raise CannotAppend(f"{name} holds an empty list: write it as an empty file to add records")
     return " " * node.start_mark.column

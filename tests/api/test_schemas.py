@@ -5,13 +5,14 @@ import json
 from pathlib import Path
 
 import jsonschema
+import orjson
 import pytest
 from referencing import Registry, Resource
 
 from generator.api import render
 from generator.sitebuild import build
 from generator.errors import GeneratorBug
-from generator.api.schemas import SchemaChecker, load_schemas
+from generator.api.schemas import MAX_REPORTED, SchemaChecker, load_schemas
 from generator.api.urls import RESOURCES
 from conftest import SAMPLE, site_state
 from golden_files import served_files
@@ -125,3 +126,69 @@ def test_a_generator_bug_fails_the_build_and_publishes_nothing(tmp_path: Path, m
     assert message.startswith("7 schema violations in generated documents (a bug in the generator")
     assert message.count("api/v1/publisher/") == 7 and "at /company:" in message
     assert site_state(out) == before
+
+
+def test_the_report_names_each_violation_and_counts_the_rest():
+    checker = SchemaChecker()
+    checker.check("book", render.encode({**good_book(), "pages": -1}), "one.json")
+    with pytest.raises(GeneratorBug) as caught:
+        checker.raise_if_violated()
+    assert str(caught.value) == ("1 schema violation in generated documents (a bug in the generator, not in the "
+                                 "data; please report it):\n  one.json at /pages: -1 is less than the minimum of 0")
+    checker = SchemaChecker()
+    for n in range(MAX_REPORTED + 3):
+        checker.check_document("book", {**good_book(), "pages": -1, "weight": -1}, f"{n}.json")
+    assert checker.total == 2 * (MAX_REPORTED + 3) and len(checker.violations) == MAX_REPORTED
+    message = SchemaChecker.report(checker.violations, checker.total)
+    assert message.startswith(f"{2 * (MAX_REPORTED + 3)} schema violations in generated documents")
+    assert message.endswith(f"\n  9.json at /weight: -1 is less than the minimum of 0\n  ... and "
+                            f"{MAX_REPORTED + 6} more")
+    assert SchemaChecker.report(["a", "b"], 2).endswith(":\n  a\n  b")
+
+
+def test_a_pointer_names_the_place_in_an_embedded_record():
+    book = good_book()
+    book["authors"][0]["bio"] = 5
+    checker = SchemaChecker()
+    checker.check_document("book", book, "b.json")
+    assert checker.violations == ['b.json at /authors/0/bio: 5 is not of type "string"']
+
+
+def test_a_record_is_checked_before_it_is_encoded_its_embedded_records_already_checked():
+    """check_record: an embedded record (an encoded Fragment, or each of a list of them)
+    stands as an object, whatever it holds; the record's own fields are checked."""
+    book = good_book()
+    book["authors"] = [orjson.Fragment(b'{"not": "an author"}')] * 2
+    book["publishers"] = []
+    checker = SchemaChecker()
+    checker.check_record("book", book, "b.json")
+    assert checker.violations == []
+    shelf = {"url": "https://k.example/api/v1/bookshelf/0b9f6a52-3d4e-4f1a-9c2b-7e8d9f0a1b2c/",
+             "user": orjson.Fragment(b'{"not": "a user"}'), "title": "t"}
+    checker.check_record("bookshelf", shelf, "s.json")
+    assert checker.violations == []
+    checker.check_record("bookshelf", {**shelf, "title": 5}, "s.json")
+    checker.check_record("bookshelf", {**shelf, "user": "a user"}, "s.json")  # (not a record at all)
+    checker.check_record("book", {**book, "authors": "none"}, "b.json")
+    assert checker.violations == ['s.json at /title: 5 is not of type "string"',
+                                  's.json at /user: "a user" is not of type "object"',
+                                  'b.json at /authors: "none" is not of type "array"']
+    # Checked as a document, an embedded record is checked in full.
+    checker = SchemaChecker()
+    checker.check_document("bookshelf", {**shelf, "user": {"not": "a user"}}, "s.json")
+    assert checker.violations and all(v.startswith("s.json at /user") for v in checker.violations)
+
+
+def test_formats_are_checked():
+    """A link that its pattern lets through (it starts with https://) but that is no URI."""
+    image = {"id": "0b9f6a52-3d4e-4f1a-9c2b-7e8d9f0a1b2c", "image": "https://k.example/a.jpg",
+             "type_image_book": None, "book": "0b9f6a52-3d4e-4f1a-9c2b-7e8d9f0a1b2c"}
+    checker = SchemaChecker()
+    checker.check_document("image", image, "i.json")
+    checker.check_document("image", {**image, "image": "https://k.example/a b[1].jpg"}, "i.json")
+    assert checker.violations == ['i.json at /image: "https://k.example/a b[1].jpg" is not a "uri"']
+
+
+def test_a_validator_for_each_document_schema_and_none_for_the_shared_definitions():
+    checker = SchemaChecker()
+    assert set(checker.validators) == set(checker.record_validators) == set(SCHEMAS) - {"defs"}

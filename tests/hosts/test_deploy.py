@@ -7,7 +7,9 @@ import csv
 import gzip
 import hashlib
 import io
+import json
 import os
+import secrets
 import time
 from pathlib import Path
 
@@ -17,7 +19,9 @@ import pytest
 from click.testing import CliRunner
 
 from conftest import published_files
+from generator.api.serving import HTML_TYPE
 from generator.api.urls import PUBLISHED, STATE
+from generator.errors import CatalogueError
 from generator.sitebuild import build
 from generator.cli import main
 from generator.hosts import deploy
@@ -41,7 +45,8 @@ def bucket(endpoint, monkeypatch, request):
                         "AWS_DEFAULT_REGION": "us-east-1"}.items():
         monkeypatch.setenv(name, value)
     client = boto3.client("s3", endpoint_url=endpoint)
-    name = request.node.name.lower().replace("_", "-")[:50]
+    # (a new name each time: moto's buckets live as long as the process, which may run the tests again)
+    name = f'{request.node.name.lower().replace("_", "-")[:50]}-{secrets.token_hex(4)}'
     client.create_bucket(Bucket=name)
     return client, name
 
@@ -290,3 +295,133 @@ def test_a_changed_openapi_document_invalidates_its_path():
     paths = ["_meta/openapi.json", "_meta/openapi.json.gz", "_meta/page-not-built.json", "api/v1/index.json"]
     assert deploy.invalidations(paths, "/p") == ["/p/api/v1/", "/p/api/v1/schema/"]
     assert deploy.invalidations(["_meta/site.json"], "") == []
+
+
+@pytest.mark.parametrize("url, bucket, prefix", [
+    ("s3://b", "b", ""), ("s3://b/", "b", ""), ("s3://b//a/b//", "b", "a/b/"), ("s3://b/a", "b", "a/"),
+])
+def test_a_target_and_its_keys(url, bucket, prefix):
+    target = deploy.Target.parse(url)
+    assert (target.bucket, target.prefix) == (bucket, prefix)
+    assert target.key("api/v1/index.json") == f"{prefix}api/v1/index.json"
+
+
+@pytest.mark.parametrize("url", ["s3:///prefix", "s3:bucket", "S4://bucket"])
+def test_a_target_needs_a_bucket(url):
+    with pytest.raises(CatalogueError, match="give it as s3://BUCKET or s3://BUCKET/PREFIX"):
+        deploy.Target.parse(url)
+
+
+def test_the_bucket_is_compared_by_size_and_the_md5_of_a_single_part_upload(tmp_path):
+    root = tmp_path
+    (root / "api").mkdir()
+    for name, body in {"same": b"abc", "size": b"abc", "bytes": b"abc", "parts": b"abc", "new": b"n"}.items():
+        (root / "api" / name).write_bytes(body)
+    now = deploy.tree(root)
+    md5 = hashlib.md5(b"abc").hexdigest()
+    listed = {"api/same": (3, md5), "api/size": (4, md5), "api/bytes": (3, hashlib.md5(b"abd").hexdigest()),
+              "api/parts": (3, md5[:-2] + "-1"), "api/gone": (1, md5)}
+    compared = deploy.compare(root, now, listed, "--check", force=False)
+    assert (compared.reason, compared.listed) == ("--check", 4)
+    assert (compared.missing, compared.different, compared.extra) == (
+        ["api/new"], ["api/bytes", "api/parts", "api/size"], ["api/gone"])
+    forced = deploy.compare(root, now, listed, "--force", force=True)
+    assert forced.different == ["api/bytes", "api/parts", "api/same", "api/size"]
+    # (a multipart ETag, whatever its digits, is never taken for the MD5 of the bytes)
+    assert deploy.compare(root, now, {"api/same": (3, f"{md5}-1")}, "r", False).different == ["api/same"]
+
+
+def test_md5_of_a_file_larger_than_a_chunk(tmp_path):
+    path = tmp_path / "big"
+    body = os.urandom((1 << 20) + 5)
+    path.write_bytes(body)
+    assert deploy.md5(path) == hashlib.md5(body).hexdigest()
+
+
+def test_what_a_cdn_must_forget():
+    paths = ["api/v1/books/76/76f9d815-44dc-545f-890b-4419e8e5e6da.json.gz",
+             "api/v1/books/76/76f9d815-44dc-545f-890b-4419e8e5e6da.json",
+             "api/v1/user/pages/12/0/0.json", "api/v1/author/index.json", "api/v1/index.json",
+             "_meta/openapi.json", "_meta/site.json", "api/v1/books/index.json.gz"]
+    assert deploy.invalidations(paths, "/p") == [
+        "/p/api/v1/", "/p/api/v1/author/", "/p/api/v1/author/?*", "/p/api/v1/books/",
+        "/p/api/v1/books/76f9d815-44dc-545f-890b-4419e8e5e6da/", "/p/api/v1/books/?*", "/p/api/v1/schema/", "/p/api/v1/user/",
+        "/p/api/v1/user/?*"]
+    assert deploy.invalidations(["api/v1/books/76/76f9d815-44dc-545f-890b-4419e8e5e6da.json"], "") == [
+        "/api/v1/books/76f9d815-44dc-545f-890b-4419e8e5e6da/"]
+
+
+def test_a_record_of_an_older_version_and_a_cut_journal(tmp_path):
+    """A record that is the files alone (no marker) is read; a journal's cut last line is
+    skipped, its deletions and marker replayed."""
+    target = deploy.Target.parse("s3://b/p")
+    record = deploy.Record(tmp_path, target, "http://e")
+    record.done("api/a", (1, 2, 3))
+    record.done("api/b", (4, 5, 6))
+    record.claim("token-1")
+    record.done("api/a", None)
+    record.done("api/listed-only", None)  # (a deletion of what a listing found: never recorded)
+    record._file.close()
+    with record.journal.open("a", encoding="utf-8") as f:
+        f.write('["api/c", [7, 8')  # (interrupted mid-line)
+    again = deploy.Record(tmp_path, target, "http://e")
+    assert (again.known, again.marker) == ({"api/b": [4, 5, 6]}, "token-1")
+    # Interrupted again: the next deploy's entries follow the cut line, and are replayed.
+    again.done("api/d", (1, 1, 1))
+    again.done("api/e", (2, 2, 2))
+    again._file.close()
+    third = deploy.Record(tmp_path, target, "http://e")
+    assert (third.known["api/b"], third.known["api/e"]) == ([4, 5, 6], [2, 2, 2])
+    third._file.close()
+    again.finish({"api/b": (4, 5, 6)})
+    assert json.loads(again.manifest.read_text()) == {"marker": "token-1", "files": {"api/b": [4, 5, 6]}}
+    assert not again.journal.exists()
+    assert again.manifest.parent == tmp_path / deploy.DEPLOY_DIR
+    assert deploy.Record(tmp_path, deploy.Target.parse("s3://b/q"), "http://e").known == {}  # (another target's)
+    assert deploy.Record(tmp_path, target, None).known == {}  # (another endpoint's)
+    again.manifest.write_text(json.dumps({"api/b": [4, 5, 6]}))  # (as an older version wrote it)
+    older = deploy.Record(tmp_path, target, "http://e")
+    assert (older.known, older.marker) == ({"api/b": [4, 5, 6]}, None)
+
+
+def test_a_failing_bucket_says_the_deploy_can_go_on(data_dir, tmp_path, bucket, endpoint):
+    site = tmp_path / "site"
+    build(data_dir, site)
+    with pytest.raises(CatalogueError) as caught:
+        deploy.deploy(site, "s3://no-such-bucket-here", endpoint, progress=lambda line: None)
+    assert str(caught.value).startswith("deploying to s3://no-such-bucket-here failed: ")
+    assert str(caught.value).endswith("\nWhat was uploaded is recorded: run the same deploy again to go on from there.")
+
+
+def test_the_marker_is_never_cached_and_deletions_go_in_batches(data_dir, tmp_path, bucket, endpoint, monkeypatch):
+    client, name = bucket
+    site = tmp_path / "site"
+    build(data_dir, site)
+    deploy.deploy(site, f"s3://{name}", endpoint, progress=lambda line: None)
+    head = client.head_object(Bucket=name, Key=deploy.MARKER)
+    assert (head["ContentType"], head["CacheControl"], head["ContentLength"]) == ("text/plain", "no-store", 32)
+    viewer = client.head_object(Bucket=name, Key="_meta/viewer.html.gz")  # (a twin has its own file's type)
+    assert (viewer["ContentType"], viewer["ContentEncoding"]) == (HTML_TYPE, "gzip")
+    (data_dir / "site.yaml").write_text("base_url: https://ketab.example.ir\npage_sizes: [12]\n", encoding="utf-8")
+    build(data_dir, site)
+    monkeypatch.setattr(deploy, "BATCH", 3)
+    report = deploy.deploy(site, f"s3://{name}", endpoint, progress=lambda line: None)
+    assert report.deleted > 3 * 2 and set(objects(client, name)) == set(published(site))
+
+
+def test_progress_counts_each_upload(tmp_path, bucket, endpoint, monkeypatch):
+    """A line at most each second (here a clock that moves a second each time it is read):
+    the uploads counted from one, of all that changed."""
+    client, name = bucket
+    root = tmp_path / "generation"
+    (root / "api").mkdir(parents=True)
+    for n in range(3):
+        (root / "api" / f"{n}.json").write_bytes(b"{}")
+    now = deploy.tree(root)
+    ticks = iter(range(10 ** 6))
+    monkeypatch.setattr(deploy.time, "monotonic", lambda: float(next(ticks)))
+    lines: list[str] = []
+    target = deploy.Target.parse(f"s3://{name}")
+    record = deploy.Record(tmp_path, target, endpoint)
+    deploy.upload_all(client, target, root, now, sorted(now), "no-cache", record, lines.append)
+    assert sorted(lines) == ["  uploaded 1 of 3", "  uploaded 2 of 3", "  uploaded 3 of 3"]

@@ -1,9 +1,17 @@
 """Rebuilds after writes: a burst makes few builds, and a failed one is told, not hidden."""
 from __future__ import annotations
 
+import json
+import re
+import subprocess
 import sys
 import threading
+from pathlib import Path
 
+import pytest
+
+from generator.api.urls import ACCEPTED
+from generator.writes.accepted import Accepted
 from generator.writes.rebuild import Rebuilder
 
 
@@ -40,3 +48,142 @@ def test_a_burst_of_requests_makes_few_builds(tmp_path):
     finally:
         rebuilder.stop()
     assert 1 <= len(marks.read_text()) <= 2  # the one running when the burst began, and one more
+
+
+def test_a_build_that_publishes_takes_away_what_it_published(tmp_path: Path):
+    """What waited when the build started goes, and so does what the new generation holds;
+    a record accepted while it ran (and not in it) waits for the next one."""
+    out = tmp_path / "site"
+    accepted = Accepted(out)
+    accepted.keep("api/v1/user/aa/waited.json", b'{"a":1}')
+    assert (out / ACCEPTED / "api/v1/user/aa/waited.json").read_bytes() == b'{"a":1}'
+    (out / ACCEPTED / "api/v1/user/aa/.accepting-half").write_bytes(b"{")  # (one being written: not waiting)
+    during = ("import pathlib, sys; out = pathlib.Path(sys.argv[1]); "
+              "(out / '.accepted/api/v1/user/bb').mkdir(parents=True); "
+              "(out / '.accepted/api/v1/user/bb/later.json').write_bytes(b'{}'); "
+              "(out / '.accepted/api/v1/user/bb/built.json').write_bytes(b'{}'); "
+              "(out / 'current/api/v1/user/bb').mkdir(parents=True); "
+              "(out / 'current/api/v1/user/bb/built.json').write_bytes(b'{}')")
+    logged: list[str] = []
+    rebuilder = Rebuilder([sys.executable, "-c", during, str(out)], logged.append, accepted)
+    rebuilder.start()
+    try:
+        rebuilder.request()
+        assert rebuilder.wait_idle(30)
+    finally:
+        rebuilder.stop()
+    assert accepted.waiting() == {out / ACCEPTED / "api/v1/user/bb/later.json"}
+    assert (out / ACCEPTED / "api/v1/user/aa/.accepting-half").is_file()
+    assert len(logged) == 1 and re.fullmatch(r"rebuilt and published in \d+\.\d\d s", logged[0])
+    assert 0 < float(logged[0].split()[-2]) < 30
+
+
+def test_rebuilds_are_made_as_the_site_was(tmp_path: Path):
+    """The same data, output, links and servers as the site's own build, by this Python."""
+    rebuilder = Rebuilder.of(tmp_path / "data", tmp_path / "site", "https://ketab.example.ir", "127.0.0.1:8080",
+                             "127.0.0.1:8081", lambda message: None, "paths")
+    assert rebuilder.command == [sys.executable, "-m", "generator", "build", "--data", str(tmp_path / "data"),
+                                 "--out", str(tmp_path / "site"), "--listen", "127.0.0.1:8080",
+                                 "--write-service", "127.0.0.1:8081", "--links", "paths",
+                                 "--base-url", "https://ketab.example.ir"]
+    assert rebuilder._accepted.out == tmp_path / "site"
+
+
+def test_a_failed_rebuild_logs_what_it_wrote_to_either_stream():
+    logged: list[str] = []
+    script = "import sys; print('out'); sys.stdout.flush(); print('err', file=sys.stderr); sys.exit(2)"
+    rebuilder = Rebuilder([sys.executable, "-c", script], logged.append)
+    rebuilder.start()
+    try:
+        rebuilder.request()
+        assert rebuilder.wait_idle(30)
+    finally:
+        rebuilder.stop()
+    assert logged == ["the rebuild failed (exit status 2); the site stays as it was:\nout\nerr"]
+
+
+def test_waiting_for_a_rebuild_gives_up_after_its_timeout():
+    rebuilder = Rebuilder([sys.executable, "-c", "import time; time.sleep(3)"], lambda message: None)
+    rebuilder.start()
+    try:
+        assert [t.name for t in threading.enumerate()].count("rebuild") == 1
+        rebuilder.request()
+        assert rebuilder.wait_idle(0.2) is False
+        assert rebuilder.wait_idle(30) is True
+    finally:
+        rebuilder.stop()
+
+
+def test_the_rebuild_thread_does_not_keep_the_process_alive(tmp_path: Path):
+    """A service that exits without stop() (an error as it starts) is not held by a rebuilder
+    waiting for work: its thread is a daemon."""
+    import generator.writes.rebuild
+    script = ("import sys; from generator.writes.rebuild import Rebuilder; "
+              "r = Rebuilder([sys.executable, '-c', 'pass'], print); r.start(); r.request(); r.wait_idle(30)")
+    done = subprocess.run([sys.executable, "-c", script], cwd=Path(generator.writes.rebuild.__file__).parents[2],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert re.fullmatch(r"rebuilt and published in \d+\.\d\d s\n", done.stdout)
+
+
+def test_a_rebuild_of_a_site_builds_it_as_it_was_built(data_dir: Path, tmp_path: Path):
+    """Rebuilder.of: the site's own build again (its links kept), logged; the accepted
+    documents it published taken away."""
+    site = tmp_path / "site"
+    logged: list[str] = []
+    rebuilder = Rebuilder.of(data_dir, site, None, "127.0.0.1:8080", "127.0.0.1:8081", logged.append)
+    Accepted(site).keep("api/v1/user/82/8162a4c5-73aa-444d-8a00-7877dd6972d1.json", b"{}")
+    rebuilder.start()
+    try:
+        rebuilder.request()
+        assert rebuilder.wait_idle(120)
+    finally:
+        rebuilder.stop()
+    assert len(logged) == 1 and logged[0].startswith("rebuilt and published in "), logged
+    assert json.loads((site / "current/api/v1/index.json").read_bytes())["books"] == \
+        "https://ketab.example.ir/api/v1/books/"  # (--links api, the default)
+    assert Accepted(site).waiting() == set()
+
+
+class Crash(BaseException):
+    """The process dying at that point."""
+
+
+def test_an_accepted_document_is_written_whole_beside_its_place(tmp_path: Path, monkeypatch):
+    """keep() writes a temporary file in the target's own folder (never the system's temporary
+    folder: the rename that makes it whole must stay on one file system) and renames it; one
+    cut short is never taken for a waiting document. A second document in the same folder,
+    and one written again, are kept."""
+    accepted = Accepted(tmp_path / "site")
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path / "no-such-folder"))
+    accepted.keep("api/v1/user/aa/one.json", b"1")
+    accepted.keep("api/v1/user/aa/two.json", b"2")
+    accepted.keep("api/v1/user/aa/two.json", b"22")
+    folder = tmp_path / "site" / ACCEPTED / "api/v1/user/aa"
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == {"one.json": b"1", "two.json": b"22"}
+
+    def crash(source, target):
+        raise Crash
+    monkeypatch.setattr("os.replace", crash)
+    with pytest.raises(Crash):
+        accepted.keep("api/v1/user/aa/three.json", b"3")
+    monkeypatch.undo()
+    left = [p.name for p in folder.iterdir() if p.name not in ("one.json", "two.json")]
+    assert len(left) == 1 and left[0].startswith(".accepting-")
+    assert accepted.waiting() == {folder / "one.json", folder / "two.json"}
+
+
+def test_a_document_removed_meanwhile_is_no_error(tmp_path: Path):
+    """Between listing the waiting documents and removing one, someone else removed it (an
+    operator clearing the folder): publishing goes on."""
+    class Raced(Accepted):
+        def waiting(self):
+            found = super().waiting()
+            for path in found:
+                path.unlink()
+            return found
+    accepted = Raced(tmp_path / "site")
+    accepted.keep("api/v1/user/aa/one.json", b"1")
+    waited = Accepted(tmp_path / "site").waiting()
+    accepted.published(waited)
+    assert Accepted(tmp_path / "site").waiting() == set()
