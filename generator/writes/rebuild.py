@@ -53,8 +53,9 @@ class Rebuilder:
         return self._idle.wait(timeout)
 
     def stop(self) -> None:
-        self._stopping = True
-        self._wanted.set()
+        with self._lock:  # (so that _run cannot clear the wish this sets: see there)
+            self._stopping = True
+            self._wanted.set()
         self._thread.join()
 
     def _run(self) -> None:
@@ -66,7 +67,10 @@ class Rebuilder:
             if self._stopping:
                 return
             time.sleep(SETTLE)
-            self._wanted.clear()
+            with self._lock:  # (a stop() while settling would be cleared with the wish, and lost)
+                if self._stopping:
+                    return
+                self._wanted.clear()
             started = time.monotonic()
             waited = self._accepted.waiting() if self._accepted else set()
             done = subprocess.run(self.command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

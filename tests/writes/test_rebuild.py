@@ -6,13 +6,14 @@ import re
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
 
 from generator.api.urls import ACCEPTED
 from generator.writes.accepted import Accepted
-from generator.writes.rebuild import Rebuilder
+from generator.writes.rebuild import SETTLE, Rebuilder
 
 
 def test_a_failed_rebuild_is_logged_with_its_output_and_the_next_one_runs():
@@ -118,7 +119,7 @@ def test_the_rebuild_thread_does_not_keep_the_process_alive(tmp_path: Path):
     """A service that exits without stop() (an error as it starts) is not held by a rebuilder
     waiting for work: its thread is a daemon."""
     import generator.writes.rebuild
-    script = ("import sys; from generator.writes.rebuild import Rebuilder; "
+    script = ("import sys; from generator.writes.rebuild import SETTLE, Rebuilder; "
               "r = Rebuilder([sys.executable, '-c', 'pass'], print); r.start(); r.request(); r.wait_idle(30)")
     done = subprocess.run([sys.executable, "-c", script], cwd=Path(generator.writes.rebuild.__file__).parents[2],
                           capture_output=True, text=True, timeout=60)
@@ -187,3 +188,17 @@ def test_a_document_removed_meanwhile_is_no_error(tmp_path: Path):
     waited = Accepted(tmp_path / "site").waiting()
     accepted.published(waited)
     assert Accepted(tmp_path / "site").waiting() == set()
+
+
+def test_a_stop_while_a_rebuild_settles_ends_the_thread():
+    """stop() between a request and the rebuild it starts (within SETTLE) is not lost: the
+    service shuts down after its last write instead of waiting for ever."""
+    rebuilder = Rebuilder([sys.executable, "-c", "pass"], lambda message: None)
+    rebuilder.start()
+    assert rebuilder.wait_idle(5)
+    rebuilder.request()
+    time.sleep(SETTLE / 2)  # (the rebuild thread woke and is settling)
+    stopping = threading.Thread(target=rebuilder.stop, daemon=True)
+    stopping.start()
+    stopping.join(10)
+    assert not stopping.is_alive()
