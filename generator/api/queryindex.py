@@ -156,7 +156,7 @@ class ColumnIndex:
         if not count:
             return
         tokens, heads, whole = "contains" in self.kinds, "startswith" in self.kinds, "exact" in self.kinds
-        keys, anys, many = self.keys, self.any, self.many
+        anys, many, post = self.any, self.many, self._post
         records = text[1:-1].split(RECORD)
         if not many and not heads and tokens != whole:  # (a field of the record's own, one kind: quicker)
             self._add_one_kind(records, first, tokens)
@@ -173,30 +173,28 @@ class ColumnIndex:
                     found.add(HEAD + value.split(None, 1)[0])
                 if whole:
                     found.add(WHOLE + value)
-            for key in found:
-                held = keys.get(key)
-                if held is None:
-                    keys[key] = position
-                elif held.__class__ is int:
-                    keys[key] = array("I", (held, position))
-                else:
-                    held.append(position)
+            post(found, position)
 
     def _add_one_kind(self, records: list[str], first: int, tokens: bool) -> None:
         """`add` of a field of the record itself and only its tokens, or only its whole values."""
-        keys, anys = self.keys, self.any
+        anys, post = self.any, self._post
         for position, record in enumerate(records, first):
             if not record:
                 continue
             anys.append(position)
-            for key in (set(record[1:].split()) if tokens else (WHOLE + record[1:],)):
-                held = keys.get(key)
-                if held is None:
-                    keys[key] = position
-                elif held.__class__ is int:
-                    keys[key] = array("I", (held, position))
-                else:
-                    held.append(position)
+            post(set(record[1:].split()) if tokens else (WHOLE + record[1:],), position)
+
+    def _post(self, found: Iterable[str], position: int) -> None:
+        """A record's keys, each posted once."""
+        keys = self.keys
+        for key in found:
+            held = keys.get(key)
+            if held is None:
+                keys[key] = position
+            elif held.__class__ is int:
+                keys[key] = array("I", (held, position))
+            else:
+                held.append(position)
 
     def packed(self) -> "Packed":
         """What `finish` needs of it, compact (bytes rather than a dict of objects a key): each

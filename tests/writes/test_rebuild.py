@@ -16,6 +16,16 @@ from generator.writes.accepted import Accepted
 from generator.writes.rebuild import SETTLE, Rebuilder
 
 
+
+def rebuild_once(rebuilder: Rebuilder, timeout: float = 30) -> None:
+    """Start the rebuild thread, ask for one rebuild, wait until it has run, and stop."""
+    rebuilder.start()
+    try:
+        rebuilder.request()
+        assert rebuilder.wait_idle(timeout)
+    finally:
+        rebuilder.stop()
+
 def test_a_failed_rebuild_is_logged_with_its_output_and_the_next_one_runs():
     logged: list[str] = []
     done = threading.Event()
@@ -67,12 +77,7 @@ def test_a_build_that_publishes_takes_away_what_it_published(tmp_path: Path):
               "(out / 'current/api/v1/user/bb/built.json').write_bytes(b'{}')")
     logged: list[str] = []
     rebuilder = Rebuilder([sys.executable, "-c", during, str(out)], logged.append, accepted)
-    rebuilder.start()
-    try:
-        rebuilder.request()
-        assert rebuilder.wait_idle(30)
-    finally:
-        rebuilder.stop()
+    rebuild_once(rebuilder)
     assert accepted.waiting() == {out / ACCEPTED / "api/v1/user/bb/later.json"}
     assert (out / ACCEPTED / "api/v1/user/aa/.accepting-half").is_file()
     assert len(logged) == 1 and re.fullmatch(r"rebuilt and published in \d+\.\d\d s", logged[0])
@@ -94,12 +99,7 @@ def test_a_failed_rebuild_logs_what_it_wrote_to_either_stream():
     logged: list[str] = []
     script = "import sys; print('out'); sys.stdout.flush(); print('err', file=sys.stderr); sys.exit(2)"
     rebuilder = Rebuilder([sys.executable, "-c", script], logged.append)
-    rebuilder.start()
-    try:
-        rebuilder.request()
-        assert rebuilder.wait_idle(30)
-    finally:
-        rebuilder.stop()
+    rebuild_once(rebuilder)
     assert logged == ["the rebuild failed (exit status 2); the site stays as it was:\nout\nerr"]
 
 
@@ -134,12 +134,7 @@ def test_a_rebuild_of_a_site_builds_it_as_it_was_built(data_dir: Path, tmp_path:
     logged: list[str] = []
     rebuilder = Rebuilder.of(data_dir, site, None, "127.0.0.1:8080", "127.0.0.1:8081", logged.append)
     Accepted(site).keep("api/v1/user/82/8162a4c5-73aa-444d-8a00-7877dd6972d1.json", b"{}")
-    rebuilder.start()
-    try:
-        rebuilder.request()
-        assert rebuilder.wait_idle(120)
-    finally:
-        rebuilder.stop()
+    rebuild_once(rebuilder, 120)
     assert len(logged) == 1 and logged[0].startswith("rebuilt and published in "), logged
     assert json.loads((site / "current/api/v1/index.json").read_bytes())["books"] == \
         "https://ketab.example.ir/api/v1/books/"  # (--links api, the default)
