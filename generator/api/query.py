@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Callable, Iterable, Sequence
 
 import orjson
 
@@ -173,7 +173,7 @@ def _field_hits(read: Reader, name: str, field: SearchField, term: str, count: i
             keys = [qi.HEAD + key for key in key_matches(_need(read, qi.keys_file(name, column, heads=True)),
                                                           term, True, False)]
         if len({qi.bucket_of(key) for key in keys}) > len(qi.blocks(count)):
-            return _scanned(read, name, field, term, count)
+            return _scanned(read, name, field, term, qi.blocks(count))
         found: set[int] = set()
         for key in keys:
             found.update(_postings(read, name, column, key))
@@ -184,7 +184,7 @@ def _field_hits(read: Reader, name: str, field: SearchField, term: str, count: i
     else:
         candidates = _phrase_candidates(read, name, column, term, words, count)
         if candidates is None:
-            return _scanned(read, name, field, term, count)
+            return _scanned(read, name, field, term, qi.blocks(count))
     return _confirmed(read, name, field, term, candidates)
 
 
@@ -219,21 +219,14 @@ def _phrase_candidates(read: Reader, name: str, column: str, term: str, words: l
 
 def _confirmed(read: Reader, name: str, field: SearchField, term: str, candidates: set[int]) -> set[int]:
     """The candidates whose values the term matches, read in the text of their blocks."""
-    found = set()
-    many, needle = field.relation is not None, term.encode()
-    for block in sorted({position // qi.BLOCK for position in candidates}):
-        first = block * qi.BLOCK
-        for position, _ in matches(_need(read, qi.text_file(name, field.column, block)), needle, field.lookup, many):
-            if first + position in candidates:
-                found.add(first + position)
-    return found
+    return _scanned(read, name, field, term, sorted({position // qi.BLOCK for position in candidates})) & candidates
 
 
-def _scanned(read: Reader, name: str, field: SearchField, term: str, count: int) -> set[int]:
-    """The records whose values the term matches, read in the text of every block."""
+def _scanned(read: Reader, name: str, field: SearchField, term: str, blocks: Iterable[int]) -> set[int]:
+    """The records of those blocks whose values the term matches, read in their text."""
     found = set()
     many, needle = field.relation is not None, term.encode()
-    for block in qi.blocks(count):
+    for block in blocks:
         first = block * qi.BLOCK
         found.update(first + position for position, _ in
                      matches(_need(read, qi.text_file(name, field.column, block)), needle, field.lookup, many))
