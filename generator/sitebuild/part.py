@@ -38,6 +38,7 @@ from .spool import Spool, Spools
 from .team import Team
 
 PROGRESS_EVERY = 5000
+EXCHANGE_CHUNK = 1 << 16  # ids of another part checked at once (_chunks)
 
 
 @dataclass
@@ -411,7 +412,7 @@ class Part:
         referenced = collection in LAST_NEEDED
         for k in range(1, self.team.count):
             keys = Keys.load(self.team.file(state.keys_name(collection), k))
-            for start, stop in self.team.load(f"read-{collection}", k):
+            for start, stop in _chunks(self.team.load(f"read-{collection}", k)):
                 ids, lines = keys.id_list(start, stop), keys.lines[start:stop]
                 if published_ids is not None:
                     published_ids.update(compress(ids, keys.published[start:stop]))
@@ -514,6 +515,14 @@ class Part:
         for k in range(self.team.count):
             origin.extend(self.team.load(f"origin-{collection}", k))
         return [i for i, old in enumerate(origin) if old != i]
+
+
+def _chunks(ranges: list[tuple[int, int]]) -> Iterator[tuple[int, int]]:
+    """The ranges cut into runs of at most EXCHANGE_CHUNK records: another part's half a
+    million ids as strings at once would be the first part's largest allocation of the build."""
+    for first, last in ranges:
+        for start in range(first, last, EXCHANGE_CHUNK):
+            yield start, min(start + EXCHANGE_CHUNK, last)
 
 
 def _rows_by_segment(lines: array, segments: tuple[Segment, ...]) -> list[int]:

@@ -11,6 +11,7 @@ import pytest
 
 from generator.catalogue import synth
 from generator.sitebuild import build, check
+from generator.sitebuild import part
 from generator.sitebuild.part import Part
 from generator.sitebuild.team import PartFailed
 from generator.errors import DataError
@@ -50,7 +51,11 @@ def test_synthetic_catalogue_is_valid_and_deterministic(tmp_path: Path):
     assert summary.records["author"] == 100 and summary.records["category"] == 372
 
 
-def test_duplicates_across_parts_are_found(tmp_path: Path, synthetic: Path):
+@pytest.mark.parametrize("processes, chunk", [(2, None), (3, 2)])
+def test_duplicates_across_parts_are_found(tmp_path: Path, synthetic: Path, monkeypatch, processes: int,
+                                           chunk: int | None):
+    if chunk is not None:  # (the first part checks the others' ids a few at a time)
+        monkeypatch.setattr(part, "EXCHANGE_CHUNK", chunk)
     data = tmp_path / "data"
     synth.write(data, 1500, seed=3)
     users = list(csv.reader((data / "users.csv").open(encoding="utf-8")))
@@ -60,12 +65,17 @@ def test_duplicates_across_parts_are_found(tmp_path: Path, synthetic: Path):
         csv.writer(f, lineterminator="\n").writerows([users[2], copy])  # last lines: the last part
     last = len(users) + 1
     with pytest.raises(DataError) as caught:
-        check(data, processes=2)
+        check(data, processes=processes)
     assert [str(p) for p in caught.value.problems.items] == [
         f"data/users.csv:{last}: field 'id': {users[2][0]} is used twice in users: first on line 3",
         f"data/users.csv:{last}: field 'username': {users[2][1]!r} is already taken by the user on line 3",
         f"data/users.csv:{last + 1}: field 'username': {users[1][1]!r} is already taken by the user on line 2",
     ]
+
+
+def test_another_parts_ids_are_checked_in_chunks_covering_every_range(monkeypatch):
+    monkeypatch.setattr(part, "EXCHANGE_CHUNK", 2)
+    assert list(part._chunks([(0, 5), (7, 8), (9, 9)])) == [(0, 2), (2, 4), (4, 5), (7, 8)]
 
 
 def broken_make(number: int, how: str):
