@@ -532,23 +532,32 @@ def test_pages_past_the_end_far_out(big_server, query):
 
 # ---- the server as a whole ------------------------------------------------------------------
 
-def test_rebuild_is_served_without_restart(tmp_path: Path, data_dir: Path, kind: str):
-    site = tmp_path / "site"
-    build(data_dir, site)
+@pytest.fixture(scope="module")
+def rebuilt_server(tmp_path_factory, kind):
+    """A server of the tests below that build a catalogue of their own into its site while it
+    runs (each over what the one before published, as any rebuild): started once for them,
+    stopped by the last of them."""
+    site = tmp_path_factory.mktemp("rebuilt") / "site"
+    build(SAMPLE, site)
     running = Server(site, kind=kind)
-    try:
-        before = running.get("/api/v1/books/")
-        assert body(before)["count"] == 42
-        (data_dir / "site.yaml").write_text(
-            "base_url: https://ketab.example.ir\npage_sizes: [10]\ncache_control: 'public, max-age=60'\n",
-            encoding="utf-8")
-        build(data_dir, site)
-        after = running.get("/api/v1/books/")
-        assert body(after)["next"] == f"{BASE}/api/v1/books/?limit=10&offset=10"  # new default size
-        twelve = body(running.get("/api/v1/books/?limit=12"))  # (no longer a file: put together)
-        assert twelve["next"] == f"{BASE}/api/v1/books/?limit=12&offset=12" and len(twelve["results"]) == 12
-    finally:
-        assert running.stop() == 0
+    yield running
+    if running.process.poll() is None:
+        running.stop()
+
+
+def test_rebuild_is_served_without_restart(data_dir: Path, rebuilt_server):
+    running = rebuilt_server
+    build(data_dir, running.site)
+    before = running.get("/api/v1/books/")
+    assert body(before)["count"] == 42
+    (data_dir / "site.yaml").write_text(
+        "base_url: https://ketab.example.ir\npage_sizes: [10]\ncache_control: 'public, max-age=60'\n",
+        encoding="utf-8")
+    build(data_dir, running.site)
+    after = running.get("/api/v1/books/")
+    assert body(after)["next"] == f"{BASE}/api/v1/books/?limit=10&offset=10"  # new default size
+    twelve = body(running.get("/api/v1/books/?limit=12"))  # (no longer a file: put together)
+    assert twelve["next"] == f"{BASE}/api/v1/books/?limit=12&offset=12" and len(twelve["results"]) == 12
 
 
 REBUILD_LOOP = """
@@ -566,14 +575,14 @@ for n in range(int(sys.argv[3])):
 READS_ACROSS_BUILDS = {"cloudflare", "netlify"}
 
 
-def test_readers_see_whole_answers_while_builds_publish(tmp_path: Path, data_dir: Path, kind: str, request):
+def test_readers_see_whole_answers_while_builds_publish(data_dir: Path, kind: str, rebuilt_server, request):
     """Pages and details requested again and again while builds publish, one after the
     other, in another process: every answer a 200 with a whole body of one build."""
     if kind in READS_ACROSS_BUILDS:
         request.applymarker(pytest.mark.xfail(reason="a page put together mid-publish mixes builds", strict=False))
-    site = tmp_path / "site"
+    running = rebuilt_server
+    site = running.site
     build(data_dir, site, base_url="https://host1.example")
-    running = Server(site, kind=kind)
     stop, wrong, answers = threading.Event(), [], [0]
     paths = ["/api/v1/books/", "/api/v1/books/?limit=24&offset=24", f"/api/v1/books/{BOOK}/", "/api/v1/",
              "/api/v1/books/?limit=5&offset=3"]
@@ -601,7 +610,6 @@ def test_readers_see_whole_answers_while_builds_publish(tmp_path: Path, data_dir
         stop.set()
         for thread in threads:
             thread.join()
-        running.stop()
     assert wrong == [] and answers[0] > 50
 
 
@@ -627,10 +635,9 @@ def test_base_url_path_prefix_and_empty_collection(tmp_path: Path, data_dir: Pat
         running.stop()
 
 
-def test_sigterm_leaves_nothing_running(tmp_path: Path, kind: str):
-    site = tmp_path / "site"
-    build(SAMPLE, site)
-    running = Server(site, kind=kind)
+def test_sigterm_leaves_nothing_running(kind: str, rebuilt_server):
+    """Last of the tests of rebuilt_server: it stops it."""
+    running = rebuilt_server
     children = running.children()
     assert bool(children) == (kind != "builtin")  # nginx's master, node; the built-in server is the process itself
     assert running.stop() == 0
