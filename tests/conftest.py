@@ -153,8 +153,9 @@ class GroupNames:
             group = marker.args[0] if marker.args else marker.kwargs.get("name", "default")
             if item.nodeid.endswith(f"@{group}"):
                 continue  # (xdist's own change took)
-            if hasattr(item, "_id"):  # (pytest 9.2 and later: the structured id)
-                item._id = type(item._id).parse(f"{item.nodeid}@{group}")
+            if hasattr(item, "_id"):  # (pytest 9.2 and later: the structured id, "@group" after any params)
+                last = item._id.names[-1] + (f"[{item._id.params}]" if item._id.params is not None else "")
+                item._id = type(item._id)(path=item._id.path, names=(*item._id.names[:-1], f"{last}@{group}"))
             else:
                 item._nodeid = f"{item.nodeid}@{group}"
 
