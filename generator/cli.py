@@ -1,4 +1,4 @@
-"""The `catalogue` command: a thin layer over the library (compose.build, sitebuild.check,
+"""The `catalogue` command: a thin layer over the library (compose.build, sitebuild.pipeline.check,
 the hosts' servers and deploy, the write service, tokens and synthetic catalogues)."""
 from __future__ import annotations
 
@@ -6,27 +6,27 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from . import compose, importer
 from .api.serving import DEFAULT_LISTEN, DEFAULT_PAGE_SERVICE, DEFAULT_WRITE_SERVICE, LOCAL, PORT, WRITE_PORT, Hosting
 from .api.urls import API, PREVIEW
-from .sitebuild import Summary
-from .sitebuild import check as check_data
-from .sitebuild.state import published_links
-from .catalogue import synth as synthetic
-from .catalogue.starter import init as init_catalogue
 from .catalogue.settings import LINKS
 from .errors import CatalogueError
-from .hosts import nginx
-from .hosts.contract import Local, Parts, watch
-from .hosts.deploy import Comparison, deploy as deploy_site
 from .hosts.registry import servers
-from .importer.output import FORMATS as IMPORT_FORMATS
-from .writes import service, tokens
 
+if TYPE_CHECKING:
+    from .hosts.deploy import Comparison
+    from .sitebuild import Summary
+    from .writes import service
+
+# Each command imports what it needs of the library when it runs: `catalogue serve` and the
+# write service start without the build pipeline, a build without the write service or the
+# importer (every test that starts a server or a rebuild starts such a process).
 SERVERS = servers()
+
+IMPORT_FORMATS = ("yaml", "csv")  # importer/output.py's FORMATS (tests/test_cli.py compares them)
 
 BASE_URL_HELP = "Override site.yaml's base_url (also read from CATALOGUE_BASE_URL)."
 
@@ -69,6 +69,9 @@ def main() -> None:
 def init(directory: Path) -> None:
     """Start a new catalogue in DIRECTORY (new or empty): DIRECTORY/data/ with a commented
     site.yaml and a few sample records of every collection, ready to build and serve."""
+    from .catalogue.starter import init as init_catalogue
+    from .sitebuild import check as check_data
+
     data = _run(lambda: init_catalogue(directory))
     summary = _run(lambda: check_data(data, None, None))
     click.echo(f"created {data}/ (site.yaml; {_summary_lines(summary)[0]})")
@@ -98,6 +101,8 @@ def init(directory: Path) -> None:
 def build(data_dir: Path, out_dir: Path, base_url: str | None, listen: str, write_service: str, page_service: str,
           links: str) -> None:
     """Build and publish the whole API under OUT/api/v1/ (atomically), and OUT/hosts/."""
+    from . import compose
+
     hosting = Hosting(listen, write_service, page_service)
     summary = _run(lambda: compose.build(data_dir, out_dir, base_url, _Progress(), hosting, links))
     for line in _summary_lines(summary):
@@ -111,6 +116,8 @@ def build(data_dir: Path, out_dir: Path, base_url: str | None, listen: str, writ
 @click.option("--base-url", envvar="CATALOGUE_BASE_URL", help=BASE_URL_HELP)
 def check(data_dir: Path, base_url: str | None) -> None:
     """Check the data as a build would, writing nothing."""
+    from .sitebuild import check as check_data
+
     summary = _run(lambda: check_data(data_dir, base_url, _Progress()))
     click.echo(_summary_lines(summary)[0])
     click.echo("the data is valid")
@@ -140,6 +147,9 @@ def check(data_dir: Path, base_url: str | None) -> None:
 def serve(site_dir: Path, port: int, data_dir: Path | None, token_file: Path | None, write_port: int,
           base_url: str | None, server_name: str | None, socket: Path | None, page_service: bool) -> None:
     """Serve a built site in the foreground until Ctrl-C; with --data, a local build of the data and writes."""
+    from .hosts import nginx
+    from .hosts.contract import Local, Parts, watch
+
     if data_dir is not None and token_file is None:
         raise click.UsageError("--data needs --tokens: the file of the tokens that may write")
     if server_name is None:
@@ -148,6 +158,8 @@ def serve(site_dir: Path, port: int, data_dir: Path | None, token_file: Path | N
     write_service = f"{LOCAL}:{write_port}"
     writes = None
     if data_dir is not None:
+        from .writes import service, tokens
+
         _run(lambda: tokens.read(token_file))  # (a missing or broken file is told now, not in the child)
         site_dir, config = _preview(data_dir, site_dir, token_file, port, write_port, base_url)
         writes = service.supervised(config).start()
@@ -172,6 +184,9 @@ def _preview(data_dir: Path, site_dir: Path, token_file: Path, port: int, write_
              base_url: str | None) -> tuple[Path, service.Config]:
     """A local build of the data beside the site (the site itself stays as deployed), with
     links where it is served; and the write service that publishes writes into it."""
+    from . import compose
+    from .writes import service
+
     local = base_url or f"http://{LOCAL}:{port}"
     preview = site_dir / PREVIEW
     hosting = Hosting(f"{LOCAL}:{port}", f"{LOCAL}:{write_port}")
@@ -201,6 +216,9 @@ def _preview(data_dir: Path, site_dir: Path, token_file: Path, port: int, write_
 def write_service(data_dir: Path, out_dir: Path, token_file: Path, host: str, port: int,
                   base_url: str | None, listen: str, links: str | None) -> None:
     """Accept POSTs of users and bookshelves: append them to DATA and publish them."""
+    from .sitebuild.state import published_links
+    from .writes import service
+
     links = links or published_links(out_dir) or "api"  # (a rebuild keeps the site's choice)
     _run(lambda: service.run(service.Config(data_dir, out_dir, token_file, host, port, base_url, listen,
                                             links=links)))
@@ -218,6 +236,8 @@ def write_service(data_dir: Path, out_dir: Path, token_file: Path, host: str, po
                                             "delete what the site lacks, as --check does.")
 def deploy(target: str, site_dir: Path, endpoint_url: str | None, check: bool, force: bool) -> None:
     """Upload the published site to TARGET (s3://BUCKET[/PREFIX]): new and changed files, then deletions."""
+    from .hosts.deploy import deploy as deploy_site
+
     report = _run(lambda: deploy_site(site_dir, target, endpoint_url, check=check, force=force))
     click.echo(f"uploaded {report.uploaded:,} files, deleted {report.deleted:,}, {report.unchanged:,} unchanged")
     if report.compared is not None:
@@ -262,6 +282,8 @@ def _compared_lines(compared: Comparison, shown: int = 5) -> None:
 def import_(url: str, out: Path, fmt: str, concurrency: int, token: str | None, resume: bool,
             time_zone: str | None, replace: bool, backoff: float, query_file: Path | None) -> None:
     """Read the catalogue API at URL (its root, https://host/api/v1/) into a data directory."""
+    from . import importer
+
     query = _run(lambda: importer.read_query_file(query_file)) if query_file else None
     options = importer.Options(out, fmt, concurrency, token, resume, time_zone, replace, backoff, query)
     summary = _run(lambda: importer.freeze(url, options))
@@ -285,6 +307,8 @@ def token() -> None:
               type=click.Path(dir_okay=False, path_type=Path), help="The token file (also CATALOGUE_TOKENS).")
 def token_add(name: str, token_file: Path) -> None:
     """Make a token for NAME and print it; only its hash is kept in the file."""
+    from .writes import tokens
+
     click.echo(_run(lambda: tokens.add(token_file, name)))
 
 
@@ -296,6 +320,8 @@ def token_add(name: str, token_file: Path) -> None:
               help="Format of the six collection files.")
 def synth(out: Path, books: int, seed: int, fmt: str) -> None:
     """Write a realistic synthetic catalogue of BOOKS books to OUT."""
+    from .catalogue import synth as synthetic
+
     started = time.monotonic()
     counts = synthetic.write(out, books, seed, fmt)
     click.echo(", ".join(f"{name} {count:,}" for name, count in counts.items())

@@ -108,12 +108,14 @@ LONG_FIRST = ("tests/hosts/test_openapi_fuzz.py", "tests/sitebuild/test_edit_seq
               "tests/importer/test_from_drf.py", "tests/sitebuild/test_state.py")
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Under pytest-xdist (`-n 2 --dist loadgroup`, as pyproject.toml runs the suite), the tests
     of one module sharing one value of its module-scoped parameters (a server kind, a
     catalogue) go to the same worker, so that each server or build a module's fixtures start
     is started once, not once per worker; the groups are handed out longest first (LONG_FIRST,
-    then by their number of tests), each group's tests in their order."""
+    then by their number of tests), each group's tests in their order. First of the hooks
+    (tryfirst): pytest-xdist's own, registered after this file, reads the marks it adds."""
     groups: dict[str, list[pytest.Item]] = {}
     for item in items:
         marker = item.get_closest_marker("xdist_group")
@@ -133,6 +135,33 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         order = sorted(groups.values(), key=lambda tests: (tests[0].nodeid.split("::")[0] not in LONG_FIRST,
                                                            -len(tests)))
         items[:] = [item for tests in order for item in tests]
+
+
+class GroupNames:
+    """pytest-xdist hands out a group as one unit when each test's node id ends in "@group",
+    which its own hook appends in each worker; since pytest 9.2 a node's id is structured and
+    that change is lost (pytest-xdist issue 1386), so every test was handed out alone and a
+    module's servers and builds were started on both workers. After xdist's hook (trylast),
+    the suffix is set where it did not take."""
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
+        if not (hasattr(config, "workerinput") and config.getvalue("loadgroup")):
+            return
+        for item in items:
+            marker = item.get_closest_marker("xdist_group")
+            group = marker.args[0] if marker.args else marker.kwargs.get("name", "default")
+            if item.nodeid.endswith(f"@{group}"):
+                continue  # (xdist's own change took)
+            if hasattr(item, "_id"):  # (pytest 9.2 and later: the structured id, "@group" after any params)
+                last = item._id.names[-1] + (f"[{item._id.params}]" if item._id.params is not None else "")
+                item._id = type(item._id)(path=item._id.path, names=(*item._id.names[:-1], f"{last}@{group}"))
+            else:
+                item._nodeid = f"{item.nodeid}@{group}"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.pluginmanager.register(GroupNames(), "catalogue-group-names")
 
 
 @pytest.fixture

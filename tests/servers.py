@@ -100,9 +100,10 @@ class Answer:
         return {v.strip() for value in self.headers.get_all("Vary", []) for v in value.split(",")}
 
 
-def wait_for_port(port: int, process: subprocess.Popen, what: str) -> None:
-    """Until the process listens on the port (then the port is no longer held for it)."""
-    deadline = time.monotonic() + 15
+def wait_for_port(port: int, process: subprocess.Popen, what: str, seconds: float = 60) -> None:
+    """Until the process listens on the port (then the port is no longer held for it). One
+    that neither listens nor ends in time is killed, so that the test fails, not hangs."""
+    deadline = time.monotonic() + seconds
     while True:
         try:
             socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
@@ -110,8 +111,10 @@ def wait_for_port(port: int, process: subprocess.Popen, what: str) -> None:
             return
         except OSError:
             if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"{what} did not start: {process.communicate()}")
-            time.sleep(0.05)
+                if process.poll() is None:
+                    process.kill()
+                raise RuntimeError(f"{what} did not start in {seconds:.0f} s: {process.communicate(timeout=15)}")
+            time.sleep(0.02)
 
 
 class Server:

@@ -99,6 +99,15 @@ def test_every_command_and_option_is_in_the_docs():
                     assert getattr(param, "help", None), f"{typed} {opt} has no help text for the reference"
 
 
+def test_the_import_formats_offered_are_those_the_importer_writes():
+    """cli.py names them without importing the importer (which `catalogue import` alone needs)."""
+    from generator import cli
+    from generator.importer.output import FORMATS
+
+    assert cli.IMPORT_FORMATS == FORMATS
+    assert next(p for p in cli.import_.params if p.name == "fmt").type.choices == FORMATS
+
+
 def test_serve_without_nginx_says_how_to_install(tmp_path: Path, monkeypatch):
     from generator.hosts import nginx
 

@@ -21,11 +21,9 @@ import time
 from collections import OrderedDict
 from email.utils import formatdate, parsedate_to_datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import anyio
-import uvicorn
 from isal import isal_zlib
-from starlette.responses import FileResponse, Response, StreamingResponse
 
 from ..api import assemble, meta
 from ..api.params import Paging
@@ -36,6 +34,20 @@ from ..api.serving import (ACCEPTS_GZIP, DEFAULT_WRITE_SERVICE, FORWARDED, GZIP_
                            content_type, headers)
 from ..api.urls import ACCEPTED, QUERY_DIR, API, CURRENT, PAGE_INDEX, PAGE_NOT_BUILT
 from .contract import Host, Local
+
+if TYPE_CHECKING:
+    from starlette.responses import Response
+
+# uvicorn, starlette and anyio (asyncio beneath them) are imported when a server is made, not
+# with this module: every `catalogue build` and every other host's `catalogue serve` imports
+# each host (registry.py), and they took a tenth of a second of each such process.
+anyio = FileResponse = Response = StreamingResponse = None
+
+
+def _import_asgi() -> None:
+    global anyio, FileResponse, Response, StreamingResponse
+    import anyio
+    from starlette.responses import FileResponse, Response, StreamingResponse
 
 JSON = "application/json"
 SERVER = "catalogue"  # the Server header: no version, as nginx with server_tokens off
@@ -109,6 +121,7 @@ class Server:
     """The ASGI application serving the site directory `site`."""
 
     def __init__(self, site: Path, write_service: str = DEFAULT_WRITE_SERVICE) -> None:
+        _import_asgi()
         self.site = site.absolute()
         self.write_service = write_service
         self.bodies = Bodies()
@@ -340,22 +353,27 @@ async def _lifespan(receive, send) -> None:
             return
 
 
-class _Uvicorn(uvicorn.Server):
+def _uvicorn(config: dict):
     """uvicorn, stopping on SIGINT, SIGTERM or SIGHUP with status 0 as nginx does (uvicorn
     itself raises the signal again once it has stopped)."""
+    import uvicorn
 
-    @contextlib.contextmanager
-    def capture_signals(self):
-        def stop(signum, frame) -> None:
-            self.force_exit = self.should_exit  # (a second signal: at once)
-            self.should_exit = True
+    class Stopping(uvicorn.Server):
+        @contextlib.contextmanager
+        def capture_signals(self):
+            def stop(signum, frame) -> None:
+                self.force_exit = self.should_exit  # (a second signal: at once)
+                self.should_exit = True
 
-        previous = {signum: signal.signal(signum, stop) for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
-        try:
-            yield
-        finally:
-            for signum, handler in previous.items():
-                signal.signal(signum, handler)
+            previous = {signum: signal.signal(signum, stop)
+                        for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+            try:
+                yield
+            finally:
+                for signum, handler in previous.items():
+                    signal.signal(signum, handler)
+
+    return Stopping(uvicorn.Config(**config))
 
 
 def serve(site: Path, local: Local) -> int:
@@ -366,9 +384,9 @@ def serve(site: Path, local: Local) -> int:
     app = Server(site, local.write_service)
     socket, host, port = local.socket, local.host, local.port
     where = {"uds": str(socket)} if socket else {"host": host, "port": port}
-    server = _Uvicorn(uvicorn.Config(app, **where, log_level="warning", lifespan="on",
-                                     server_header=False, date_header=False, access_log=False,
-                                     http="h11"))  # (h11 keeps the case of header names; httptools does not)
+    server = _uvicorn(dict(app=app, **where, log_level="warning", lifespan="on",
+                           server_header=False, date_header=False, access_log=False,
+                           http="h11"))  # (h11 keeps the case of header names; httptools does not)
     address = f"unix:{socket}" if socket else f"http://{host}:{port}{serving.prefix}/{API}/"
     print(f"starting the built-in server for {site} at {address}", file=sys.stderr, flush=True)
     server.run()

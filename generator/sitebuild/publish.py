@@ -21,7 +21,6 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
-import shutil
 import subprocess
 import sys
 import uuid
@@ -35,6 +34,8 @@ from ..api.serving import GZIP_MIN
 from ..api.urls import BUILD_DIR, CURRENT, PAGE_INDEX, QUERY_DIR, SERVED, is_shard
 from ..errors import CatalogueError
 from ..system import fsync_dir, syncfs
+from . import trash
+from .trash import empty_trash
 
 # Files of GZIP_MIN bytes or more get a .gz twin. A page of 12 books shrinks 3.5-5x, at
 # ~120 MB/s with zlib's level 1 and ~520 MB/s with ISA-L's level 1 (the same ratio).
@@ -326,7 +327,7 @@ class Site:
         if not any(self.trash.iterdir()):
             return
         if background:
-            subprocess.Popen([sys.executable, "-m", __name__, str(self.trash)], start_new_session=True,
+            subprocess.Popen([sys.executable, "-m", trash.__name__, str(self.trash)], start_new_session=True,
                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         else:
             empty_trash(self.trash)
@@ -339,11 +340,3 @@ class Site:
                     f"{path} is a real directory, not the link this tool keeps there; "
                     "move it away (it was not written by this tool) and build again")
 
-
-def empty_trash(trash: Path) -> None:
-    for entry in trash.iterdir():
-        shutil.rmtree(entry, ignore_errors=True)
-
-
-if __name__ == "__main__":  # the background deleter that throw_away starts
-    empty_trash(Path(sys.argv[1]))

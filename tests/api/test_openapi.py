@@ -3,6 +3,7 @@ schemas/, whose POST bodies say what the write service takes; written into each 
 from __future__ import annotations
 
 import re
+import sys
 from dataclasses import replace
 
 import orjson
@@ -28,6 +29,12 @@ def test_the_document_is_valid_openapi_3_1():
     assert document["openapi"] == "3.1.0"
     assert document["servers"] == [{"url": SETTINGS.base_url}]
 
+
+
+def test_the_white_space_class_is_what_str_strip_strips():
+    """openapi.WHITESPACE is written out; it is every code point that str.strip() strips, in order."""
+    drawn = "".join(f"\\u{ord(c):04x}" for c in map(chr, range(sys.maxunicode + 1)) if c.isspace())
+    assert openapi.WHITESPACE == drawn
 
 def test_every_route_and_method_is_described():
     paths = openapi.document(SETTINGS)["paths"]

@@ -532,23 +532,32 @@ def test_pages_past_the_end_far_out(big_server, query):
 
 # ---- the server as a whole ------------------------------------------------------------------
 
-def test_rebuild_is_served_without_restart(tmp_path: Path, data_dir: Path, kind: str):
-    site = tmp_path / "site"
-    build(data_dir, site)
+@pytest.fixture(scope="module")
+def rebuilt_server(tmp_path_factory, kind):
+    """A server of the tests below that build a catalogue of their own into its site while it
+    runs (over what the one before published, as any rebuild): started once for them,
+    stopped by the last of them."""
+    site = tmp_path_factory.mktemp("rebuilt") / "site"
+    build(SAMPLE, site)
     running = Server(site, kind=kind)
-    try:
-        before = running.get("/api/v1/books/")
-        assert body(before)["count"] == 42
-        (data_dir / "site.yaml").write_text(
-            "base_url: https://ketab.example.ir\npage_sizes: [10]\ncache_control: 'public, max-age=60'\n",
-            encoding="utf-8")
-        build(data_dir, site)
-        after = running.get("/api/v1/books/")
-        assert body(after)["next"] == f"{BASE}/api/v1/books/?limit=10&offset=10"  # new default size
-        twelve = body(running.get("/api/v1/books/?limit=12"))  # (no longer a file: put together)
-        assert twelve["next"] == f"{BASE}/api/v1/books/?limit=12&offset=12" and len(twelve["results"]) == 12
-    finally:
-        assert running.stop() == 0
+    yield running
+    if running.process.poll() is None:
+        running.stop()
+
+
+def test_rebuild_is_served_without_restart(data_dir: Path, rebuilt_server):
+    running = rebuilt_server
+    build(data_dir, running.site)
+    before = running.get("/api/v1/books/")
+    assert body(before)["count"] == 42
+    (data_dir / "site.yaml").write_text(
+        "base_url: https://ketab.example.ir\npage_sizes: [10]\ncache_control: 'public, max-age=60'\n",
+        encoding="utf-8")
+    build(data_dir, running.site)
+    after = running.get("/api/v1/books/")
+    assert body(after)["next"] == f"{BASE}/api/v1/books/?limit=10&offset=10"  # new default size
+    twelve = body(running.get("/api/v1/books/?limit=12"))  # (no longer a file: put together)
+    assert twelve["next"] == f"{BASE}/api/v1/books/?limit=12&offset=12" and len(twelve["results"]) == 12
 
 
 REBUILD_LOOP = """
@@ -627,10 +636,9 @@ def test_base_url_path_prefix_and_empty_collection(tmp_path: Path, data_dir: Pat
         running.stop()
 
 
-def test_sigterm_leaves_nothing_running(tmp_path: Path, kind: str):
-    site = tmp_path / "site"
-    build(SAMPLE, site)
-    running = Server(site, kind=kind)
+def test_sigterm_leaves_nothing_running(kind: str, rebuilt_server):
+    """Last of the tests of rebuilt_server: it stops it."""
+    running = rebuilt_server
     children = running.children()
     assert bool(children) == (kind != "builtin")  # nginx's master, node; the built-in server is the process itself
     assert running.stop() == 0

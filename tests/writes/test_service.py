@@ -358,47 +358,81 @@ def test_killed_mid_burst_keeps_every_answered_record(tmp_path: Path, data_dir: 
         service.stop()
 
 
-def test_serve_with_data_serves_a_local_build_and_takes_writes(tmp_path: Path, data_dir: Path, kind: str):
-    """`make serve`: a local build of the data, links where it is served; writes published."""
-    site = tmp_path / "site"
-    build(data_dir, site)
+# ---- `catalogue serve --data` (`make serve`): one per server, shared by the tests below ---------
+
+@pytest.fixture(scope="module")
+def serving(tmp_path_factory, kind):
+    """`catalogue serve --data --tokens` beside a deployed build of the same data: a local
+    build of the data, links where it is served, and its write service. Started once for
+    these tests (a start builds the data and starts the server and its write service, a
+    second or more of processor time); the last of them stops it."""
+    root = tmp_path_factory.mktemp("serve-data")
+    data = root / "data"
+    shutil.copytree(SAMPLE, data)
+    site = root / "site"
+    build(data, site)
     deployed = {p: p.read_bytes() for p in (site / "current").resolve().rglob("*") if p.is_file()}
-    token_file = tmp_path / "tokens"
+    token_file = root / "tokens"
     token = tokens.add(token_file, "librarian")
-    server = Server(site, None, "--data", str(data_dir), "--tokens", str(token_file), kind=kind)
+    server = Server(site, None, "--data", str(data), "--tokens", str(token_file), kind=kind)
+    yield SimpleNamespace(server=server, token=token, site=site, deployed=deployed)
+    if server.process.poll() is None:
+        server.stop()
+
+
+def ready_line(server: Server, seconds: float = 60.0) -> str:
+    """`catalogue serve`'s word that every part of it answers (hosts/contract.py)."""
+    found = wait_until(lambda: next((line for line in server.log.read_text().splitlines()
+                                     if line.startswith(("ready:", "not ready"))), None), seconds)
+    assert found, server.log.read_text()
+    return found
+
+
+def test_serve_says_ready_only_once_its_write_service_answers(serving):
+    """The first POST after `ready:` is taken (once, on a loaded machine, reads were answered
+    while the write service still started, and that POST got 503). First of the tests of
+    `serving`, so that its POST is the server's first."""
+    server = serving.server
+    line = ready_line(server)
+    answer = post(serving, "user", {"username": "first.post"})
+    assert answer.status == 201, answer.body
+    assert line == (f"ready: http://127.0.0.1:{server.port}/api/v1/ answers; writes go to the write service "
+                    f"at 127.0.0.1:{server.write_port} (Ctrl-C stops)")
+
+
+def test_serve_with_data_serves_a_local_build_and_takes_writes(serving):
+    """`make serve`: a local build of the data, links where it is served; writes published."""
+    server = serving.server
     local = f"http://127.0.0.1:{server.port}"
-    try:
-        wait_for_port(server.write_port, server.process, "the write service")
-        assert json.loads(server.get("/api/v1/books/").body)["next"] == f"{local}/api/v1/books/?limit=12&offset=12"
-        answer = post(SimpleNamespace(server=server, token=token), "user", {"username": "served.user"})
-        assert answer.status == 201
-        url = json.loads(answer.body)["url"]
-        assert url.startswith(f"{local}/api/v1/user/")
-        assert wait_until(lambda: server.get(url.removeprefix(local)).status == 200)
-    finally:
-        assert server.stop() == 0
+    wait_for_port(server.write_port, server.process, "the write service")
+    assert json.loads(server.get("/api/v1/books/").body)["next"] == f"{local}/api/v1/books/?limit=12&offset=12"
+    answer = post(serving, "user", {"username": "served.user"})
+    assert answer.status == 201
+    url = json.loads(answer.body)["url"]
+    assert url.startswith(f"{local}/api/v1/user/")
+    assert wait_until(lambda: server.get(url.removeprefix(local)).status == 200)
+
+
+def test_serve_starts_the_write_service_again_when_it_dies(serving):
+    server = serving.server
+    wait_for_port(server.write_port, server.process, "the write service")
+    for round in range(2):
+        service = [pid for pid in server.children() if b"write-service" in Path(f"/proc/{pid}/cmdline").read_bytes()]
+        assert len(service) == 1
+        os.kill(service[0], signal.SIGKILL)
+        assert wait_until(lambda: post(serving, "user", {"username": f"again.{round}"}).status == 201, 20)
+    assert server.log.read_text().count("the write service exited with status -9; starting it again") == 2
+
+
+def test_serve_with_data_stops_with_its_write_service(serving):
+    """Last of the tests of `serving`: SIGTERM stops the server and its write service, and
+    the deployed build was never touched (its links still point to base_url)."""
+    server = serving.server
+    assert server.stop() == 0
+    assert not [pid for pid in children(os.getpid()) if pid == server.process.pid]
     with pytest.raises(OSError):  # the write service stopped with the server
         socket.create_connection(("127.0.0.1", server.write_port), timeout=0.5).close()
-    # The deployed build is untouched: its links still point to base_url.
-    assert {p: p.read_bytes() for p in (site / "current").resolve().rglob("*") if p.is_file()} == deployed
-
-
-def test_serve_starts_the_write_service_again_when_it_dies(tmp_path: Path, data_dir: Path, kind: str):
-    token_file = tmp_path / "tokens"
-    token = tokens.add(token_file, "librarian")
-    server = Server(tmp_path / "site", None, "--data", str(data_dir), "--tokens", str(token_file), kind=kind)
-    stack = SimpleNamespace(server=server, token=token)
-    try:
-        wait_for_port(server.write_port, server.process, "the write service")
-        for round in range(2):
-            service = [pid for pid in server.children() if b"write-service" in Path(f"/proc/{pid}/cmdline").read_bytes()]
-            assert len(service) == 1
-            os.kill(service[0], signal.SIGKILL)
-            assert wait_until(lambda: post(stack, "user", {"username": f"again.{round}"}).status == 201, 20)
-        assert server.log.read_text().count("the write service exited with status -9; starting it again") == 2
-    finally:
-        assert server.stop() == 0
-    assert not [pid for pid in children(os.getpid()) if pid == server.process.pid]
+    assert {p: p.read_bytes() for p in (serving.site / "current").resolve().rglob("*") if p.is_file()} == serving.deployed
 
 
 def test_the_write_service_keeps_a_paths_site_a_paths_site(tmp_path: Path, data_dir: Path):
@@ -428,30 +462,6 @@ def test_the_write_service_keeps_a_paths_site_a_paths_site(tmp_path: Path, data_
         assert all(user["url"].endswith(".json") for user in first_page["results"])
     finally:
         service.stop()
-
-
-def ready_line(server: Server, seconds: float = 60.0) -> str:
-    """`catalogue serve`'s word that every part of it answers (hosts/contract.py)."""
-    found = wait_until(lambda: next((line for line in server.log.read_text().splitlines()
-                                     if line.startswith(("ready:", "not ready"))), None), seconds)
-    assert found, server.log.read_text()
-    return found
-
-
-def test_serve_says_ready_only_once_its_write_service_answers(tmp_path: Path, data_dir: Path, kind: str):
-    """The first POST after `ready:` is taken (once, on a loaded machine, reads were answered
-    while the write service still started, and that POST got 503)."""
-    token_file = tmp_path / "tokens"
-    token = tokens.add(token_file, "librarian")
-    server = Server(tmp_path / "site", None, "--data", str(data_dir), "--tokens", str(token_file), kind=kind)
-    try:
-        line = ready_line(server)
-        answer = post(SimpleNamespace(server=server, token=token), "user", {"username": "first.post"})
-        assert answer.status == 201, answer.body
-        assert line == (f"ready: http://127.0.0.1:{server.port}/api/v1/ answers; writes go to the write service "
-                        f"at 127.0.0.1:{server.write_port} (Ctrl-C stops)")
-    finally:
-        assert server.stop() == 0
 
 
 def test_serve_says_plainly_that_writes_are_off(tmp_path: Path, kind: str):
