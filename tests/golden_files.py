@@ -81,6 +81,18 @@ REQUESTS = [
     ("GET", "/catalogue/api/v1/books", "", "/catalogue"),
 ]
 
+OPENAPI = "openapi.json"  # the sample's OpenAPI document (api/openapi.py) as the build writes it, indented
+
+
+def openapi_document() -> str:
+    """The sample's OpenAPI document, indented for reading its diff (the build writes it compact)."""
+    from generator.api import openapi
+    from generator.catalogue import load
+
+    settings, _sources, _problems = load.read_catalogue(ROOT / "data", None)
+    return json.dumps(json.loads(openapi.encoded(settings)), ensure_ascii=False, indent=1) + "\n"
+
+
 QUERYSTRING = "querystring.json"  # the golden query-string table: api/querystring.py and its JavaScript
 
 
@@ -309,9 +321,10 @@ def refresh() -> None:
             target.write_bytes((out / name).read_bytes())
         (GOLDEN / MANIFEST).write_text(manifest(out), encoding="utf-8")
     (GOLDEN / ROUTES).write_text(json.dumps(route_table(), ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    (GOLDEN / OPENAPI).write_text(openapi_document(), encoding="utf-8")
     write_querystring_table()
     write_filters_table()
-    print(f"refreshed {len(FILES)} golden files, {MANIFEST}, {ROUTES} and {QUERYSTRING} in "
+    print(f"refreshed {len(FILES)} golden files, {MANIFEST}, {ROUTES}, {OPENAPI} and {QUERYSTRING} in "
           f"{GOLDEN.relative_to(ROOT)}", file=sys.stderr)
 
 

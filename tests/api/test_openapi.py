@@ -10,6 +10,7 @@ import pytest
 from openapi_spec_validator import validate
 
 from conftest import SAMPLE
+from golden_files import GOLDEN, OPENAPI, openapi_document
 from generator.api import meta, openapi
 from generator.api.routes import ROUTES
 from generator.api.schemas import load_schemas
@@ -119,6 +120,12 @@ def test_the_build_writes_the_document_of_its_site(tmp_path):
     assert written == openapi.encoded(settings)
     assert orjson.loads(written)["servers"] == [{"url": settings.base_url}]
     assert (tmp_path / "site" / CURRENT / f"{OPENAPI_FILE}.gz").is_file()  # (over 4 KB: a gzip twin)
+
+
+def test_the_samples_document_is_the_golden_one():
+    """Every word and schema a client reads, as the build writes them for the sample (the
+    other tests check its structure; this one its text too). Refresh: make golden."""
+    assert openapi_document() == (GOLDEN / OPENAPI).read_text(encoding="utf-8")
 
 
 def test_every_resource_has_its_page_schema():
