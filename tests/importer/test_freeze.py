@@ -12,6 +12,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+import yaml
 from click.testing import CliRunner
 
 from conftest import SAMPLE
@@ -106,9 +107,12 @@ def test_awkward_values_survive_the_round_trip(tmp_path, fmt):
 
 
 def test_a_larger_catalogue_is_read_in_large_pages(tmp_path):
-    """Three hundred books: many pages of the largest pre-built size, four at a time."""
+    """Three hundred books: many pages of the largest the service gives (its max_limit, 50),
+    four at a time."""
     data = tmp_path / "synth"
     assert CliRunner().invoke(main, ["synth", str(data), "--books", "300", "--seed", "3"]).exit_code == 0
+    with (data / "site.yaml").open("a", encoding="utf-8") as f:
+        f.write("\nmax_limit: 50\n")
     site = tmp_path / "site"
     build(data, site)
     server = Server(site)
@@ -116,6 +120,7 @@ def test_a_larger_catalogue_is_read_in_large_pages(tmp_path):
         freeze(f"http://127.0.0.1:{server.port}/api/v1/", Options(tmp_path / "data", "csv"), quiet())
     finally:
         server.stop()
+    assert yaml.safe_load((tmp_path / "data" / "site.yaml").read_text(encoding="utf-8"))["max_limit"] == 50
     build(tmp_path / "data", tmp_path / "again")
     same_api(site, tmp_path / "again")
 
@@ -353,3 +358,24 @@ def test_retry_after_a_date_to_come_waits_until_then():
     from generator.importer.crawl import _retry_after
 
     assert 28 <= _retry_after(formatdate(time.time() + 30, usegmt=True), 2.5) <= 30
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_on_a_terminal_and_elsewhere():
+    """On a terminal, a bar redrawn in place, a message on a line of its own below it, and the
+    collection's line at the end; elsewhere (a log), the messages and those lines alone."""
+    terminal, log = _Terminal(), io.StringIO()
+    for stream in (terminal, log):
+        progress = Progress(stream)
+        progress.start("books", 4)
+        progress.say("books: trying again")
+        progress.advance("books", 4)
+        progress.finish("books")
+    bar = "\r{:>10} [{}] {}/4".format("books", "{}", "{}")
+    assert terminal.getvalue() == (bar.format("." * 30, 0) + "\nbooks: trying again\n" + bar.format("#" * 30, 4)
+                                   + "\r" + f"{'     books: 4 records read':<60}" + "\n")
+    assert log.getvalue() == "books: trying again\n     books: 4 records read\n"
