@@ -81,15 +81,21 @@ REQUESTS = [
     ("GET", "/catalogue/api/v1/books", "", "/catalogue"),
 ]
 
-OPENAPI = "openapi.json"  # the sample's OpenAPI document (api/openapi.py) as the build writes it, indented
+OPENAPI = "openapi.json"  # the sample's OpenAPI document (api/openapi.py), with search and filters, indented
 
 
 def openapi_document() -> str:
-    """The sample's OpenAPI document, indented for reading its diff (the build writes it compact)."""
+    """The sample's OpenAPI document with the search, ordering and filters of
+    tests/query_probes.py (the sample has none, and they add parameters and 400 answers),
+    indented for reading its diff (the build writes it compact)."""
+    from dataclasses import replace
+
     from generator.api import openapi
     from generator.catalogue import load
+    from query_probes import SETTINGS
 
     settings, _sources, _problems = load.read_catalogue(ROOT / "data", None)
+    settings = replace(settings, query={**SETTINGS, "search_normalise": "persian"})
     return json.dumps(json.loads(openapi.encoded(settings)), ensure_ascii=False, indent=1) + "\n"
 
 

@@ -123,8 +123,9 @@ def test_the_build_writes_the_document_of_its_site(tmp_path):
 
 
 def test_the_samples_document_is_the_golden_one():
-    """Every word and schema a client reads, as the build writes them for the sample (the
-    other tests check its structure; this one its text too). Refresh: make golden."""
+    """Every word and schema a client reads, as the build writes them for the sample with
+    search and filters (the other tests check its structure; this one its text too).
+    Refresh: make golden."""
     assert openapi_document() == (GOLDEN / OPENAPI).read_text(encoding="utf-8")
 
 
