@@ -158,3 +158,9 @@ def test_search_ordering_and_filters_are_listed_with_their_choices():
     assert {p.get("name"): p for p in shelves["parameters"]}["user"]["schema"] == {"type": "string", "format": "uuid"}
     publishers = document["paths"][f"/{API}/publisher/"]["get"]
     assert [p.get("name") for p in publishers["parameters"]] == [None, None, None, None] and "400" not in publishers["responses"]
+
+
+def test_a_collection_with_filters_and_no_search_answers_400_too():
+    settings = replace(load.read_catalogue(SAMPLE).settings, query={"filters": {"books": ["authors"]}})
+    responses = openapi.document(settings)["paths"][f"/{API}/books/"]["get"]["responses"]
+    assert "400" in responses
