@@ -81,6 +81,24 @@ REQUESTS = [
     ("GET", "/catalogue/api/v1/books", "", "/catalogue"),
 ]
 
+OPENAPI = "openapi.json"  # the sample's OpenAPI document (api/openapi.py), with search and filters, indented
+
+
+def openapi_document() -> str:
+    """The sample's OpenAPI document with the search, ordering and filters of
+    tests/query_probes.py (the sample has none, and they add parameters and 400 answers),
+    indented for reading its diff (the build writes it compact)."""
+    from dataclasses import replace
+
+    from generator.api import openapi
+    from generator.catalogue import load
+    from query_probes import SETTINGS
+
+    settings, _sources, _problems = load.read_catalogue(ROOT / "data", None)
+    settings = replace(settings, query={**SETTINGS, "search_normalise": "persian"})
+    return json.dumps(json.loads(openapi.encoded(settings)), ensure_ascii=False, indent=1) + "\n"
+
+
 QUERYSTRING = "querystring.json"  # the golden query-string table: api/querystring.py and its JavaScript
 
 
@@ -309,9 +327,10 @@ def refresh() -> None:
             target.write_bytes((out / name).read_bytes())
         (GOLDEN / MANIFEST).write_text(manifest(out), encoding="utf-8")
     (GOLDEN / ROUTES).write_text(json.dumps(route_table(), ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    (GOLDEN / OPENAPI).write_text(openapi_document(), encoding="utf-8")
     write_querystring_table()
     write_filters_table()
-    print(f"refreshed {len(FILES)} golden files, {MANIFEST}, {ROUTES} and {QUERYSTRING} in "
+    print(f"refreshed {len(FILES)} golden files, {MANIFEST}, {ROUTES}, {OPENAPI} and {QUERYSTRING} in "
           f"{GOLDEN.relative_to(ROOT)}", file=sys.stderr)
 
 

@@ -47,6 +47,13 @@ MODULES = {
     "generator/api/querystring.py": ["tests/api/test_querystring.py"],
     "generator/api/pages.py": ["tests/api/test_pages.py"],
     "generator/api/assemble.py": ["tests/api/test_assemble.py"],
+    "generator/api/openapi.py": ["tests/api/test_openapi.py"],
+    "generator/api/viewer.py": ["tests/api/test_viewer.py"],
+    # (the importer runs in the test's process, reading a site from the built-in server; its test
+    # against a DRF service, tests/importer/test_from_drf.py, is the slow one, and not needed here)
+    "generator/importer/convert.py": ["tests/importer/test_freeze.py"],
+    "generator/importer/crawl.py": ["tests/importer/test_freeze.py"],
+    "generator/importer/output.py": ["tests/importer/test_freeze.py"],
     # The write path: its tests in this process (the end-to-end ones in tests/writes/test_service.py
     # run the service in a process of its own, where mutmut's statistics do not reach).
     "generator/writes/append.py": ["tests/writes/test_append.py"],

@@ -68,8 +68,11 @@ class DataFile:
             if missing:
                 raise CannotAppend(f"{self.source.name} has no column {missing[0]!r}: add it to the header row")
             out = io.StringIO()
-            csv.writer(out, lineterminator=self._newline).writerow([_cell(row.get(c)) for c in self.columns])
-            text = out.getvalue()
+            # (written with CRLF, so that a cell holding either character is quoted, whichever
+            # the file's line ends: csv quotes only its own terminator's characters, and a lone
+            # "\r" unquoted in a file of "\n" lines would read back as two rows)
+            csv.writer(out, lineterminator="\r\n").writerow([_cell(row.get(c)) for c in self.columns])
+            text = out.getvalue().removesuffix("\r\n") + self._newline
         else:
             dumped = yaml.safe_dump([row], allow_unicode=True, sort_keys=False, default_flow_style=False,
                                     width=1 << 30)

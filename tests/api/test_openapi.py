@@ -11,6 +11,7 @@ import pytest
 from openapi_spec_validator import validate
 
 from conftest import SAMPLE
+from golden_files import GOLDEN, OPENAPI, openapi_document
 from generator.api import meta, openapi
 from generator.api.routes import ROUTES
 from generator.api.schemas import load_schemas
@@ -128,6 +129,13 @@ def test_the_build_writes_the_document_of_its_site(tmp_path):
     assert (tmp_path / "site" / CURRENT / f"{OPENAPI_FILE}.gz").is_file()  # (over 4 KB: a gzip twin)
 
 
+def test_the_samples_document_is_the_golden_one():
+    """Every word and schema a client reads, as the build writes them for the sample with
+    search and filters (the other tests check its structure; this one its text too).
+    Refresh: make golden."""
+    assert openapi_document() == (GOLDEN / OPENAPI).read_text(encoding="utf-8")
+
+
 def test_every_resource_has_its_page_schema():
     components = openapi.document(SETTINGS)["components"]["schemas"]
     for r in RESOURCES:
@@ -157,3 +165,9 @@ def test_search_ordering_and_filters_are_listed_with_their_choices():
     assert {p.get("name"): p for p in shelves["parameters"]}["user"]["schema"] == {"type": "string", "format": "uuid"}
     publishers = document["paths"][f"/{API}/publisher/"]["get"]
     assert [p.get("name") for p in publishers["parameters"]] == [None, None, None, None] and "400" not in publishers["responses"]
+
+
+def test_a_collection_with_filters_and_no_search_answers_400_too():
+    settings = replace(load.read_catalogue(SAMPLE).settings, query={"filters": {"books": ["authors"]}})
+    responses = openapi.document(settings)["paths"][f"/{API}/books/"]["get"]["responses"]
+    assert "400" in responses

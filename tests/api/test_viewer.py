@@ -61,3 +61,31 @@ def test_nothing_in_the_script_ends_it_early():
     it early."""
     written = viewer._script_json({"x": "</script><script>alert(1)</script>", "y": "</SCRIPT"})
     assert "</" not in written and json.loads(written.replace("<\\/", "</"))["x"].startswith("</script>")
+
+
+def test_the_page_holds_the_sites_settings_as_its_script_reads_them():
+    """What the page's script is handed, value by value: the site's page sizes in its order
+    (the default first), the API's path, the site's search settings as written (a `</` in them
+    escaped, not dropped), the collection each filter of a relation lists, the card's
+    collection and the OpenAPI document's segment."""
+    query = {"search": {"books": ["title", "</script>"]}, "ordering": {"author": ["-name"]}}
+    html = page(query)
+    assert "<\\/script>" in html and html.count("</script>") == TEMPLATE.count("</script>")
+    assert script_value(html, "PAGE_SIZES") == [12, 24]
+    assert script_value(html, "API") == "/api/v1/"
+    assert script_value(html, "QUERY") == query
+    assert script_value(html, "FILTER_TARGETS") == {
+        "author": {}, "books": {"authors": "author", "translators": "author", "publishers": "publisher",
+                                "categories": "category"},
+        "publisher": {}, "category": {}, "user": {}, "bookshelf": {"user": "user"}}
+    assert script_value(html, "CARD") == "books"
+    assert script_value(html, "SCHEMA") == "schema"
+    assert script_value(html, "LABELS")["schema"] == "مستندات API (OpenAPI)"
+    assert viewer.viewer(Settings("https://k.example", (24, 12), "Asia/Tehran")).decode("utf-8").count(
+        "var PAGE_SIZES = [24, 12];") == 1
+
+
+def test_the_page_is_utf8_with_persian_as_written():
+    """(Not escaped: the headings are read as the page's own text.)"""
+    html = viewer.viewer(Settings("https://k.example", (12,), "Asia/Tehran"))
+    assert "کتاب‌ها".encode("utf-8") in html

@@ -425,3 +425,28 @@ def test_progress_counts_each_upload(tmp_path, bucket, endpoint, monkeypatch):
     record = deploy.Record(tmp_path, target, endpoint)
     deploy.upload_all(client, target, root, now, sorted(now), "no-cache", record, lines.append)
     assert sorted(lines) == ["  uploaded 1 of 3", "  uploaded 2 of 3", "  uploaded 3 of 3"]
+
+
+def test_deletions_go_in_batches_of_distinct_keys_each_recorded(tmp_path, monkeypatch):
+    """Seven deletions in batches of three: three requests (3, 3, 1 keys, none twice, under the
+    target's prefix), each deletion in the journal, so that an interrupted deploy knows them gone."""
+    class Client:
+        def __init__(self) -> None:
+            self.requests: list[tuple[str, list[str], bool]] = []
+
+        def delete_objects(self, Bucket: str, Delete: dict) -> dict:
+            self.requests.append((Bucket, [o["Key"] for o in Delete["Objects"]], Delete["Quiet"]))
+            return {}
+
+    monkeypatch.setattr(deploy, "BATCH", 3)
+    target = deploy.Target.parse("s3://b/p")
+    record = deploy.Record(tmp_path, target, "http://e")
+    gone = [f"api/{n}" for n in "abcdefg"]
+    for path in gone + ["api/kept"]:
+        record.done(path, (1, 2, 3))
+    client = Client()
+    deploy.delete_all(client, target, gone, record)
+    assert client.requests == [("b", ["p/api/a", "p/api/b", "p/api/c"], True), ("b", ["p/api/d", "p/api/e", "p/api/f"], True),
+                               ("b", ["p/api/g"], True)]
+    record._file.close()
+    assert deploy.Record(tmp_path, target, "http://e").known == {"api/kept": [1, 2, 3]}

@@ -12,6 +12,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+import yaml
 from click.testing import CliRunner
 
 from conftest import SAMPLE
@@ -106,9 +107,12 @@ def test_awkward_values_survive_the_round_trip(tmp_path, fmt):
 
 
 def test_a_larger_catalogue_is_read_in_large_pages(tmp_path):
-    """Three hundred books: many pages of the largest pre-built size, four at a time."""
+    """Three hundred books: many pages of the largest the service gives (its max_limit, 50),
+    four at a time."""
     data = tmp_path / "synth"
     assert CliRunner().invoke(main, ["synth", str(data), "--books", "300", "--seed", "3"]).exit_code == 0
+    with (data / "site.yaml").open("a", encoding="utf-8") as f:
+        f.write("\nmax_limit: 50\n")
     site = tmp_path / "site"
     build(data, site)
     server = Server(site)
@@ -116,6 +120,7 @@ def test_a_larger_catalogue_is_read_in_large_pages(tmp_path):
         freeze(f"http://127.0.0.1:{server.port}/api/v1/", Options(tmp_path / "data", "csv"), quiet())
     finally:
         server.stop()
+    assert yaml.safe_load((tmp_path / "data" / "site.yaml").read_text(encoding="utf-8"))["max_limit"] == 50
     build(tmp_path / "data", tmp_path / "again")
     same_api(site, tmp_path / "again")
 
@@ -125,7 +130,8 @@ def test_a_larger_catalogue_is_read_in_large_pages(tmp_path):
 class Faulty:
     """A proxy in front of a served site that answers some requests itself: `rule(path,
     seen)` returns None to pass the request on, or (status, headers, body), or "drop" to
-    close the connection without an answer; `seen` counts earlier requests of the path."""
+    close the connection without an answer, or "garbage" to answer what is not HTTP and close
+    it; `seen` counts earlier requests of the path."""
 
     def __init__(self, upstream: Server, rule) -> None:
         self.rule, self.seen, self.upstream = rule, {}, upstream
@@ -140,7 +146,9 @@ class Faulty:
                     seen = proxy.seen.get(self.path, 0)
                     proxy.seen[self.path] = seen + 1
                 answer = proxy.rule(self.path, seen)
-                if answer == "drop":
+                if answer in ("drop", "garbage"):
+                    if answer == "garbage":
+                        self.wfile.write(b"NOT HTTP\r\n\r\n")
                     self.close_connection = True
                     self.connection.close()
                     return
@@ -190,6 +198,23 @@ def test_errors_then_success_and_dropped_connections_are_tried_again(served, tmp
     same_api(served.site, tmp_path / "site")
 
 
+def test_an_answer_that_is_not_http_is_tried_again_on_a_new_connection(served, tmp_path):
+    """(The connection it came on cannot send another request: the next try opens one.)"""
+    def rule(path, seen):
+        return "garbage" if path.startswith("/api/v1/publisher/") and seen == 0 else None
+
+    with Faulty(served, rule) as faulty:
+        result = run(faulty.url, tmp_path / "data")
+    assert result.exit_code == 0, result.output
+    assert f"{faulty.url}publisher/: BadStatusLine: NOT HTTP" in result.output
+
+
+def test_a_url_whose_port_is_not_a_number_is_named_not_a_traceback(tmp_path):
+    result = run("http://127.0.0.1:abc/api/v1/", tmp_path / "data")
+    assert result.exit_code != 0
+    assert "http://127.0.0.1:abc/api/v1/: InvalidURL: nonnumeric port: 'abc', 6 times: giving up" in result.output
+
+
 def test_429_waits_as_long_as_retry_after_says(served, tmp_path):
     def rule(path, seen):
         return (429, {"Retry-After": "1"}, b"") if path == "/api/v1/user/" and seen == 0 else None
@@ -232,6 +257,8 @@ def test_a_service_that_keeps_failing_is_given_up_and_the_import_resumes(served,
      "{url}publisher/: the answer is not JSON (text/html): b'<html>maintenance</html>'"),
     (lambda path, seen: (404, {"Content-Type": "application/json"}, b'{"detail":"Not found."}')
      if path == "/api/v1/" else None, "{url}: status 404: Not found."),
+    (lambda path, seen: (403, {"Content-Type": "text/html"}, b"<h1>Forbidden</h1>")  # (no detail to add)
+     if path == "/api/v1/" else None, "{url}: status 403"),
 ])
 def test_answers_that_are_not_the_catalogue_api_are_refused(served, tmp_path, rule, message):
     with Faulty(served, rule) as faulty:
@@ -312,3 +339,43 @@ def test_csv_holds_an_image_only_when_its_id_is_derived_from_its_url():
     assert image_csv_form(book, image(f"{base}/media/x.jpg", "/media/x.jpg"), base) == "/media/x.jpg"
     assert image_csv_form(book, image(f"{base}/media/x.jpg", "something else"), base) is None
     assert image_csv_form(book, image("https://cdn.example/x.jpg", "https://cdn.example/x.jpg", "cover"), base) is None
+
+
+@pytest.mark.parametrize("value, seconds", [
+    (None, 2.5), ("7", 7.0), (" 7 ", 7.0), ("soon", 2.5), ("", 2.5),
+    ("Wed, 21 Oct 2015 07:28:00 GMT", 0.0),  # (a date gone by: no wait at all)
+])
+def test_retry_after_in_seconds_or_as_a_date(value, seconds):
+    """How long a 429 makes the import wait: Retry-After's seconds, or until its HTTP date;
+    without one, or with one that is neither, the backoff it was going to wait anyway."""
+    from generator.importer.crawl import _retry_after
+
+    assert _retry_after(value, 2.5) == seconds
+
+
+def test_retry_after_a_date_to_come_waits_until_then():
+    from email.utils import formatdate
+    from generator.importer.crawl import _retry_after
+
+    assert 28 <= _retry_after(formatdate(time.time() + 30, usegmt=True), 2.5) <= 30
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_on_a_terminal_and_elsewhere():
+    """On a terminal, a bar redrawn in place, a message on a line of its own below it, and the
+    collection's line at the end; elsewhere (a log), the messages and those lines alone."""
+    terminal, log = _Terminal(), io.StringIO()
+    for stream in (terminal, log):
+        progress = Progress(stream)
+        progress.start("books", 4)
+        progress.say("books: trying again")
+        progress.advance("books", 4)
+        progress.finish("books")
+    bar = "\r{:>10} [{}] {}/4".format("books", "{}", "{}")
+    assert terminal.getvalue() == (bar.format("." * 30, 0) + "\nbooks: trying again\n" + bar.format("#" * 30, 4)
+                                   + "\r" + f"{'     books: 4 records read':<60}" + "\n")
+    assert log.getvalue() == "books: trying again\n     books: 4 records read\n"

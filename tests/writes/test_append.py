@@ -58,6 +58,17 @@ def test_csv_cells_in_the_header_order_a_missing_one_empty(tmp_path: Path):
     assert path.read_text(encoding="utf-8") == 'id,"user,name",note,bio\nx1,u,,b\n'
 
 
+@pytest.mark.parametrize("newline", ["\n", "\r\n"])
+@pytest.mark.parametrize("bio", ["a\rb", "a\nb", "a\r\nb", "ends\r", "\r"])
+def test_a_cell_with_a_line_end_is_quoted_whatever_the_files_line_ends(tmp_path: Path, newline: str, bio: str):
+    """A lone carriage return too, in a file of "\\n" lines (csv quotes only its own line
+    terminator's characters): the cell reads back as written, the row ends as the file's do."""
+    path = tmp_path / "users.csv"
+    path.write_bytes(f"id,username,bio{newline}".encode())
+    assert appended(path, {"id": "x1", "username": "u", "bio": bio}) == [{"id": "x1", "username": "u", "bio": bio}]
+    assert path.read_bytes() == f'id,username,bio{newline}x1,u,"{bio}"{newline}'.encode()
+
+
 def test_csv_without_a_header_row(tmp_path: Path):
     path = tmp_path / "users.csv"
     path.write_text("", encoding="utf-8")
@@ -66,7 +77,6 @@ def test_csv_without_a_header_row(tmp_path: Path):
 
 
 @pytest.mark.parametrize("suffix, row", [
-    (".csv", {"username": "a\rb"}),  # (a lone CR, unquoted with "\n" line ends, reads as a broken row)
     (".yaml", {"username": "a", "bio": "\ud800"}),  # (a surrogate: YAML escapes it, and cannot read it back)
     (".yaml", {"username": "a", "bio": "next\x85line"}),  # (NEL: written, read back as a space)
     (".csv", {"username": ""}),  # (one empty cell reads back as a blank line: no record)

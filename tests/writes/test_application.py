@@ -271,6 +271,15 @@ def test_numbers_become_text_and_white_space_goes(app, title, written):
     assert json.loads(body)["title"] == written and shelf_row(app).endswith(f",{OWNER},{written}")
 
 
+def test_a_lone_carriage_return_is_written_quoted_and_read_back(app):
+    """(The sample's CSV files end their lines with "\\n"; a lone "\\r" was answered 503.)"""
+    status, _, body = app.post("bookshelf", {"user": OWNER, "title": "یک\rدو"})
+    assert status == 201, body
+    assert json.loads(body)["title"] == "یک\rدو"
+    assert (app.data / "bookshelves.csv").read_bytes().endswith(f',{OWNER},"یک\rدو"\n'.encode())
+    assert app.post("bookshelf", {"user": OWNER, "title": "یک\rدو"})[0] == 201  # (the data, read again, loads)
+
+
 @pytest.mark.parametrize("owner", [OWNER.upper(), "{%s}" % OWNER, f"{BASE}/api/v1/user/{OWNER.upper()}/",
                                    f"/api/v1/user/{OWNER}/"])
 def test_an_owner_is_written_in_its_canonical_form(app, owner):
