@@ -35,7 +35,6 @@ from ..api.urls import BUILD_DIR, CURRENT, PAGE_INDEX, QUERY_DIR, SERVED, is_sha
 from ..errors import CatalogueError
 from ..system import fsync_dir, syncfs
 from . import trash
-from .trash import empty_trash
 
 # Files of GZIP_MIN bytes or more get a .gz twin. A page of 12 books shrinks 3.5-5x, at
 # ~120 MB/s with zlib's level 1 and ~520 MB/s with ISA-L's level 1 (the same ratio).
@@ -330,7 +329,7 @@ class Site:
             subprocess.Popen([sys.executable, "-m", trash.__name__, str(self.trash)], start_new_session=True,
                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         else:
-            empty_trash(self.trash)
+            trash.empty_trash(self.trash)
 
     def _check_served_names(self) -> None:
         for name in SERVED:
