@@ -166,6 +166,16 @@ def test_the_tables_are_every_code_point_the_predicates_accept():
     assert digit_zeros() == [ord(char) for char in every if digit_value(char) == 0]
 
 
+def test_the_lower_case_table_is_every_code_points():
+    """search's str.lower() table for the JavaScript hosts (hosts/query.py) is drawn from the
+    first two planes only: every character with a lower case lies there."""
+    from generator.hosts.query import lower_table
+
+    table = lower_table()
+    assert table == lower_table(sys.maxunicode + 1)
+    assert table["\U0001e900"] == "\U0001e922" and table["A"] == "a" and "\u03a3" not in table
+
+
 def test_the_javascript_is_declarations_only():
     """A host's script includes it as it is: no imports, exports or Node's own modules."""
     code = javascript()
