@@ -46,6 +46,16 @@ def test_the_spec_s_examples():
     assert paginate("limit=500", 12, 100, 1000).next == "limit=100&offset=100"
 
 
+def test_the_previous_page_one_record_after_the_first():
+    """DRF's previous link drops offset when offset - limit is 0 or less, and only then: one
+    record more, and the link is to offset=1."""
+    for offset in (4, 5, 6, 7):
+        query = f"limit=5&offset={offset}&q=x"
+        assert answered(query, 100, 12, None) == reference.answer(query, 100, 12, None)
+    assert paginate("limit=5&offset=6", 12, None, 100).previous == "limit=5&offset=1"
+    assert paginate("limit=5&offset=5", 12, None, 100).previous == "limit=5"
+
+
 def test_the_last_value_counts():
     pairs = parse("limit=5&a=1&limit=7")
     assert pairs == [("limit", "5"), ("a", "1"), ("limit", "7")]
