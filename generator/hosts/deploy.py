@@ -292,12 +292,24 @@ def upload_all(client, target: Target, root: Path, now: dict[str, Signature], ch
 
 
 def delete_all(client, target: Target, gone: list[str], record: Record) -> None:
+    """Delete what is gone, a batch a request, each deletion journalled; a key the bucket
+    refused (the reply's Errors: DeleteObjects answers 200 either way) stays in the record, so
+    that the same deploy run again tries it again, and fails the deploy, named."""
+    refused: list[str] = []
     for start in range(0, len(gone), BATCH):
         batch = gone[start:start + BATCH]
-        client.delete_objects(Bucket=target.bucket,
-                              Delete={"Objects": [{"Key": target.key(p)} for p in batch], "Quiet": True})
+        reply = client.delete_objects(Bucket=target.bucket,
+                                      Delete={"Objects": [{"Key": target.key(p)} for p in batch], "Quiet": True})
+        errors = {error.get("Key"): error.get("Message") or error.get("Code") for error in reply.get("Errors", ())}
         for path in batch:
-            record.done(path, None)
+            if target.key(path) in errors:
+                refused.append(f"{target.key(path)} ({errors[target.key(path)]})")
+            else:
+                record.done(path, None)
+    if refused:
+        raise CatalogueError(f"the bucket refused to delete {len(refused)} file{'s' if len(refused) > 1 else ''}: "
+                             f"{', '.join(refused[:5])}{' ...' if len(refused) > 5 else ''}\n"
+                             "Run the same deploy again to try them again.")
 
 
 def invalidations(paths: list[str], prefix: str) -> list[str]:

@@ -427,6 +427,25 @@ def test_progress_counts_each_upload(tmp_path, bucket, endpoint, monkeypatch):
     assert sorted(lines) == ["  uploaded 1 of 3", "  uploaded 2 of 3", "  uploaded 3 of 3"]
 
 
+def test_a_deletion_the_bucket_refuses_fails_the_deploy_and_stays_recorded(tmp_path, monkeypatch):
+    """DeleteObjects answers 200 with the keys it could not delete in Errors: those are named,
+    and kept in the record so that running the deploy again tries them again."""
+    class Client:
+        def delete_objects(self, Bucket: str, Delete: dict) -> dict:
+            return {"Errors": [{"Key": "p/api/b", "Code": "AccessDenied", "Message": "Access Denied"}]}
+
+    target = deploy.Target.parse("s3://b/p")
+    record = deploy.Record(tmp_path, target, "http://e")
+    for path in ("api/a", "api/b"):
+        record.done(path, (1, 2, 3))
+    with pytest.raises(CatalogueError) as caught:
+        deploy.delete_all(Client(), target, ["api/a", "api/b"], record)
+    assert str(caught.value) == ("the bucket refused to delete 1 file: p/api/b (Access Denied)\n"
+                                 "Run the same deploy again to try them again.")
+    record._file.close()
+    assert deploy.Record(tmp_path, target, "http://e").known == {"api/b": [1, 2, 3]}
+
+
 def test_deletions_go_in_batches_of_distinct_keys_each_recorded(tmp_path, monkeypatch):
     """Seven deletions in batches of three: three requests (3, 3, 1 keys, none twice, under the
     target's prefix), each deletion in the journal, so that an interrupted deploy knows them gone."""
