@@ -164,7 +164,7 @@ def _field_hits(read: Reader, name: str, field: SearchField, term: str, count: i
     if field.lookup == "exact":
         return set(_postings(read, name, column, qi.WHOLE + term))
     if not term:  # ('' is in every value, but a null is no value: NULL LIKE '%%')
-        return set(read_u32(_need(read, qi.any_file(name, column))))
+        return _with_value(read, name, column)
     words = term.split()
     if words == [term]:  # (no white space: a substring of a value iff of one of its tokens)
         if field.lookup == "contains":
@@ -172,14 +172,10 @@ def _field_hits(read: Reader, name: str, field: SearchField, term: str, count: i
         else:
             keys = [qi.HEAD + key for key in key_matches(_need(read, qi.keys_file(name, column, heads=True)),
                                                           term, True, False)]
-        if len({qi.bucket_of(key) for key in keys}) > len(qi.blocks(count)):
-            return _scanned(read, name, field, term, qi.blocks(count))
-        found: set[int] = set()
-        for key in keys:
-            found.update(_postings(read, name, column, key))
-        return found
+        found = _keys_postings(read, name, column, [keys], count)
+        return found[0] if found is not None else _scanned(read, name, field, term, qi.blocks(count))
     if field.lookup == "startswith":
-        candidates = (set(read_u32(_need(read, qi.any_file(name, column)))) if term[0].isspace()
+        candidates = (_with_value(read, name, column) if term[0].isspace()
                       else set(_postings(read, name, column, qi.HEAD + words[0])))
     else:
         candidates = _phrase_candidates(read, name, column, term, words, count)
@@ -196,25 +192,39 @@ def _phrase_candidates(read: Reader, name: str, column: str, term: str, words: l
     When some word is a whole token, those alone. None: the keys lie in more postings files
     than the column has text blocks."""
     if not words:
-        return set(read_u32(_need(read, qi.any_file(name, column))))
+        return _with_value(read, name, column)
     lead, trail, last = term[0].isspace(), term[-1].isspace(), len(words) - 1
     bounded = [(word, at > 0 or lead, at < last or trail) for at, word in enumerate(words)]
     whole = [word for word, starts, ends in bounded if starts and ends]
-    sets = []
     if whole:
-        for word in dict.fromkeys(whole):
-            sets.append(set(_postings(read, name, column, word)))
+        sets = [set(_postings(read, name, column, word)) for word in dict.fromkeys(whole)]
     else:
         blob = _need(read, qi.keys_file(name, column))
-        keys = [key_matches(blob, word, starts, ends) for word, starts, ends in bounded]
-        if len({qi.bucket_of(key) for found in keys for key in found}) > len(qi.blocks(count)):
+        found = _keys_postings(read, name, column,
+                               [key_matches(blob, word, starts, ends) for word, starts, ends in bounded], count)
+        if found is None:
             return None
-        for matched in keys:
-            found: set[int] = set()
-            for key in matched:
-                found.update(_postings(read, name, column, key))
-            sets.append(found)
+        sets = found
     return sets[0].intersection(*sets[1:])
+
+
+def _keys_postings(read: Reader, name: str, column: str, groups: list[list[str]], count: int) -> list[set[int]] | None:
+    """Each group's records: those of any of its keys. None when the keys lie in more postings
+    files than the column has text blocks (a scan reads fewer files)."""
+    if len({qi.bucket_of(key) for keys in groups for key in keys}) > len(qi.blocks(count)):
+        return None
+    found = []
+    for keys in groups:
+        records: set[int] = set()
+        for key in keys:
+            records.update(_postings(read, name, column, key))
+        found.append(records)
+    return found
+
+
+def _with_value(read: Reader, name: str, column: str) -> set[int]:
+    """The records with a value in the column at all (what an empty term matches)."""
+    return set(read_u32(_need(read, qi.any_file(name, column))))
 
 
 def _confirmed(read: Reader, name: str, field: SearchField, term: str, candidates: set[int]) -> set[int]:
@@ -224,13 +234,15 @@ def _confirmed(read: Reader, name: str, field: SearchField, term: str, candidate
 
 def _scanned(read: Reader, name: str, field: SearchField, term: str, blocks: Iterable[int]) -> set[int]:
     """The records of those blocks whose values the term matches, read in their text."""
-    found = set()
-    many, needle = field.relation is not None, term.encode()
-    for block in blocks:
-        first = block * qi.BLOCK
-        found.update(first + position for position, _ in
-                     matches(_need(read, qi.text_file(name, field.column, block)), needle, field.lookup, many))
-    return found
+    return {position for block in blocks for position, _ in _block_matches(read, name, field, term, block)}
+
+
+def _block_matches(read: Reader, name: str, field: SearchField, term: str, block: int) -> list[tuple[int, int]]:
+    """(record's position, related record's element) of each match of the term in a block's text."""
+    first = block * qi.BLOCK
+    blob = _need(read, qi.text_file(name, field.column, block))
+    return [(first + position, element)
+            for position, element in matches(blob, term.encode(), field.lookup, field.relation is not None)]
 
 
 def _elements(read: Reader, name: str, field: SearchField, at: int, term: str, t: int, position: int,
@@ -241,9 +253,8 @@ def _elements(read: Reader, name: str, field: SearchField, at: int, term: str, t
     key = (at, t, block)
     if key not in held:
         found: dict[int, set[int]] = {}
-        blob = _need(read, qi.text_file(name, field.column, block))
-        for record, element in matches(blob, term.encode(), field.lookup, True):
-            found.setdefault(block * qi.BLOCK + record, set()).add(element)
+        for record, element in _block_matches(read, name, field, term, block):
+            found.setdefault(record, set()).add(element)
         held[key] = found
     return held[key].get(position, set())
 

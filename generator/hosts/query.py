@@ -50,7 +50,7 @@ def constants() -> dict:
 
 # Every character with a lower case lies in the first two planes (the last, U+1E921, an Adlam
 # capital): drawn from them alone, the table costs each build a hundredth of a second, not a
-# tenth (tests/hosts/test_query_js.py draws it from every code point and compares).
+# tenth (tests/hosts/test_querystring_js.py draws it from every code point and compares).
 CASED_BELOW = 0x20000
 
 
