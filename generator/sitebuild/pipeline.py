@@ -57,7 +57,8 @@ class Job:
     @classmethod
     def read(cls, data_dir: Path, base_url: str | None, processes: int | None, progress: Progress | None,
              links: str = "api") -> "Job":
-        return cls(read_catalogue(Path(data_dir), base_url, links), processes or default_processes(), progress)
+        found = read_catalogue(Path(data_dir), base_url, links)
+        return cls(found, processes or default_processes(found), progress)
 
     @property
     def settings(self) -> Settings | None:
@@ -88,7 +89,16 @@ class Target:
     previous: Path | None
 
 
-def default_processes() -> int:
+# Below about a megabyte of input (some 1,000 books) one process builds faster than two: the
+# second part's fork and the parts' exchange cost more than the half of the work they take
+# (measured: the 60-book sample 0.03 s against 0.05 s; 1,000 books 0.20 against 0.30 s).
+ONE_PROCESS_BELOW = 1_000_000
+
+
+def default_processes(found: Input) -> int:
+    """As many processes as cores (at most 8), or one for a small catalogue."""
+    if sum(source.size or 0 for source in found.sources.values()) < ONE_PROCESS_BELOW:
+        return 1
     return max(1, min(os.cpu_count() or 1, 8))
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from generator.catalogue import synth
 from generator.sitebuild import build, check
-from generator.sitebuild import part
+from generator.sitebuild import part, pipeline
 from generator.sitebuild.part import Part
 from generator.sitebuild.team import PartFailed
 from generator.errors import DataError
@@ -39,6 +39,12 @@ def test_any_number_of_processes_builds_the_same_site(tmp_path: Path, synthetic:
         trees.append(served(out))
     assert trees[0] == trees[1] == trees[2]
     assert len(trees[0]) > 100
+
+
+def test_a_small_catalogue_is_built_in_one_process_a_larger_in_one_a_core(tmp_path: Path, synthetic: Path):
+    assert build(SAMPLE, tmp_path / "sample").processes == 1
+    assert sum(f.stat().st_size for f in synthetic.iterdir()) >= pipeline.ONE_PROCESS_BELOW
+    assert build(synthetic, tmp_path / "synthetic").processes == max(1, min(os.cpu_count() or 1, 8))
 
 
 def test_synthetic_catalogue_is_valid_and_deterministic(tmp_path: Path):
