@@ -44,12 +44,12 @@ def stop_with_parent() -> None:
         pass
 
 
-def foreground(command: list[str]) -> int:
+def foreground(command: list[str], env: dict[str, str] | None = None) -> int:
     """Run a server in the foreground until it stops; Ctrl-C, SIGTERM and SIGHUP stop it
     with SIGTERM (its clean shutdown), and it dies with us. It runs in a process group of
     its own, and whatever of that group outlives it (nginx's workers, the workerd that
     miniflare starts) goes when it has stopped. Its exit status."""
-    process = subprocess.Popen(command, preexec_fn=stop_with_parent, start_new_session=True)
+    process = subprocess.Popen(command, preexec_fn=stop_with_parent, start_new_session=True, env=env)
 
     def forward(signum, _frame) -> None:
         process.send_signal(signal.SIGTERM)

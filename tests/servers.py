@@ -119,9 +119,11 @@ def wait_for_port(port: int, process: subprocess.Popen, what: str, seconds: floa
 
 class Server:
     """`catalogue serve` serving a built site with the server `kind`; POSTs go to the write
-    service on write_port (by default a free port where nothing listens)."""
+    service on write_port (by default a free port where nothing listens); its temporary files go
+    to `scratch` when one is given."""
 
-    def __init__(self, site: Path, write_port: int | None = None, *extra: str, kind: str = "builtin") -> None:
+    def __init__(self, site: Path, write_port: int | None = None, *extra: str, kind: str = "builtin",
+                 scratch: Path | None = None) -> None:
         if kind == "nginx":
             find_nginx()  # fails with the install hint
         self.kind = kind
@@ -132,7 +134,8 @@ class Server:
         self.process = subprocess.Popen(
             [sys.executable, "-m", "generator", "serve", "--server", kind, "--site", str(site),
              "--port", str(self.port), "--write-port", str(self.write_port), *extra],
-            stdout=self.log.open("ab"), stderr=subprocess.STDOUT, preexec_fn=stop_with_parent)
+            stdout=self.log.open("ab"), stderr=subprocess.STDOUT, preexec_fn=stop_with_parent,
+            env=None if scratch is None else {**os.environ, "TMPDIR": str(scratch)})
         wait_for_port(self.port, self.process, kind)
 
     def request(self, method: str, path: str, headers: dict | None = None, body: bytes | None = None) -> Answer:

@@ -15,6 +15,7 @@ import json
 import os
 import shutil
 import sys
+import tempfile
 from email.utils import formatdate
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -80,7 +81,10 @@ def serve(site: Path, local: Local) -> int:
                "compatibilityDate": COMPATIBILITY_DATE}
     print(f"starting the Cloudflare Worker in workerd for {site} at "
           f"http://{host}:{port}{urlsplit(serving.base_url).path}/{API}/", file=sys.stderr, flush=True)
-    return foreground([node, str(RUNNER), json.dumps(options)])
+    # miniflare's scratch folder, which its dispose() deletes without waiting (so a stopped
+    # server left one behind each time): one of ours, deleted once workerd has gone.
+    with tempfile.TemporaryDirectory(prefix="catalogue-workerd-") as scratch:
+        return foreground([node, str(RUNNER), json.dumps(options)], env={**os.environ, "TMPDIR": scratch})
 
 
 HOST = Host("cloudflare", "a Cloudflare Worker in front of static assets or R2 (hosts/cloudflare/), run here in workerd",

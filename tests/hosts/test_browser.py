@@ -65,16 +65,17 @@ def page(browser, stack):
     context.close()
 
 
-def shots() -> Path:
-    where = ROOT / "docs" / "screenshots" if os.environ.get("CATALOGUE_SCREENSHOTS") == "docs" else None
-    if where is None:
-        import tempfile
-        where = Path(tempfile.mkdtemp(prefix="screenshots-"))
+@pytest.fixture
+def shots(tmp_path: Path) -> Path:
+    """Where the screenshots go: docs/screenshots/ for `make screenshots`, else the test's folder."""
+    if os.environ.get("CATALOGUE_SCREENSHOTS") != "docs":
+        return tmp_path
+    where = ROOT / "docs" / "screenshots"
     where.mkdir(parents=True, exist_ok=True)
     return where
 
 
-def test_the_list_is_right_to_left_and_goes_page_by_page_to_a_book(page, stack):
+def test_the_list_is_right_to_left_and_goes_page_by_page_to_a_book(page, stack, shots):
     base = f"http://127.0.0.1:{stack.server.port}"
     first = json.loads(stack.server.get("/api/v1/books/").body)["results"][0]
     page.goto(f"{base}/api/v1/books/")
@@ -82,7 +83,7 @@ def test_the_list_is_right_to_left_and_goes_page_by_page_to_a_book(page, stack):
     assert page.locator("html").get_attribute("lang") == "fa"
     page.get_by_role("link", name=first["title"], exact=True).first.wait_for()
     assert page.locator("#status").inner_text() == "HTTP 200 OK"
-    page.screenshot(path=str(shots() / "list.png"), full_page=False)
+    page.screenshot(path=str(shots / "list.png"), full_page=False)
 
     page.locator("nav.pages a[rel=next]").click()
     page.wait_for_url("**/api/v1/books/?limit=12&offset=12")
@@ -93,10 +94,10 @@ def test_the_list_is_right_to_left_and_goes_page_by_page_to_a_book(page, stack):
     card.wait_for()
     assert card.locator("h2").inner_text() == second["title"]
     assert "ریال" in card.inner_text()
-    page.screenshot(path=str(shots() / "detail.png"), full_page=False)
+    page.screenshot(path=str(shots / "detail.png"), full_page=False)
 
 
-def test_a_search_an_ordering_and_the_books_of_an_author(page, stack):
+def test_a_search_an_ordering_and_the_books_of_an_author(page, stack, shots):
     base = f"http://127.0.0.1:{stack.server.port}"
     page.goto(f"{base}/api/v1/books/?limit=24")
     page.locator("form#query").wait_for()
@@ -110,7 +111,7 @@ def test_a_search_an_ordering_and_the_books_of_an_author(page, stack):
     assert page.locator("#search").input_value() == "هدایت"
     titles = page.locator("ol.list-items li").all_inner_texts()
     assert titles == [book["title"] for book in expected["results"]]
-    page.screenshot(path=str(shots() / "search.png"), full_page=False)
+    page.screenshot(path=str(shots / "search.png"), full_page=False)
 
     author = first["authors"][0]["url"].rstrip("/").rsplit("/", 1)[1]
     page.goto(f"{base}/api/v1/author/{author}/")
@@ -121,7 +122,7 @@ def test_a_search_an_ordering_and_the_books_of_an_author(page, stack):
     assert page.locator("ol.list-items li").all_inner_texts() == [b["title"] for b in by_author["results"]]
 
 
-def test_the_user_form_posts_with_a_token_and_the_user_is_served_after_the_rebuild(page, stack):
+def test_the_user_form_posts_with_a_token_and_the_user_is_served_after_the_rebuild(page, stack, shots):
     base = f"http://127.0.0.1:{stack.server.port}"
     page.goto(f"{base}/api/v1/user/")
     form = page.locator("form#create")
@@ -129,7 +130,7 @@ def test_the_user_form_posts_with_a_token_and_the_user_is_served_after_the_rebui
     page.fill("#field-username", "رها_browser")
     page.fill("#field-first_name", "رها")
     page.fill("#field-token", "not-the-token")
-    page.locator("#form").screenshot(path=str(shots() / "form.png"))
+    page.locator("#form").screenshot(path=str(shots / "form.png"))
     form.locator("button").click()
     page.locator("#status", has_text="HTTP 401").wait_for()
     page.fill("#field-token", stack.token)

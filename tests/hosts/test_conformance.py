@@ -539,7 +539,8 @@ def rebuilt_server(tmp_path_factory, kind):
     stopped by the last of them."""
     site = tmp_path_factory.mktemp("rebuilt") / "site"
     build(SAMPLE, site)
-    running = Server(site, kind=kind)
+    (site.parent / "temporary").mkdir()
+    running = Server(site, kind=kind, scratch=site.parent / "temporary")
     yield running
     if running.process.poll() is None:
         running.stop()
@@ -637,7 +638,8 @@ def test_base_url_path_prefix_and_empty_collection(tmp_path: Path, data_dir: Pat
 
 
 def test_sigterm_leaves_nothing_running(kind: str, rebuilt_server):
-    """Last of the tests of rebuilt_server: it stops it."""
+    """Last of the tests of rebuilt_server: it stops it, and neither a process nor a temporary
+    file of the server's is left (miniflare left a folder each time)."""
     running = rebuilt_server
     children = running.children()
     assert bool(children) == (kind != "builtin")  # nginx's master, node; the built-in server is the process itself
@@ -646,6 +648,7 @@ def test_sigterm_leaves_nothing_running(kind: str, rebuilt_server):
     while any(process_exists(pid) for pid in children) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not any(process_exists(pid) for pid in children)
+    assert list((running.site.parent / "temporary").iterdir()) == []
 
 
 # ---- search, ordering and filters ------------------------------------------------------------
