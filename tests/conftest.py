@@ -162,6 +162,19 @@ class GroupNames:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(GroupNames(), "catalogue-group-names")
+    if not hasattr(config, "workerinput"):
+        compile_sources()
+
+
+def compile_sources() -> None:
+    """Byte-compile the project's modules once, before any worker starts. Where
+    PYTHONDONTWRITEBYTECODE is set, Python never writes them itself, and each of the few
+    hundred processes the suite starts (servers, builds, write services) compiled every module
+    it imported again: about 50 ms of processor time each."""
+    import compileall
+
+    for folder in ("generator", "tests"):
+        compileall.compile_dir(ROOT / folder, quiet=2, workers=1)
 
 
 @pytest.fixture
