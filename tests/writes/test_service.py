@@ -416,12 +416,15 @@ def test_serve_with_data_serves_a_local_build_and_takes_writes(serving):
 def test_serve_starts_the_write_service_again_when_it_dies(serving):
     server = serving.server
     wait_for_port(server.write_port, server.process, "the write service")
-    for round in range(2):
+    # (twice for one kind, the pause growing between; once for the others, whose servers
+    # each carry the POST to the service started again: `serve` supervises it alike for all)
+    rounds = 2 if server.kind == "builtin" else 1
+    for round in range(rounds):
         service = [pid for pid in server.children() if b"write-service" in Path(f"/proc/{pid}/cmdline").read_bytes()]
         assert len(service) == 1
         os.kill(service[0], signal.SIGKILL)
         assert wait_until(lambda: post(serving, "user", {"username": f"again.{round}"}).status == 201, 20)
-    assert server.log.read_text().count("the write service exited with status -9; starting it again") == 2
+    assert server.log.read_text().count("the write service exited with status -9; starting it again") == rounds
 
 
 def test_serve_with_data_stops_with_its_write_service(serving):
