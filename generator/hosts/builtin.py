@@ -17,6 +17,7 @@ import os
 import re
 import signal
 import sys
+import threading
 import time
 from collections import OrderedDict
 from email.utils import formatdate, parsedate_to_datetime
@@ -38,20 +39,23 @@ from .contract import Host, Local
 if TYPE_CHECKING:
     from starlette.responses import Response
 
-# uvicorn, starlette and anyio (asyncio beneath them) are imported when a server is made, not
-# with this module: every `catalogue build` and every other host's `catalogue serve` imports
-# each host (registry.py), and they took a tenth of a second of each such process.
-anyio = FileResponse = Response = StreamingResponse = None
+# uvicorn, starlette and asyncio beneath them are imported when a server is made, not with
+# this module: every `catalogue build` and every other host's `catalogue serve` imports each
+# host (registry.py), and they took a tenth of a second of each such process.
+asyncio = FileResponse = Response = StreamingResponse = None
 
 
 def _import_asgi() -> None:
-    global anyio, FileResponse, Response, StreamingResponse
-    import anyio
+    global asyncio, FileResponse, Response, StreamingResponse
+    import asyncio
     from starlette.responses import FileResponse, Response, StreamingResponse
 
 JSON = "application/json"
 SERVER = "catalogue"  # the Server header: no version, as nginx with server_tokens off
 STREAM_FROM = 256 * 1024  # bytes: larger files are streamed in chunks
+# Seconds a request in flight is given to finish once the server is asked to stop (a POST
+# waiting for a write service that does not answer held it up to a minute).
+SHUTDOWN_GRACE = 3
 GZIP_LEVEL = 1  # a page put together is compressed as fast as the build compresses its twins
 _GZIP = re.compile(ACCEPTS_GZIP, re.I)
 
@@ -252,8 +256,7 @@ class Server:
         forwarded = {name: value for name, value in request.items() if name in FORWARDED}
         forwarded["content-length"] = str(len(body))
         try:
-            status, reply, answered = await anyio.to_thread.run_sync(
-                _post, self.write_service, target, body, forwarded)
+            status, reply, answered = await _in_daemon_thread(_post, self.write_service, target, body, forwarded)
         except OSError:
             return Response(meta.WRITE_UNAVAILABLE, 503, headers, media_type=JSON)
         for name in ("Location", "WWW-Authenticate"):  # (named as Django names them)
@@ -274,6 +277,33 @@ def _cased(send):
             message["headers"] = [(CASES.get(name) or name.title(), value) for name, value in message["headers"]]
         await send(message)
     return cased
+
+
+async def _in_daemon_thread(call, *args):
+    """call(*args)'s result, from a daemon thread. A POST waits there for the write service,
+    up to a minute: stopping the server abandons it, as nginx's fast shutdown drops what is
+    in flight (a worker thread of the event loop's kind would be waited for at exit, and a
+    stop asked for would have waited that minute)."""
+    loop = asyncio.get_running_loop()
+    done = loop.create_future()
+
+    def settle(outcome: tuple) -> None:
+        if not done.done():  # (cancelled: the server is stopping)
+            done.set_result(outcome)
+
+    def run() -> None:
+        try:
+            outcome = (call(*args), None)
+        except BaseException as exc:  # (handed to the awaiting task, which raises it)
+            outcome = (None, exc)
+        with contextlib.suppress(RuntimeError):  # (the loop has closed meanwhile)
+            loop.call_soon_threadsafe(settle, outcome)
+
+    threading.Thread(target=run, name="write service request", daemon=True).start()
+    result, error = await done
+    if error is not None:
+        raise error
+    return result
 
 
 def _post(address: str, target: str, body: bytes, headers: dict) -> tuple[int, bytes, dict]:
@@ -385,6 +415,7 @@ def serve(site: Path, local: Local) -> int:
     socket, host, port = local.socket, local.host, local.port
     where = {"uds": str(socket)} if socket else {"host": host, "port": port}
     server = _uvicorn(dict(app=app, **where, log_level="warning", lifespan="on",
+                           timeout_graceful_shutdown=SHUTDOWN_GRACE,
                            server_header=False, date_header=False, access_log=False,
                            http="h11"))  # (h11 keeps the case of header names; httptools does not)
     address = f"unix:{socket}" if socket else f"http://{host}:{port}{serving.prefix}/{API}/"

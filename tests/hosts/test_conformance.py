@@ -536,14 +536,15 @@ def test_pages_past_the_end_far_out(big_server, query):
 def rebuilt_server(tmp_path_factory, kind):
     """A server of the tests below that build a catalogue of their own into its site while it
     runs (over what the one before published, as any rebuild): started once for them,
-    stopped by the last of them."""
+    stopped by the last of them. Its write service listens and never answers."""
     site = tmp_path_factory.mktemp("rebuilt") / "site"
     build(SAMPLE, site)
     (site.parent / "temporary").mkdir()
-    running = Server(site, kind=kind, scratch=site.parent / "temporary")
-    yield running
-    if running.process.poll() is None:
-        running.stop()
+    with socket.create_server(("127.0.0.1", 0)) as silent:
+        running = Server(site, silent.getsockname()[1], kind=kind, scratch=site.parent / "temporary")
+        yield running
+        if running.process.poll() is None:
+            running.stop()
 
 
 def test_rebuild_is_served_without_restart(data_dir: Path, rebuilt_server):
@@ -638,12 +639,21 @@ def test_base_url_path_prefix_and_empty_collection(tmp_path: Path, data_dir: Pat
 
 
 def test_sigterm_leaves_nothing_running(kind: str, rebuilt_server):
-    """Last of the tests of rebuilt_server: it stops it, and neither a process nor a temporary
-    file of the server's is left (miniflare left a folder each time)."""
+    """Last of the tests of rebuilt_server: it stops it, at once though a POST waits for a
+    write service that never answers (the built-in server waited for it, a minute), and
+    neither a process nor a temporary file of the server's is left (miniflare left a folder
+    each time)."""
     running = rebuilt_server
     children = running.children()
     assert bool(children) == (kind != "builtin")  # nginx's master, node; the built-in server is the process itself
+    waiting = socket.create_connection(("127.0.0.1", running.port))
+    waiting.sendall(b"POST /api/v1/user/ HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                    b"Authorization: Bearer any\r\nContent-Length: 2\r\n\r\n{}")
+    time.sleep(0.3)  # (on its way to the write service)
+    started = time.monotonic()
     assert running.stop() == 0
+    assert time.monotonic() - started < 8
+    waiting.close()
     deadline = time.monotonic() + 5
     while any(process_exists(pid) for pid in children) and time.monotonic() < deadline:
         time.sleep(0.05)
