@@ -121,7 +121,9 @@ class Spools:
         for _, files, _, _ in self._parts:
             self._firsts.append(self._firsts[-1] + len(files))
         self._lookups = 0
-        self._held: list[list[bytes]] | None = None  # each part's data files, read whole
+        # Once held: the data files read whole, and which holds each record and where, so
+        # that a lookup is a few array reads and a slice (Stored.__getitem__).
+        self.held: tuple[list[bytes], array, array, array] | None = None
 
     def __len__(self) -> int:
         return self._firsts[-1]
@@ -152,21 +154,31 @@ class Spools:
         """Record `index` alone: read where it lies, or sliced from the data files held once
         they are looked up often and small. (Not sliced from a mapping: mapped, the files
         would count whole in the resident memory of every process.)"""
+        if self.held is not None:
+            blobs, files, starts, ends = self.held
+            return blobs[files[index]][starts[index]:ends[index]]
         part = bisect.bisect_right(self._firsts, index) - 1
         paths, files, starts, ends = self._parts[part]
         i = index - self._firsts[part]
-        if self._held is not None:
-            return self._held[part][files[i]][starts[i]:ends[i]]
         self._lookups += 1
         if self._lookups == HOLD_AFTER:
             self._hold()
         return os.pread(self._fd(paths[files[i]]), ends[i] - starts[i], starts[i])
 
     def _hold(self) -> None:
-        paths = self.data_paths()
-        if sum(os.stat(path).st_size for path in paths) <= HOLD_BYTES:
-            whole = {path: path.read_bytes() for path in paths}
-            self._held = [[whole[path] for path in part[0]] for part in self._parts]
+        paths = sorted(self.data_paths())
+        if sum(os.stat(path).st_size for path in paths) > HOLD_BYTES:
+            return
+        number = {path: k for k, path in enumerate(paths)}
+        files = array("H")
+        for names, part_files, _, _ in self._parts:
+            numbers = [number[name] for name in names]
+            files.extend(array("H", numbers) * len(part_files) if len(numbers) == 1
+                         else array("H", [numbers[f] for f in part_files]))
+        # (each file a bytes object of its own: joined, they would be held twice for a moment)
+        self.held = ([path.read_bytes() for path in paths], files,
+                     array("Q", b"".join(part[2] for part in self._parts)),
+                     array("Q", b"".join(part[3] for part in self._parts)))
 
     def locate(self, index: int) -> tuple[str, int, int]:
         """Record `index` as (data file name, start, end)."""
@@ -206,7 +218,7 @@ class Spools:
         for fd in self._fds.values():
             os.close(fd)
         self._fds.clear()
-        self._held = None
+        self.held = None
 
     def __enter__(self) -> "Spools":
         return self

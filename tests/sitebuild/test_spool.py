@@ -1,6 +1,7 @@
 """The record store: the spools of several parts read back as one, any range."""
 from __future__ import annotations
 
+import orjson
 import pytest
 
 from generator.sitebuild import spool
@@ -36,4 +37,29 @@ def test_records_looked_up_often_are_held_when_small(tmp_path, monkeypatch, budg
     with spools(tmp_path, [3, 0, 4, 2]) as records:
         for _ in range(3):
             assert [records.record(i) for i in range(9)] == [b'{"n":%d}' % i for i in range(9)]
-        assert (records._held is not None) == held
+        assert (records.held is not None) == held
+
+
+@pytest.mark.parametrize("budget, held", [(1 << 20, True), (10, False)])
+def test_records_referred_to_in_another_part_s_file_are_held_where_they_lie(tmp_path, monkeypatch, budget, held):
+    """A spool that refers to records of another data file (as a rebuild's spools do): each
+    record, and each embedded one (Stored, too large to be kept one by one), is its own bytes
+    whether read where it lies or sliced from the held files."""
+    from generator.sitebuild.state import Stored
+    monkeypatch.setattr(spool, "HOLD_AFTER", 5)
+    monkeypatch.setattr(spool, "HOLD_BYTES", budget)
+    monkeypatch.setattr(Stored, "MEMO", 0)
+    with Spool(tmp_path / "records.0") as first:
+        for n in range(3):
+            first.append(b'{"n":%d}' % n)
+    with Spool(tmp_path / "records.1") as second:
+        second.append(b'{"n":3}')
+        second.refer(("records.0.data", 0, 7))  # (record 0 again, from the first part's file)
+        second.append(b'{"n":5}')
+    expected = [b'{"n":0}', b'{"n":1}', b'{"n":2}', b'{"n":3}', b'{"n":0}', b'{"n":5}']
+    with Spools([tmp_path / "records.0", tmp_path / "records.1"]) as records:
+        stored = Stored({f"id{i}": i for i in range(6)}, records)
+        for _ in range(3):
+            assert [records.record(i) for i in range(6)] == expected
+            assert orjson.dumps([stored[f"id{i}"] for i in range(6)]) == b"[" + b",".join(expected) + b"]"
+        assert (records.held is not None) == held
