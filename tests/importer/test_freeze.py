@@ -379,3 +379,33 @@ def test_progress_on_a_terminal_and_elsewhere():
     assert terminal.getvalue() == (bar.format("." * 30, 0) + "\nbooks: trying again\n" + bar.format("#" * 30, 4)
                                    + "\r" + f"{'     books: 4 records read':<60}" + "\n")
     assert log.getvalue() == "books: trying again\n     books: 4 records read\n"
+
+
+def test_a_relation_given_by_its_url_is_the_id_in_it(monkeypatch):
+    """A related record linked to by its URL (DRF's hyperlinked field) rather than embedded
+    becomes the id its URL ends with, which its collection must list. No collection of the
+    sample's service links one (all embed), so a bookshelf's owner is declared linked here."""
+    import dataclasses
+
+    from generator.api.urls import BY_NAME, RESOURCES
+    from generator.catalogue.resources import BOOKSHELVES
+    from generator.errors import Problems
+    from generator.importer.convert import _Converter
+
+    linked = dataclasses.replace(BOOKSHELVES, fields=tuple(
+        dataclasses.replace(f, embedded=False) if f.name == "user" else f for f in BOOKSHELVES.fields))
+    monkeypatch.setitem(BY_NAME, BOOKSHELVES.name, linked)
+    api = "https://ketab.example.ir/api/v1"
+    owner, stranger = "5c3b1a52-2a4e-4f0e-8a51-6f1a9b0d2c11", "9d1e2f30-4b5c-4d6e-8f70-8192a3b4c5d6"
+    shelf = "0b6f2c1d-3e4f-4a5b-9c6d-7e8f9a0b1c2d"
+    documents = {r.name: {} for r in RESOURCES}
+    documents["user"] = {owner: {"url": f"{api}/user/{owner}/"}}
+    problems = Problems()
+    converter = _Converter(documents, problems)
+    where = f"{api}/bookshelves/{shelf}/"
+    document = {"url": where, "user": f"{api}/user/{owner}/", "title": "Reading list"}
+    assert converter.row(BOOKSHELVES.name, document) == {"id": shelf, "user": owner, "title": "Reading list"}
+    assert not problems
+    assert converter.row(BOOKSHELVES.name, {**document, "user": f"{api}/user/{stranger}/"})["user"] == stranger
+    assert [(p.file, p.line, p.field, p.message) for p in problems.items] == [
+        (where, 0, "user", f"refers to {stranger}, which the user collection does not list")]
