@@ -338,6 +338,9 @@ def test_csv_holds_an_image_only_when_its_id_is_derived_from_its_url():
         "https://cdn.example/x.jpg"
     assert image_csv_form(book, image(f"{base}/media/x.jpg", "/media/x.jpg"), base) == "/media/x.jpg"
     assert image_csv_form(book, image(f"{base}/media/x.jpg", "something else"), base) is None
+    # (another host's URL, its origin as long as the site's: its id derived from the path alone
+    # is not the one its URL would derive, so it cannot be written root-relative)
+    assert image_csv_form(book, image("https://cdn-x.example.ir/media/x.jpg", "/media/x.jpg"), base) is None
     assert image_csv_form(book, image("https://cdn.example/x.jpg", "https://cdn.example/x.jpg", "cover"), base) is None
 
 
