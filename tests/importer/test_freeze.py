@@ -412,3 +412,36 @@ def test_a_relation_given_by_its_url_is_the_id_in_it(monkeypatch):
     assert converter.row(BOOKSHELVES.name, {**document, "user": f"{api}/user/{stranger}/"})["user"] == stranger
     assert [(p.file, p.line, p.field, p.message) for p in problems.items] == [
         (where, 0, "user", f"refers to {stranger}, which the user collection does not list")]
+
+
+def test_the_page_sizes_and_time_zone_given_are_kept():
+    """The pre-built page sizes a static catalogue names (its 400) and the --time-zone given
+    go to site.yaml as they are, rather than what the pages would tell."""
+    from generator.api.urls import RESOURCES
+    from generator.importer.convert import convert
+    from generator.importer.crawl import Collection
+
+    links = {r.name: f"https://ketab.example.ir/api/v1/{r.name}/" for r in RESOURCES}
+    collections = {r.name: Collection(r.name, 0, 12, 12) for r in RESOURCES}
+    pages = {r.name: [{"count": 0, "results": []}] for r in RESOURCES}
+    frozen = convert(links, collections, pages, [24, 5], "Europe/Berlin")
+    assert frozen.site == {"base_url": "https://ketab.example.ir", "page_sizes": [24, 5], "time_zone": "Europe/Berlin"}
+    assert frozen.notes[:2] == ["page sizes: 24, 5 (the pre-built sizes the service names)",
+                                "max_limit: none (the service answered a page of a billion records; site.yaml can "
+                                "set one: without it a client may ask for every record in one answer)"]
+    assert "time zone: Europe/Berlin (given)" in frozen.notes
+
+
+def test_a_count_that_changes_on_a_later_page_names_its_offset():
+    from generator.errors import Problems
+    from generator.importer.convert import _documents
+    from generator.importer.crawl import Collection
+
+    api = "https://ketab.example.ir/api/v1/books"
+    pages = [{"count": 3, "results": [{"url": f"{api}/a/"}, {"url": f"{api}/b/"}]},
+             {"count": 4, "results": [{"url": f"{api}/c/"}, {"url": f"{api}/d/"}]}]
+    problems = Problems()
+    assert list(_documents(Collection("books", 3, 2, 2), pages, problems)) == ["a", "b", "c", "d"]
+    assert [str(p) for p in problems.items] == [
+        "books page at offset 2: field 'count': 4 where the first page said 3: the collection changed during "
+        "the import; import again when it is quiet"]
