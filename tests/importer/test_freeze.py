@@ -445,3 +445,19 @@ def test_a_count_that_changes_on_a_later_page_names_its_offset():
     assert [str(p) for p in problems.items] == [
         "books page at offset 2: field 'count': 4 where the first page said 3: the collection changed during "
         "the import; import again when it is quiet"]
+
+
+def test_a_record_listed_twice_is_named_by_its_url_or_its_collection():
+    from generator.errors import Problems
+    from generator.importer.convert import _documents
+    from generator.importer.crawl import Collection
+
+    url = "https://ketab.example.ir/api/v1/books/a/"
+    pages = [{"count": 4, "results": [{"url": url}, {"title": "no url"}]},
+             {"count": 4, "results": [{"url": url}, {"title": "no url"}]}]
+    problems = Problems()
+    _documents(Collection("books", 4, 2, 2), pages, problems)
+    assert [str(p) for p in problems.items] == [
+        f"{url}: field 'id': a is listed twice: the collection changed during the import; import again",
+        "books: field 'id': {'title': 'no url'} is listed twice: the collection changed during the import; "
+        "import again"]
