@@ -461,3 +461,44 @@ def test_a_record_listed_twice_is_named_by_its_url_or_its_collection():
         f"{url}: field 'id': a is listed twice: the collection changed during the import; import again",
         "books: field 'id': {'title': 'no url'} is listed twice: the collection changed during the import; "
         "import again"]
+
+
+def test_pages_that_hold_fewer_records_than_their_count_are_named():
+    from generator.errors import Problems
+    from generator.importer.convert import _documents
+    from generator.importer.crawl import Collection
+
+    problems = Problems()
+    _documents(Collection("books", 2, None, None), [{"count": 2, "results": [{"url": "https://k.example/b/a/"}]}],
+               problems)
+    assert [str(p) for p in problems.items] == ["books: field 'count': the pages held 1 records where the count is 2"]
+
+
+def test_a_category_s_parent_comes_from_its_path():
+    """Four digits a level: the parent is the category whose path is this one's less its last
+    four; a path of another length or not all digits, or whose parent is not listed, is named."""
+    import uuid
+
+    from generator.api.urls import RESOURCES
+    from generator.errors import Problems
+    from generator.importer.convert import _Converter
+
+    api = "https://ketab.example.ir/api/v1/category"
+    paths = {"root": ("0001", 1), "child": ("00010001", 2), "orphan": ("00020001", 2), "short": ("001", 1),
+             "letters": ("00a1", 1)}
+    ids = {name: str(uuid.uuid5(uuid.NAMESPACE_URL, name)) for name in paths}
+    documents = {r.name: {} for r in RESOURCES}
+    documents["category"] = {ids[name]: {
+        "url": f"{api}/{ids[name]}/", "id": ids[name], "no_child": True, "slug": name, "path": path, "depth": depth,
+        "numchild": 0, "name": name, "code": ""} for name, (path, depth) in paths.items()}
+    problems = Problems()
+    converter = _Converter(documents, problems)
+    rows = {row["slug"]: row for row in map(lambda d: converter.row("category", d), documents["category"].values())
+            if row is not None}
+    assert {name: rows[name].get("parent", "none") for name in rows} == {
+        "root": None, "child": ids["root"], "orphan": None, "short": "none", "letters": "none"}
+    assert converter.paths == {ids[name]: path for name, (path, _) in paths.items()}
+    assert [str(p) for p in problems.items] == [
+        f"{api}/{ids['orphan']}/: field 'path': 00020001: no category has the parent's path 0002",
+        f"{api}/{ids['short']}/: field 'path': '001' does not have four digits per level of its depth 1",
+        f"{api}/{ids['letters']}/: field 'path': '00a1' does not have four digits per level of its depth 1"]
