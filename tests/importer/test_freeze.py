@@ -502,3 +502,21 @@ def test_a_category_s_parent_comes_from_its_path():
         f"{api}/{ids['orphan']}/: field 'path': 00020001: no category has the parent's path 0002",
         f"{api}/{ids['short']}/: field 'path': '001' does not have four digits per level of its depth 1",
         f"{api}/{ids['letters']}/: field 'path': '00a1' does not have four digits per level of its depth 1"]
+
+
+def test_a_listed_book_that_is_not_enabled_is_named():
+    """Only enabled books are listed: one listed with `enable` anything but true is named (its
+    row keeps it enabled, as it was served)."""
+    from generator.api.urls import RESOURCES
+    from generator.catalogue.resources import BOOKS
+    from generator.errors import Problems
+    from generator.importer.convert import _Converter
+
+    problems = Problems()
+    converter = _Converter({r.name: {} for r in RESOURCES}, problems)
+    for value in (True, False, None, "true"):
+        row: dict = {}
+        converter._published(BOOKS, row, {"enable": value}, f"u/{value}")
+        assert row == {"enable": True}
+    assert [str(p) for p in problems.items] == [
+        f"u/{value}: field 'enable': is not true, yet the book is listed" for value in (False, None, "true")]
