@@ -484,7 +484,7 @@ def test_a_category_s_parent_comes_from_its_path():
     from generator.importer.convert import _Converter
 
     api = "https://ketab.example.ir/api/v1/category"
-    paths = {"root": ("0001", 1), "child": ("00010001", 2), "orphan": ("000100020001", 3), "short": ("001", 1),
+    paths = {"root": ("0001", 1), "child": ("00010001", 2), "orphan": ("000100020001", 3), "stray": ("00020001", 2), "short": ("001", 1),
              "letters": ("00a1", 1)}
     ids = {name: str(uuid.uuid5(uuid.NAMESPACE_URL, name)) for name in paths}
     documents = {r.name: {} for r in RESOURCES}
@@ -496,10 +496,11 @@ def test_a_category_s_parent_comes_from_its_path():
     rows = {row["slug"]: row for row in map(lambda d: converter.row("category", d), documents["category"].values())
             if row is not None}
     assert {name: rows[name].get("parent", "none") for name in rows} == {
-        "root": None, "child": ids["root"], "orphan": None, "short": "none", "letters": "none"}
+        "root": None, "child": ids["root"], "orphan": None, "stray": None, "short": "none", "letters": "none"}
     assert converter.paths == {ids[name]: path for name, (path, _) in paths.items()}
     assert [str(p) for p in problems.items] == [
         f"{api}/{ids['orphan']}/: field 'path': 000100020001: no category has the parent's path 00010002",
+        f"{api}/{ids['stray']}/: field 'path': 00020001: no category has the parent's path 0002",
         f"{api}/{ids['short']}/: field 'path': '001' does not have four digits per level of its depth 1",
         f"{api}/{ids['letters']}/: field 'path': '00a1' does not have four digits per level of its depth 1"]
 
