@@ -10,6 +10,7 @@ import io
 import json
 import os
 import secrets
+import sys
 import time
 from pathlib import Path
 
@@ -299,6 +300,7 @@ def test_a_changed_openapi_document_invalidates_its_path():
 
 @pytest.mark.parametrize("url, bucket, prefix", [
     ("s3://b", "b", ""), ("s3://b/", "b", ""), ("s3://b//a/b//", "b", "a/b/"), ("s3://b/a", "b", "a/"),
+    ("s3://b/X/", "b", "X/"),  # (only slashes are taken off the prefix's ends)
 ])
 def test_a_target_and_its_keys(url, bucket, prefix):
     target = deploy.Target.parse(url)
@@ -469,3 +471,87 @@ def test_deletions_go_in_batches_of_distinct_keys_each_recorded(tmp_path, monkey
                                ("b", ["p/api/g"], True)]
     record._file.close()
     assert deploy.Record(tmp_path, target, "http://e").known == {"api/kept": [1, 2, 3]}
+
+
+def test_without_boto3_the_deploy_says_what_to_install(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "boto3", None)  # (an import of it then raises ImportError)
+    with pytest.raises(CatalogueError) as caught:
+        deploy.deploy(tmp_path, "s3://b", progress=lambda line: None)
+    assert str(caught.value) == "catalogue deploy needs boto3: pip install boto3"
+
+
+def test_the_record_of_an_earlier_deploy_is_found_by_its_name(tmp_path):
+    """The record's file is named after the endpoint, bucket and prefix: a name spelt otherwise
+    by a new version would lose every site's record (each bucket listed again once)."""
+    (tmp_path / deploy.DEPLOY_DIR).mkdir()
+    (tmp_path / deploy.DEPLOY_DIR / "089256ff9e6cd839.json").write_text(
+        json.dumps({"marker": "token-1", "files": {"api/b": [4, 5, 6]}}), encoding="utf-8")
+    record = deploy.Record(tmp_path, deploy.Target.parse("s3://b/p"), "http://e")
+    record._file.close()
+    assert (record.known, record.marker) == ({"api/b": [4, 5, 6]}, "token-1")
+
+
+def test_the_same_bucket_through_an_endpoint_spelt_otherwise_is_listed(data_dir, tmp_path, bucket, endpoint):
+    """The record is kept for each endpoint as given: one spelt otherwise (here the same server
+    by another name) may be another service whose bucket has the same name, so it is listed."""
+    client, name = bucket
+    site = tmp_path / "site"
+    build(data_dir, site)
+    deploy.deploy(site, f"s3://{name}", endpoint, progress=lambda line: None)
+    assert deploy.deploy(site, f"s3://{name}", endpoint, progress=lambda line: None).compared is None
+    other = endpoint.replace("127.0.0.1", "localhost")
+    report = deploy.deploy(site, f"s3://{name}", other, progress=lambda line: None)
+    assert report.compared.reason == "no finished deploy to this target recorded here"
+    assert (report.uploaded, report.compared.listed) == (0, len(published(site)))
+
+
+def test_a_deploy_that_changes_the_bucket_writes_a_new_marker_first(data_dir, tmp_path, bucket, endpoint):
+    """A new token whenever the bucket changes (uploads alone, deletions alone, or a marker
+    gone), so that another site's record of the bucket is no longer trusted; none when
+    nothing changes."""
+    client, name = bucket
+    site = tmp_path / "site"
+    build(data_dir, site)
+
+    def marker() -> str:
+        return client.get_object(Bucket=name, Key=deploy.MARKER)["Body"].read().decode()
+
+    def deployed(**options) -> deploy.Report:
+        return deploy.deploy(site, f"s3://{name}", endpoint, progress=lambda line: None, **options)
+
+    deployed()
+    first = marker()
+    assert deployed().uploaded == 0 and marker() == first
+    edit_title(data_dir, "کلیدر", "کلیدر (ویرایش تازه)")
+    build(data_dir, site)
+    report = deployed()
+    assert (report.uploaded, report.deleted, report.compared) == (11, 0, None)
+    uploads_only = marker()
+    assert uploads_only != first
+    client.put_object(Bucket=name, Key="api/v1/books/stale.json", Body=b"{}")
+    report = deployed(check=True)
+    assert (report.uploaded, report.deleted) == (0, 1)
+    deletion_only = marker()
+    assert deletion_only != uploads_only
+    client.delete_object(Bucket=name, Key=deploy.MARKER)
+    report = deployed()
+    assert (report.uploaded, report.deleted) == (0, 0) and marker() != deletion_only
+    assert deployed().compared is None  # (the new marker is the record's)
+
+
+@pytest.mark.parametrize("keys, more", [("ab", ""), ("abcde", ""), ("abcdef", " ...")])
+def test_many_refused_deletions_are_counted_and_the_first_five_named(tmp_path, keys, more):
+    """A refusal without a Message is named by its Code. (moto refuses no deletion: a client
+    answers as S3 does when it refuses, as in the test above.)"""
+    class Client:
+        def delete_objects(self, Bucket: str, Delete: dict) -> dict:
+            return {"Errors": [{"Key": o["Key"], "Code": "AccessDenied"} for o in Delete["Objects"]]}
+
+    target = deploy.Target.parse("s3://b/p")
+    record = deploy.Record(tmp_path, target, "http://e")
+    with pytest.raises(CatalogueError) as caught:
+        deploy.delete_all(Client(), target, [f"api/{n}" for n in keys], record)
+    record._file.close()
+    named = ", ".join(f"p/api/{n} (AccessDenied)" for n in keys[:5])
+    assert str(caught.value) == (f"the bucket refused to delete {len(keys)} files: {named}{more}\n"
+                                 "Run the same deploy again to try them again.")

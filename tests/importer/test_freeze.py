@@ -338,6 +338,9 @@ def test_csv_holds_an_image_only_when_its_id_is_derived_from_its_url():
         "https://cdn.example/x.jpg"
     assert image_csv_form(book, image(f"{base}/media/x.jpg", "/media/x.jpg"), base) == "/media/x.jpg"
     assert image_csv_form(book, image(f"{base}/media/x.jpg", "something else"), base) is None
+    # (another host's URL, its origin as long as the site's: its id derived from the path alone
+    # is not the one its URL would derive, so it cannot be written root-relative)
+    assert image_csv_form(book, image("https://cdn-x.example.ir/media/x.jpg", "/media/x.jpg"), base) is None
     assert image_csv_form(book, image("https://cdn.example/x.jpg", "https://cdn.example/x.jpg", "cover"), base) is None
 
 
@@ -379,3 +382,142 @@ def test_progress_on_a_terminal_and_elsewhere():
     assert terminal.getvalue() == (bar.format("." * 30, 0) + "\nbooks: trying again\n" + bar.format("#" * 30, 4)
                                    + "\r" + f"{'     books: 4 records read':<60}" + "\n")
     assert log.getvalue() == "books: trying again\n     books: 4 records read\n"
+
+
+def test_a_relation_given_by_its_url_is_the_id_in_it(monkeypatch):
+    """A related record linked to by its URL (DRF's hyperlinked field) rather than embedded
+    becomes the id its URL ends with, which its collection must list. No collection of the
+    sample's service links one (all embed), so a bookshelf's owner is declared linked here."""
+    import dataclasses
+
+    from generator.api.urls import BY_NAME, RESOURCES
+    from generator.catalogue.resources import BOOKSHELVES
+    from generator.errors import Problems
+    from generator.importer.convert import _Converter
+
+    linked = dataclasses.replace(BOOKSHELVES, fields=tuple(
+        dataclasses.replace(f, embedded=False) if f.name == "user" else f for f in BOOKSHELVES.fields))
+    monkeypatch.setitem(BY_NAME, BOOKSHELVES.name, linked)
+    api = "https://ketab.example.ir/api/v1"
+    owner, stranger = "5c3b1a52-2a4e-4f0e-8a51-6f1a9b0d2c11", "9d1e2f30-4b5c-4d6e-8f70-8192a3b4c5d6"
+    shelf = "0b6f2c1d-3e4f-4a5b-9c6d-7e8f9a0b1c2d"
+    documents = {r.name: {} for r in RESOURCES}
+    documents["user"] = {owner: {"url": f"{api}/user/{owner}/"}}
+    problems = Problems()
+    converter = _Converter(documents, problems)
+    where = f"{api}/bookshelves/{shelf}/"
+    document = {"url": where, "user": f"{api}/user/{owner}/", "title": "Reading list"}
+    assert converter.row(BOOKSHELVES.name, document) == {"id": shelf, "user": owner, "title": "Reading list"}
+    assert not problems
+    assert converter.row(BOOKSHELVES.name, {**document, "user": f"{api}/user/{stranger}/"})["user"] == stranger
+    assert [(p.file, p.line, p.field, p.message) for p in problems.items] == [
+        (where, 0, "user", f"refers to {stranger}, which the user collection does not list")]
+
+
+def test_the_page_sizes_and_time_zone_given_are_kept():
+    """The pre-built page sizes a static catalogue names (its 400) and the --time-zone given
+    go to site.yaml as they are, rather than what the pages would tell."""
+    from generator.api.urls import RESOURCES
+    from generator.importer.convert import convert
+    from generator.importer.crawl import Collection
+
+    links = {r.name: f"https://ketab.example.ir/api/v1/{r.name}/" for r in RESOURCES}
+    collections = {r.name: Collection(r.name, 0, 12, 12) for r in RESOURCES}
+    pages = {r.name: [{"count": 0, "results": []}] for r in RESOURCES}
+    frozen = convert(links, collections, pages, [24, 5], "Europe/Berlin")
+    assert frozen.site == {"base_url": "https://ketab.example.ir", "page_sizes": [24, 5], "time_zone": "Europe/Berlin"}
+    assert frozen.notes[:2] == ["page sizes: 24, 5 (the pre-built sizes the service names)",
+                                "max_limit: none (the service answered a page of a billion records; site.yaml can "
+                                "set one: without it a client may ask for every record in one answer)"]
+    assert "time zone: Europe/Berlin (given)" in frozen.notes
+
+
+def test_a_count_that_changes_on_a_later_page_names_its_offset():
+    from generator.errors import Problems
+    from generator.importer.convert import _documents
+    from generator.importer.crawl import Collection
+
+    api = "https://ketab.example.ir/api/v1/books"
+    pages = [{"count": 3, "results": [{"url": f"{api}/a/"}, {"url": f"{api}/b/"}]},
+             {"count": 4, "results": [{"url": f"{api}/c/"}, {"url": f"{api}/d/"}]}]
+    problems = Problems()
+    assert list(_documents(Collection("books", 3, 2, 2), pages, problems)) == ["a", "b", "c", "d"]
+    assert [str(p) for p in problems.items] == [
+        "books page at offset 2: field 'count': 4 where the first page said 3: the collection changed during "
+        "the import; import again when it is quiet"]
+
+
+def test_a_record_listed_twice_is_named_by_its_url_or_its_collection():
+    from generator.errors import Problems
+    from generator.importer.convert import _documents
+    from generator.importer.crawl import Collection
+
+    url = "https://ketab.example.ir/api/v1/books/a/"
+    pages = [{"count": 4, "results": [{"url": url}, {"title": "no url"}]},
+             {"count": 4, "results": [{"url": url}, {"title": "no url"}]}]
+    problems = Problems()
+    _documents(Collection("books", 4, 2, 2), pages, problems)
+    assert [str(p) for p in problems.items] == [
+        f"{url}: field 'id': a is listed twice: the collection changed during the import; import again",
+        "books: field 'id': {'title': 'no url'} is listed twice: the collection changed during the import; "
+        "import again"]
+
+
+def test_pages_that_hold_fewer_records_than_their_count_are_named():
+    from generator.errors import Problems
+    from generator.importer.convert import _documents
+    from generator.importer.crawl import Collection
+
+    problems = Problems()
+    _documents(Collection("books", 2, None, None), [{"count": 2, "results": [{"url": "https://k.example/b/a/"}]}],
+               problems)
+    assert [str(p) for p in problems.items] == ["books: field 'count': the pages held 1 records where the count is 2"]
+
+
+def test_a_category_s_parent_comes_from_its_path():
+    """Four digits a level: the parent is the category whose path is this one's less its last
+    four; a path of another length or not all digits, or whose parent is not listed, is named."""
+    import uuid
+
+    from generator.api.urls import RESOURCES
+    from generator.errors import Problems
+    from generator.importer.convert import _Converter
+
+    api = "https://ketab.example.ir/api/v1/category"
+    paths = {"root": ("0001", 1), "child": ("00010001", 2), "orphan": ("000100020001", 3), "stray": ("00020001", 2), "short": ("001", 1),
+             "letters": ("00a1", 1)}
+    ids = {name: str(uuid.uuid5(uuid.NAMESPACE_URL, name)) for name in paths}
+    documents = {r.name: {} for r in RESOURCES}
+    documents["category"] = {ids[name]: {
+        "url": f"{api}/{ids[name]}/", "id": ids[name], "no_child": True, "slug": name, "path": path, "depth": depth,
+        "numchild": 0, "name": name, "code": ""} for name, (path, depth) in paths.items()}
+    problems = Problems()
+    converter = _Converter(documents, problems)
+    rows = {row["slug"]: row for row in map(lambda d: converter.row("category", d), documents["category"].values())
+            if row is not None}
+    assert {name: rows[name].get("parent", "none") for name in rows} == {
+        "root": None, "child": ids["root"], "orphan": None, "stray": None, "short": "none", "letters": "none"}
+    assert converter.paths == {ids[name]: path for name, (path, _) in paths.items()}
+    assert [str(p) for p in problems.items] == [
+        f"{api}/{ids['orphan']}/: field 'path': 000100020001: no category has the parent's path 00010002",
+        f"{api}/{ids['stray']}/: field 'path': 00020001: no category has the parent's path 0002",
+        f"{api}/{ids['short']}/: field 'path': '001' does not have four digits per level of its depth 1",
+        f"{api}/{ids['letters']}/: field 'path': '00a1' does not have four digits per level of its depth 1"]
+
+
+def test_a_listed_book_that_is_not_enabled_is_named():
+    """Only enabled books are listed: one listed with `enable` anything but true is named (its
+    row keeps it enabled, as it was served)."""
+    from generator.api.urls import RESOURCES
+    from generator.catalogue.resources import BOOKS
+    from generator.errors import Problems
+    from generator.importer.convert import _Converter
+
+    problems = Problems()
+    converter = _Converter({r.name: {} for r in RESOURCES}, problems)
+    for value in (True, False, None, "true"):
+        row: dict = {}
+        converter._published(BOOKS, row, {"enable": value}, f"u/{value}")
+        assert row == {"enable": True}
+    assert [str(p) for p in problems.items] == [
+        f"u/{value}: field 'enable': is not true, yet the book is listed" for value in (False, None, "true")]
