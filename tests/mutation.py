@@ -244,7 +244,7 @@ def refused(work: Path, tests: list[str]) -> str | None:
                            "--collect-only", *tests], cwd=work / "mutants", capture_output=True)
     if done.returncode != PYTEST_USAGE_ERROR:
         return None
-    words = (done.stderr + done.stdout).decode(errors="replace").strip().splitlines()
+    words = (done.stderr + done.stdout).decode(errors="replace").replace(f"{work / 'mutants'}/", "").strip().splitlines()
     return "\n".join(line for line in words if line.startswith("ERROR")) or "\n".join(words[-5:])
 
 
@@ -307,7 +307,7 @@ def main() -> int:
         print(f"{module}: mutmut against {' '.join(tests)}", flush=True)
         result = run(module, tests, args.timeout, args.children, args.recheck_timeout, args.mutants)
         print(f"{module}: {result.counts.get('killed', 0)} of {result.total} killed, "
-              f"{len(result.survivors)} survived ({result.seconds:.0f} s; "
+              f"{len(result.survivors)} survived, {len(result.usage_errors)} usage errors ({result.seconds:.0f} s; "
               f"{len(result.rechecked)} verdicts changed by the recheck)", flush=True)
         if result.failed:
             print(f"  mutmut failed:\n{result.failed}", flush=True)
