@@ -360,6 +360,10 @@ def test_a_page_put_together_has_a_strong_tag_of_its_bytes(client, site):
         "application/json", READ, None)
     again = client.request("GET", "/api/v1/books/?limit=7&offset=3", {"If-None-Match": got.header("ETag")})
     assert (again.status, again.body, again.header("ETag")) == (304, b"", got.header("ETag"))
+    since = client.request("GET", "/api/v1/books/?limit=7&offset=3", {"If-Modified-Since": got.header("Last-Modified")})
+    assert (since.status, since.body) == (304, b"")
+    earlier = formatdate(MTIME - 1, usegmt=True)
+    assert client.request("GET", "/api/v1/books/?limit=7&offset=3", {"If-Modified-Since": earlier}).status == 200
 
 
 def test_a_page_put_together_is_gzipped_for_clients_that_take_it(client, site):
@@ -665,6 +669,8 @@ def test_the_size_limit_of_a_write(site, service, declared, pieces, status):
     assert got.status == status
     if status == 413:
         assert (got.body, got.header("Content-Type")) == (meta.TOO_LARGE, "application/json")
+        assert (got.header("Allow"), got.header("Server"), got.header("X-Content-Type-Options")) == (
+            WRITE, "catalogue", "nosniff")
         assert service.requests == []
     else:
         assert len(service.requests[0][2]) == MAX_BODY
