@@ -397,6 +397,8 @@ def test_a_page_of_a_query_is_put_together_by_the_last_modified_file(own_site):
 def test_too_many_parameters(client):
     got = client.get("/api/v1/books/?" + "&".join(["a=1"] * 1001))
     assert (got.status, got.body, got.header("Content-Type")) == (400, meta.TOO_MANY_FIELDS, "application/json")
+    assert (got.header("Allow"), got.header("Server"), got.header("X-Content-Type-Options")) == (
+        READ, "catalogue", "nosniff")
     assert client.get("/api/v1/books/?" + "&".join(["a=1"] * 999)).status == 200
 
 
