@@ -117,8 +117,7 @@ class WriteService:
         self.requests: list[tuple[str, list[tuple[str, str]], bytes]] = []
         self.answer = (201, {"Content-Type": "application/json", "Location": f"{BASE}/api/v1/user/x/"}, b'{"id":"x"}')
         self.hold = threading.Event()  # (set: each request waits until it is cleared)
-        self.held = threading.Event()
-        self.hold.clear()
+        self.held = threading.Event()  # (set once a request waits)
         owner = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -155,15 +154,15 @@ class WriteService:
         self.thread.join()
 
 
+_CLOSED: list[socket.socket] = []  # (held for the run: their ports are never handed to anyone else)
+
+
 def closed_address() -> str:
     """A loopback address where nothing listens (bound, never listening: connections are refused)."""
     probe = socket.socket()
     probe.bind(("127.0.0.1", 0))
-    closed_address.held.append(probe)  # (held for the run: never handed to anyone else)
+    _CLOSED.append(probe)
     return f"127.0.0.1:{probe.getsockname()[1]}"
-
-
-closed_address.held = []
 
 
 def has_the_site_s_headers(got: Reply, allow: str) -> bool:
