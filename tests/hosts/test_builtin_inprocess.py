@@ -6,6 +6,7 @@ records what it is given. `serve()` itself runs here too, in the foreground, sto
 signal this process sends itself. Here mutation testing sees the server's code run."""
 from __future__ import annotations
 
+import contextlib
 import gzip
 import hashlib
 import http.client
@@ -889,3 +890,45 @@ def test_a_second_signal_stops_serve_at_once(site, service, application):
         returned.set()
         thread.join()
     assert status == 0 and outcome == {"held": True, "waited": True, "stopped": True}
+
+
+def test_a_write_waits_in_a_daemon_thread_and_a_stop_gives_it_its_grace(site, service, application):
+    """One signal while a POST waits for a write service that does not answer: serve() stops
+    within SHUTDOWN_GRACE seconds, the POST abandoned in its daemon thread (nginx's fast
+    shutdown drops what is in flight)."""
+    sock = site.parent / "grace.sock"
+    connect = lambda: UnixConnection(sock)  # noqa: E731
+    service.hold.set()
+    returned, outcome = threading.Event(), {}
+
+    def stuck_write() -> None:
+        with contextlib.suppress(OSError, http.client.HTTPException):
+            over_http(connect, "POST", "/api/v1/user/", b"{}")
+
+    def client() -> None:
+        deadline = time.monotonic() + 30
+        while not listening(connect) and time.monotonic() < deadline and not returned.is_set():
+            time.sleep(0.02)
+        threading.Thread(target=stuck_write, daemon=True).start()
+        outcome["held"] = service.held.wait(10)
+        waiting = [t for t in threading.enumerate() if t.name == "write service request"]
+        outcome["daemon"] = [t.daemon for t in waiting]
+        if returned.is_set():  # (serve() failed: a signal now would end this process)
+            return
+        started = time.monotonic()
+        os.kill(os.getpid(), signal.SIGTERM)
+        outcome["waited"] = not returned.wait(builtin.SHUTDOWN_GRACE - 1)
+        outcome["stopped"] = returned.wait(builtin.SHUTDOWN_GRACE + 5)
+        outcome["seconds"] = time.monotonic() - started
+        service.hold.clear()  # (else serve would wait for it: the test fails, not hangs)
+
+    thread = threading.Thread(target=client)
+    thread.start()
+    try:
+        status = builtin.serve(site, Local(socket=sock, write_service=service.address))
+    finally:
+        returned.set()
+        thread.join()
+    assert status == 0 and outcome["daemon"] == [True]
+    assert (outcome["held"], outcome["waited"], outcome["stopped"]) == (True, True, True)
+    assert outcome["seconds"] < builtin.SHUTDOWN_GRACE + 2
