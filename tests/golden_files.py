@@ -311,6 +311,13 @@ def put_together(generation: Path, name: str, query: str) -> tuple[int, bytes]:
         return 400, rejected.encoded()
 
 
+def golden_routes(prefix: str = "") -> list[dict]:
+    """The golden request table (ROUTES) as every host's tests read it: its requests for a site
+    whose base_url has this path prefix (the sample's has none)."""
+    return [entry for entry in json.loads((GOLDEN / ROUTES).read_text(encoding="utf-8"))
+            if entry["request"][3] == prefix]
+
+
 def golden_answer(generation: Path, query: str, answer: dict, one_404_body: bool = False) -> tuple[int, bytes]:
     """The status and body every host answers to a request of the golden request table
     (ROUTES) that is not a redirect, given the route table's `answer` to it, with no write

@@ -18,11 +18,11 @@ import socket
 import threading
 import time
 import uuid
-from types import SimpleNamespace
 from dataclasses import dataclass, field
 from email.utils import formatdate, parsedate_to_datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from types import SimpleNamespace
 from urllib.parse import quote, unquote
 
 import anyio
@@ -37,7 +37,7 @@ from generator.hosts import builtin
 from generator.hosts.contract import Local
 from generator.sitebuild import build
 from conftest import SAMPLE
-from golden_files import GOLDEN, ROUTES, golden_answer, put_together
+from golden_files import golden_answer, golden_routes, put_together
 
 BASE = "https://ketab.example.ir"
 BOOK = "76f9d815-44dc-545f-890b-4419e8e5e6da"
@@ -45,8 +45,7 @@ UNPUBLISHED = "0e3e0d2a-8a5c-4f6e-9d3e-2d8f7a1b9c02"  # no user of the sample
 READ = "GET, HEAD, OPTIONS"
 WRITE = "GET, POST, HEAD, OPTIONS"
 MTIME = 1_700_000_000.25  # every file of the module's site (so each ETag and Last-Modified is known)
-GOLDEN_TABLE = [entry for entry in json.loads((GOLDEN / ROUTES).read_text(encoding="utf-8"))
-                if entry["request"][3] == ""]  # (the sample site has no path prefix; as test_conformance.py)
+GOLDEN_TABLE = golden_routes()  # (as test_conformance.py reads it)
 
 
 # ---- the driver -------------------------------------------------------------------------------

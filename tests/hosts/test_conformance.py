@@ -22,7 +22,7 @@ from generator.api import meta
 from generator.api.urls import RESOURCES
 from generator.sitebuild import build
 from conftest import ROOT, SAMPLE
-from golden_files import GOLDEN, ROUTES, golden_answer, put_together, routed
+from golden_files import golden_answer, golden_routes, put_together, routed
 from servers import READ_ONLY, Server, process_exists, server_params
 
 BASE = "https://ketab.example.ir"
@@ -173,8 +173,7 @@ def asked(server: Server, query: str) -> str:
     return normalised(query) if server.kind == "cloudflare" else query
 
 
-GOLDEN_TABLE = [entry for entry in json.loads((GOLDEN / ROUTES).read_text(encoding="utf-8"))
-                if entry["request"][3] == ""]  # (the sample site has no path prefix)
+GOLDEN_TABLE = golden_routes()  # (the sample site has no path prefix)
 
 
 @pytest.mark.parametrize("entry", GOLDEN_TABLE, ids=lambda e: " ".join(e["request"][:3]).strip())
