@@ -891,10 +891,12 @@ def test_a_second_signal_stops_serve_at_once(site, service, application):
     assert status == 0 and outcome == {"held": True, "waited": True, "stopped": True}
 
 
-def test_a_write_waits_in_a_daemon_thread_and_a_stop_gives_it_its_grace(site, service, application):
+def test_a_write_waits_in_a_daemon_thread_and_a_stop_gives_it_its_grace(site, service, application, monkeypatch):
     """One signal while a POST waits for a write service that does not answer: serve() stops
     within SHUTDOWN_GRACE seconds, the POST abandoned in its daemon thread (nginx's fast
-    shutdown drops what is in flight)."""
+    shutdown drops what is in flight), which ends quietly once the service answers."""
+    raised = []
+    monkeypatch.setattr(threading, "excepthook", lambda args: raised.append(args.exc_type))
     sock = site.parent / "grace.sock"
     connect = lambda: UnixConnection(sock)  # noqa: E731
     service.hold.set()
@@ -910,8 +912,7 @@ def test_a_write_waits_in_a_daemon_thread_and_a_stop_gives_it_its_grace(site, se
             time.sleep(0.02)
         threading.Thread(target=stuck_write, daemon=True).start()
         outcome["held"] = service.held.wait(10)
-        waiting = [t for t in threading.enumerate() if t.name == "write service request"]
-        outcome["daemon"] = [t.daemon for t in waiting]
+        outcome["waiting"] = [t for t in threading.enumerate() if t.name == "write service request"]
         if returned.is_set():  # (serve() failed: a signal now would end this process)
             return
         started = time.monotonic()
@@ -928,6 +929,9 @@ def test_a_write_waits_in_a_daemon_thread_and_a_stop_gives_it_its_grace(site, se
     finally:
         returned.set()
         thread.join()
-    assert status == 0 and outcome["daemon"] == [True]
+    assert status == 0 and [t.daemon for t in outcome["waiting"]] == [True]
     assert (outcome["held"], outcome["waited"], outcome["stopped"]) == (True, True, True)
     assert outcome["seconds"] < builtin.SHUTDOWN_GRACE + 2
+    for abandoned in outcome["waiting"]:  # (answered now, after the server's loop has closed)
+        abandoned.join(10)
+    assert raised == [] and not any(t.is_alive() for t in outcome["waiting"])
