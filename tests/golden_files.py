@@ -311,6 +311,35 @@ def put_together(generation: Path, name: str, query: str) -> tuple[int, bytes]:
         return 400, rejected.encoded()
 
 
+def golden_routes(prefix: str = "") -> list[dict]:
+    """The golden request table (ROUTES) as every host's tests read it: its requests for a site
+    whose base_url has this path prefix (the sample's has none)."""
+    return [entry for entry in json.loads((GOLDEN / ROUTES).read_text(encoding="utf-8"))
+            if entry["request"][3] == prefix]
+
+
+def golden_answer(generation: Path, query: str, answer: dict, one_404_body: bool = False) -> tuple[int, bytes]:
+    """The status and body every host answers to a request of the golden request table
+    (ROUTES) that is not a redirect, given the route table's `answer` to it, with no write
+    service behind the host: the file it names, the page put together, or the answer for a
+    missing file (with `one_404_body`, the one 404 body of a host that has only one)."""
+    from generator.api import meta
+
+    file = answer["file"]
+    if answer["forward"]:
+        return 503, meta.WRITE_UNAVAILABLE
+    if answer["page"] is not None:
+        return put_together(generation, answer["page"], query)
+    if file is not None and (generation / file).is_file():
+        return 200, (generation / file).read_bytes()
+    if file is not None and one_404_body:
+        return 404, meta.NOT_FOUND
+    if file is not None:
+        missing = answer["missing_file"]
+        return answer["missing_status"], (generation / missing).read_bytes() if missing else answer["body"].encode()
+    return answer["status"], answer["body"].encode()
+
+
 PAGE_INDEX = ".idx"  # (generator.api.urls.PAGE_INDEX: this module imports nothing of the generator at its top)
 
 

@@ -17,6 +17,12 @@ mutmut runs each mutant against the tests its statistics saw reach the function,
 processes forked after the project was imported, which misses a function the module calls
 as it is imported (the route table's `routes()`). The report says which verdicts changed.
 
+mutmut runs a mutant's tests by their ids, and when pytest refuses the command (its exit
+status 4, a usage error: an id it cannot select again, say one holding a byte above 0x7F)
+mutmut's worker ends with status 255, which mutmut counts as a timeout. Such a mutant is
+counted here as a usage error instead, and the report names it with pytest's own words
+(`usage_errors()`); the recheck, which runs the test files, not ids, then gives its verdict.
+
 The checkout is never touched: the project's files (tracked, and new ones git does not
 ignore) are copied to a temporary folder with the mutmut settings for the module, and mutmut
 runs there. A module's run that exceeds the timeout is stopped and reported as such.
@@ -63,9 +69,16 @@ MODULES = {
     "generator/writes/create.py": ["tests/writes/test_application.py"],
     "generator/writes/service.py": ["tests/writes/test_application.py"],
     "generator/hosts/deploy.py": ["tests/hosts/test_deploy.py"],
+    # (the built-in server's other tests run it in a process of its own, tests/servers.py)
+    "generator/hosts/builtin.py": ["tests/hosts/test_builtin_inprocess.py"],
     "generator/api/schemas.py": ["tests/api/test_schemas.py"],
 }
 STATUSES = ("killed", "survived", "timeout", "suspicious", "no_tests", "skipped", "segfault")
+USAGE_ERROR = "usage error"  # pytest refused the command mutmut gave it (its exit status 4)
+PYTEST_USAGE_ERROR = 4  # pytest.ExitCode.USAGE_ERROR
+# The status mutmut's worker ends with when its test runner raises, which it does on pytest's
+# usage error; mutmut counts it as a timeout (its own timeouts end the worker with SIGXCPU).
+WORKER_RAISED = 255
 
 
 @dataclass
@@ -76,6 +89,7 @@ class Result:
     counts: dict[str, int] = field(default_factory=dict)
     survivors: dict[str, str] = field(default_factory=dict)  # mutant's name: its diff
     rechecked: dict[str, str] = field(default_factory=dict)  # mutant's name: mutmut's verdict → the recheck's
+    usage_errors: dict[str, str] = field(default_factory=dict)  # mutant's name: what pytest said of its tests
     stopped: bool = False  # the timeout ended the run
     failed: str = ""  # mutmut's last words when it could not run (the tests fail without a mutant, say)
 
@@ -168,11 +182,17 @@ def run(module: str, tests: list[str], timeout: float, children: int, recheck_ti
             result.counts = {key: stats.get(key, 0) for key in (*STATUSES, "total")}
             if only:  # (a sample: the mutants it ran, not every mutant of the module)
                 result.counts["total"] = sum(result.counts[key] for key in STATUSES)
+        result.usage_errors = usage_errors(work, module)
+        for name in result.usage_errors:  # (mutmut counted each as a timeout)
+            result.counts["timeout"] = result.counts.get("timeout", 0) - 1
+            result.counts[USAGE_ERROR] = result.counts.get(USAGE_ERROR, 0) + 1
         listed = mutmut(work, "results").stdout
         for line in listed.splitlines():
             name, _, status = line.strip().rpartition(": ")
             if status not in ("survived", "timeout"):
                 continue
+            if name in result.usage_errors:
+                status = USAGE_ERROR
             again = recheck(work, name, tests, recheck_timeout)
             if again != status:
                 result.counts[status] -= 1
@@ -181,6 +201,51 @@ def run(module: str, tests: list[str], timeout: float, children: int, recheck_ti
             if again == "survived":
                 result.survivors[name] = mutmut(work, "show", name).stdout.strip()
     return result
+
+
+def exit_codes(work: Path, module: str) -> dict[str, int | None]:
+    """mutmut's record of each mutant's end: its worker's exit status (None: not run)."""
+    meta = work / "mutants" / f"{module}.meta"
+    if not meta.is_file():
+        return {}
+    return json.loads(meta.read_text(encoding="utf-8")).get("exit_code_by_key", {})
+
+
+def tests_of(work: Path, name: str) -> list[str]:
+    """The tests mutmut ran a mutant against, by their ids: those its statistics saw reach the
+    mutated function (the mutant's name without its `__mutmut_N`)."""
+    stats = work / "mutants" / "mutmut-stats.json"
+    if not stats.is_file():
+        return []
+    by_function = json.loads(stats.read_text(encoding="utf-8")).get("tests_by_mangled_function_name", {})
+    return sorted(by_function.get(name.partition("__mutmut_")[0], []))
+
+
+def usage_errors(work: Path, module: str) -> dict[str, str]:
+    """The mutants whose tests pytest refused to run, each with pytest's words: of those whose
+    worker ended as it does when its runner raises, the ones whose test ids pytest, asked to
+    collect them as mutmut asked it to run them, answers with a usage error."""
+    found: dict[str, str] = {}
+    said: dict[tuple[str, ...], str | None] = {}  # (the mutants of a function share its tests)
+    for name, code in sorted(exit_codes(work, module).items()):
+        if code != WORKER_RAISED:
+            continue
+        tests = tuple(tests_of(work, name))
+        if tests not in said:
+            said[tests] = refused(work, list(tests))
+        if said[tests] is not None:
+            found[name] = said[tests]
+    return found
+
+
+def refused(work: Path, tests: list[str]) -> str | None:
+    """What pytest says when it refuses to collect these tests (a usage error); None if it collects them."""
+    done = subprocess.run([sys.executable, "-m", "pytest", "--rootdir=.", "-p", "no:cacheprovider", "-q", "-n", "0",
+                           "--collect-only", *tests], cwd=work / "mutants", capture_output=True)
+    if done.returncode != PYTEST_USAGE_ERROR:
+        return None
+    words = (done.stderr + done.stdout).decode(errors="replace").replace(f"{work / 'mutants'}/", "").strip().splitlines()
+    return "\n".join(line for line in words if line.startswith("ERROR")) or "\n".join(words[-5:])
 
 
 def recheck(work: Path, name: str, tests: list[str], timeout: float = 60) -> str:
@@ -195,19 +260,26 @@ def recheck(work: Path, name: str, tests: list[str], timeout: float = 60) -> str
                               cwd=work / "mutants", env=env, capture_output=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         return "timeout"
+    if done.returncode == PYTEST_USAGE_ERROR:  # (no verdict: pytest ran nothing)
+        return USAGE_ERROR
     return "survived" if done.returncode == 0 else "killed"
 
 
 def markdown(results: list[Result]) -> str:
-    lines = ["| module | tests | mutants | killed | survived | timeout | no tests | score | seconds |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| module | tests | mutants | killed | survived | timeout | usage error | no tests | score | seconds |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for r in results:
         c = r.counts
         lines.append(f"| `{r.module}` | {', '.join(f'`{t}`' for t in r.tests)} | {r.total} | {c.get('killed', 0)} | "
-                     f"{c.get('survived', 0)} | {c.get('timeout', 0)} | {c.get('no_tests', 0)} | "
+                     f"{c.get('survived', 0)} | {c.get('timeout', 0)} | {c.get(USAGE_ERROR, 0)} | {c.get('no_tests', 0)} | "
                      f"{r.score:.1%}{' (stopped: timeout)' if r.stopped else ''}{' (mutmut failed)' if r.failed else ''} | "
                      f"{r.seconds:.0f} |")
     for r in results:
+        if r.usage_errors:
+            lines += ["", f"### Usage errors in `{r.module}` (pytest refused the tests mutmut ran them against)", ""]
+            for name, words in r.usage_errors.items():
+                verdict = r.rechecked.get(name, "").partition(" → ")[2]
+                lines += [f"`{name}`{f' (the recheck: {verdict})' if verdict else ''}", "", "```", words, "```", ""]
         if r.survivors:
             lines += ["", f"### Survivors in `{r.module}`", ""]
             for name, diff in r.survivors.items():
@@ -235,10 +307,12 @@ def main() -> int:
         print(f"{module}: mutmut against {' '.join(tests)}", flush=True)
         result = run(module, tests, args.timeout, args.children, args.recheck_timeout, args.mutants)
         print(f"{module}: {result.counts.get('killed', 0)} of {result.total} killed, "
-              f"{len(result.survivors)} survived ({result.seconds:.0f} s; "
+              f"{len(result.survivors)} survived, {len(result.usage_errors)} usage errors ({result.seconds:.0f} s; "
               f"{len(result.rechecked)} verdicts changed by the recheck)", flush=True)
         if result.failed:
             print(f"  mutmut failed:\n{result.failed}", flush=True)
+        for name, words in result.usage_errors.items():
+            print(f"  usage error: {name}: {words.splitlines()[0] if words else ''}", flush=True)
         for name in result.survivors:
             print(f"  survived: {name}", flush=True)
         results.append(result)
@@ -246,7 +320,7 @@ def main() -> int:
     print(report)
     if args.report:
         args.report.write_text(report, encoding="utf-8")
-    return 1 if any(r.survivors or r.stopped or r.failed for r in results) else 0
+    return 1 if any(r.survivors or r.stopped or r.failed or r.usage_errors for r in results) else 0
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ from generator.api import meta
 from generator.api.urls import RESOURCES
 from generator.sitebuild import build
 from conftest import ROOT, SAMPLE
-from golden_files import GOLDEN, ROUTES, put_together, routed
+from golden_files import golden_answer, golden_routes, put_together, routed
 from servers import READ_ONLY, Server, process_exists, server_params
 
 BASE = "https://ketab.example.ir"
@@ -173,8 +173,7 @@ def asked(server: Server, query: str) -> str:
     return normalised(query) if server.kind == "cloudflare" else query
 
 
-GOLDEN_TABLE = [entry for entry in json.loads((GOLDEN / ROUTES).read_text(encoding="utf-8"))
-                if entry["request"][3] == ""]  # (the sample site has no path prefix)
+GOLDEN_TABLE = golden_routes()  # (the sample site has no path prefix)
 
 
 @pytest.mark.parametrize("entry", GOLDEN_TABLE, ids=lambda e: " ".join(e["request"][:3]).strip())
@@ -193,19 +192,7 @@ def test_the_golden_request_table(server, entry):
     if answer["location"] is not None:
         assert (got.status, got.header("Location")) == (301, answer["location"])
         return
-    if answer["forward"]:
-        expected = (503, b'{"detail":"Writing is not available right now: the write service is not running."}')
-    elif answer["page"] is not None:
-        expected = put_together(site, answer["page"], query)
-    elif answer["file"] is not None and (site / answer["file"]).is_file():
-        expected = (200, (site / answer["file"]).read_bytes())
-    elif answer["file"] is not None and server.kind in ONE_404_BODY:
-        expected = (404, meta.NOT_FOUND)
-    elif answer["file"] is not None:
-        missing = answer["missing_file"]
-        expected = (answer["missing_status"], (site / missing).read_bytes() if missing else answer["body"].encode())
-    else:
-        expected = (answer["status"], answer["body"].encode())
+    expected = golden_answer(site, query, answer, one_404_body=server.kind in ONE_404_BODY)
     assert (got.status, got.body) == (expected[0], b"" if method == "HEAD" else expected[1])
 
 
