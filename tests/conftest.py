@@ -177,6 +177,24 @@ def compile_sources() -> None:
         compileall.compile_dir(ROOT / folder, quiet=2, workers=1)
 
 
+def many_users(root: Path, users: int, page_sizes: tuple[int, int], bio: str = "") -> Path:
+    """The sample catalogue with `users` users (each with `bio`) and no bookshelves, built into
+    root/site with base_url https://ketab.example.ir: the site."""
+    import uuid
+    from generator.sitebuild import build
+
+    data = root / "data"
+    shutil.copytree(SAMPLE, data)
+    (data / "users.yaml").unlink()
+    lines = ["id,username,bio"] + [f"{uuid.UUID(int=n + 1, version=4)},user.{n},{bio}" for n in range(users)]
+    (data / "users.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (data / "bookshelves.csv").write_text("id,user,title\n", encoding="utf-8")
+    (data / "site.yaml").write_text(f"base_url: https://ketab.example.ir\npage_sizes: [{page_sizes[0]}, {page_sizes[1]}]\n",
+                                    encoding="utf-8")
+    build(data, root / "site")
+    return root / "site"
+
+
 @pytest.fixture
 def data_dir(tmp_path: Path) -> Path:
     """A private copy of the sample catalogue that a test may edit."""

@@ -12,12 +12,10 @@ import hashlib
 import http.client
 import json
 import os
-import shutil
 import signal
 import socket
 import threading
 import time
-import uuid
 from dataclasses import dataclass, field
 from email.utils import formatdate, parsedate_to_datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -36,7 +34,7 @@ from generator.errors import CatalogueError
 from generator.hosts import builtin
 from generator.hosts.contract import Local
 from generator.sitebuild import build
-from conftest import SAMPLE
+from conftest import SAMPLE, many_users
 from golden_files import golden_answer, golden_routes, put_together
 
 BASE = "https://ketab.example.ir"
@@ -454,16 +452,7 @@ USERS = 2000
 @pytest.fixture(scope="module")
 def big_site(tmp_path_factory) -> Path:
     """The sample with 2,000 users and a page size of 2,000: pages and files over STREAM_FROM."""
-    root = tmp_path_factory.mktemp("big")
-    data = root / "data"
-    shutil.copytree(SAMPLE, data)
-    (data / "users.yaml").unlink()
-    lines = ["id,username,bio"] + [f"{uuid.UUID(int=n + 1, version=4)},user.{n},{'x' * 100}" for n in range(USERS)]
-    (data / "users.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    (data / "bookshelves.csv").write_text("id,user,title\n", encoding="utf-8")
-    (data / "site.yaml").write_text(f"base_url: {BASE}\npage_sizes: [12, {USERS}]\n", encoding="utf-8")
-    build(data, root / "site")
-    return root / "site"
+    return many_users(tmp_path_factory.mktemp("big"), USERS, (12, USERS), bio="x" * 100)
 
 
 def test_a_large_page_put_together_is_streamed(big_site):
@@ -793,15 +782,21 @@ def serving(site: Path, local: Local, ready, ask, stop_with: int) -> tuple[int, 
             if not returned.is_set():
                 os.kill(os.getpid(), stop_with)
 
+    status = serve_beside(site, local, client, returned)
+    assert failed == []
+    return status, answers
+
+
+def serve_beside(site: Path, local: Local, client, returned: threading.Event) -> int:
+    """serve() in this thread (a signal reaches the main thread only) while client() runs in
+    another; `returned` is set once serve() has returned. Its exit status."""
     thread = threading.Thread(target=client)
     thread.start()
     try:
-        status = builtin.serve(site, local)
+        return builtin.serve(site, local)
     finally:
         returned.set()
         thread.join()
-    assert failed == []
-    return status, answers
 
 
 def listening(connect) -> bool:
@@ -852,6 +847,21 @@ def test_serve_needs_a_built_site(tmp_path):
     assert not (tmp_path / "s.sock").exists()
 
 
+def hold_a_write(connect, service, returned: threading.Event) -> bool:
+    """Once the server listens, a POST from a thread of its own that the write service holds
+    (cut off when the server stops); whether the service got it within 10 s."""
+    deadline = time.monotonic() + 30
+    while not listening(connect) and time.monotonic() < deadline and not returned.is_set():
+        time.sleep(0.02)
+
+    def stuck_write() -> None:
+        with contextlib.suppress(OSError, http.client.HTTPException):
+            over_http(connect, "POST", "/api/v1/user/", b"{}")
+
+    threading.Thread(target=stuck_write, daemon=True).start()
+    return service.held.wait(10)
+
+
 def test_a_second_signal_stops_serve_at_once(site, service, application):
     """The first signal waits for the requests being answered; a second ends them."""
     sock = site.parent / "second.sock"
@@ -859,18 +869,8 @@ def test_a_second_signal_stops_serve_at_once(site, service, application):
     service.hold.set()
     returned, outcome = threading.Event(), {}
 
-    def stuck_write() -> None:
-        try:
-            over_http(connect, "POST", "/api/v1/user/", b"{}")
-        except (OSError, http.client.HTTPException):
-            pass  # (cut off by the second signal)
-
     def client() -> None:
-        deadline = time.monotonic() + 30
-        while not listening(connect) and time.monotonic() < deadline and not returned.is_set():
-            time.sleep(0.02)
-        threading.Thread(target=stuck_write, daemon=True).start()
-        outcome["held"] = service.held.wait(10)
+        outcome["held"] = hold_a_write(connect, service, returned)
         if returned.is_set():  # (serve() failed: a signal now would end this process)
             return
         os.kill(os.getpid(), signal.SIGTERM)
@@ -881,13 +881,7 @@ def test_a_second_signal_stops_serve_at_once(site, service, application):
         outcome["stopped"] = returned.wait(10)
         service.hold.clear()  # (else serve would wait for it: the test fails, not hangs)
 
-    thread = threading.Thread(target=client)
-    thread.start()
-    try:
-        status = builtin.serve(site, Local(socket=sock, write_service=service.address))
-    finally:
-        returned.set()
-        thread.join()
+    status = serve_beside(site, Local(socket=sock, write_service=service.address), client, returned)
     assert status == 0 and outcome == {"held": True, "waited": True, "stopped": True}
 
 
@@ -902,16 +896,8 @@ def test_a_write_waits_in_a_daemon_thread_and_a_stop_gives_it_its_grace(site, se
     service.hold.set()
     returned, outcome = threading.Event(), {}
 
-    def stuck_write() -> None:
-        with contextlib.suppress(OSError, http.client.HTTPException):
-            over_http(connect, "POST", "/api/v1/user/", b"{}")
-
     def client() -> None:
-        deadline = time.monotonic() + 30
-        while not listening(connect) and time.monotonic() < deadline and not returned.is_set():
-            time.sleep(0.02)
-        threading.Thread(target=stuck_write, daemon=True).start()
-        outcome["held"] = service.held.wait(10)
+        outcome["held"] = hold_a_write(connect, service, returned)
         outcome["waiting"] = [t for t in threading.enumerate() if t.name == "write service request"]
         if returned.is_set():  # (serve() failed: a signal now would end this process)
             return
@@ -922,13 +908,7 @@ def test_a_write_waits_in_a_daemon_thread_and_a_stop_gives_it_its_grace(site, se
         outcome["seconds"] = time.monotonic() - started
         service.hold.clear()  # (else serve would wait for it: the test fails, not hangs)
 
-    thread = threading.Thread(target=client)
-    thread.start()
-    try:
-        status = builtin.serve(site, Local(socket=sock, write_service=service.address))
-    finally:
-        returned.set()
-        thread.join()
+    status = serve_beside(site, Local(socket=sock, write_service=service.address), client, returned)
     assert status == 0 and [t.daemon for t in outcome["waiting"]] == [True]
     assert (outcome["held"], outcome["waited"], outcome["stopped"]) == (True, True, True)
     assert outcome["seconds"] < builtin.SHUTDOWN_GRACE + 2

@@ -6,13 +6,11 @@ from __future__ import annotations
 import http.client
 import json
 import re
-import shutil
 import socket
 import subprocess
 import sys
 import threading
 import time
-import uuid
 from pathlib import Path
 from urllib.parse import quote, urlsplit
 
@@ -21,7 +19,7 @@ import pytest
 from generator.api import meta
 from generator.api.urls import RESOURCES
 from generator.sitebuild import build
-from conftest import ROOT, SAMPLE
+from conftest import ROOT, SAMPLE, many_users
 from golden_files import golden_answer, golden_routes, put_together, routed
 from servers import READ_ONLY, Server, process_exists, server_params
 
@@ -482,16 +480,7 @@ USERS = 10050  # past the first block of 10,000 offsets
 @pytest.fixture(scope="module")
 def big_server(tmp_path_factory, kind):
     """The sample catalogue with 10,050 users, served."""
-    root = tmp_path_factory.mktemp("big")
-    data = root / "data"
-    shutil.copytree(SAMPLE, data)
-    (data / "users.yaml").unlink()
-    lines = ["id,username"] + [f"{uuid.UUID(int=n + 1, version=4)},user.{n}" for n in range(USERS)]
-    (data / "users.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    (data / "bookshelves.csv").write_text("id,user,title\n", encoding="utf-8")
-    (data / "site.yaml").write_text(f"base_url: {BASE}\npage_sizes: [12, 5000]\n", encoding="utf-8")
-    build(data, root / "site")
-    running = Server(root / "site", kind=kind)
+    running = Server(many_users(tmp_path_factory.mktemp("big"), USERS, (12, 5000)), kind=kind)
     yield running
     running.stop()
 
