@@ -110,7 +110,7 @@ LONG_FIRST = ("tests/hosts/test_openapi_fuzz.py", "tests/sitebuild/test_edit_seq
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Under pytest-xdist (`-n 2 --dist loadgroup`, as pyproject.toml runs the suite), the tests
+    """Under pytest-xdist (`-n 3 --dist loadgroup`, as pyproject.toml runs the suite), the tests
     of one module sharing one value of its module-scoped parameters (a server kind, a
     catalogue) go to the same worker, so that each server or build a module's fixtures start
     is started once, not once per worker; the groups are handed out longest first (LONG_FIRST,
