@@ -122,7 +122,7 @@ class Spools:
             self._firsts.append(self._firsts[-1] + len(files))
         self._lookups = 0
         # Once held: the data files read whole, and which holds each record and where, so
-        # that a lookup is a few array reads and a slice (Stored.__getitem__).
+        # that a lookup is a few array reads and a slice (record()).
         self.held: tuple[list[bytes], array, array, array] | None = None
 
     def __len__(self) -> int:

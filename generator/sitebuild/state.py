@@ -300,11 +300,6 @@ class Stored:
     def __getitem__(self, id: str) -> orjson.Fragment:
         memo = self._memo
         if memo is None:
-            held = self._records.held  # (a book embeds four records or so: this lookup is a build's most frequent)
-            if held is not None:
-                blobs, files, starts, ends = held
-                index = self._ids[id]
-                return orjson.Fragment(blobs[files[index]][starts[index]:ends[index]])
             return orjson.Fragment(self._records.record(self._ids[id]))
         found = memo.get(id)
         if found is None:
