@@ -100,7 +100,7 @@ def catalogue(tmp_path: Path) -> Catalogue:
 
 def assert_same_as_clean_build(catalogue: Catalogue, site: Path, tmp_path: Path, name: str) -> None:
     clean = tmp_path / f"clean-{name.replace(' ', '-')}"
-    build(catalogue.dir, clean, processes=2)
+    build(catalogue.dir, clean)  # (in one process: any number builds the same site, tests/sitebuild/test_team.py)
     got, expected = served(site), served(clean)
     assert got.keys() == expected.keys(), name
     assert [p for p in got if got[p] != expected[p]] == [], name
@@ -111,7 +111,7 @@ def assert_same_as_clean_build(catalogue: Catalogue, site: Path, tmp_path: Path,
 @pytest.mark.parametrize("edit", sorted(EDITS))
 def test_each_edit_rebuilds_to_a_clean_build(catalogue: Catalogue, tmp_path: Path, edit: str):
     site = tmp_path / "site"
-    build(catalogue.dir, site, processes=2)
+    build(catalogue.dir, site)
     EDITS[edit](catalogue)
     summary = build(catalogue.dir, site, processes=2)
     assert summary.written > 0
