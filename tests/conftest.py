@@ -124,11 +124,17 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem):
             TEMPORARY.throw_away_disk()  # (the module's fixtures are torn down: nothing uses them)
 
 
-# Single tests of a quarter of a minute and more (properties, fuzzing, a run killed under
-# xdist): under xdist they are handed out first, so that none is left to run alone at the end.
-LONG_FIRST = ("tests/hosts/test_openapi_fuzz.py", "tests/sitebuild/test_edit_sequences.py",
-              "tests/sitebuild/test_hostile.py", "tests/test_interrupted.py", "tests/hosts/test_hostile_text.py",
-              "tests/importer/test_from_drf.py", "tests/sitebuild/test_state.py")
+# The modules whose groups take five seconds and more in few tests (properties, fuzzing, a run
+# killed under xdist, Chromium, a Worker, builds), longest first: under xdist they are handed
+# out before the others (which go by their number of tests), so that none is left to run
+# alone at the end. Ordered by their seconds on three workers; when two of them were last,
+# the run's end waited 5 s for the last worker.
+LONG_FIRST = ("tests/sitebuild/test_state.py", "tests/hosts/test_openapi_fuzz.py", "tests/hosts/test_hostile_text.py",
+              "tests/hosts/test_deploy.py", "tests/importer/test_from_drf.py", "tests/api/test_filters.py",
+              "tests/importer/test_freeze.py", "tests/hosts/test_cloudflare.py", "tests/hosts/test_querystring_js.py",
+              "tests/test_interrupted.py", "tests/sitebuild/test_edit_sequences.py", "tests/sitebuild/test_team.py",
+              "tests/hosts/test_cloudfront.py", "tests/sitebuild/test_publish.py", "tests/test_package.py",
+              "tests/hosts/test_browser.py", "tests/sitebuild/test_hostile.py", "tests/hosts/test_pages_js.py")
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -155,9 +161,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             group = marker.args[0] if marker.args else marker.kwargs.get("name", "")
         groups.setdefault(group, []).append(item)
     if getattr(config.option, "numprocesses", None) or hasattr(config, "workerinput"):
-        order = sorted(groups.values(), key=lambda tests: (tests[0].nodeid.split("::")[0] not in LONG_FIRST,
-                                                           -len(tests)))
+        order = sorted(groups.values(), key=handed_out)
         items[:] = [item for tests in order for item in tests]
+
+
+def handed_out(tests: list[pytest.Item]) -> tuple[int, int]:
+    """A group's place in the order xdist hands groups out: LONG_FIRST's in its order, then the
+    others by their number of tests, most first."""
+    module = tests[0].nodeid.split("::")[0]
+    return (LONG_FIRST.index(module), 0) if module in LONG_FIRST else (len(LONG_FIRST), -len(tests))
 
 
 class GroupNames:

