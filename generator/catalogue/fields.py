@@ -7,6 +7,7 @@ data rules and the schemas of the published documents never disagree.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -16,8 +17,6 @@ from datetime import datetime
 from importlib import resources
 from pathlib import Path
 from typing import Any, Callable
-
-import jsonschema_rs
 
 
 
@@ -229,13 +228,18 @@ def is_http_url(url: str) -> bool:
     return _HTTP_URL.fullmatch(url) is not None
 
 
-# RFC 3986, as the schemas check a URL field of the output (format "uri"): the same checker,
-# so that what the input allows never fails the build's own checks.
-_URI = jsonschema_rs.validator_for({"type": "string", "format": "uri"}, validate_formats=True)
+@functools.cache
+def _uri_checker():
+    """RFC 3986, as the schemas check a URL field of the output (format "uri"): the same checker,
+    so that what the input allows never fails the build's own checks. Made when first needed:
+    a server or write service that never reads a URL field does not load jsonschema-rs."""
+    import jsonschema_rs
+
+    return jsonschema_rs.validator_for({"type": "string", "format": "uri"}, validate_formats=True)
 
 
 def is_uri(url: str) -> bool:
-    return _URI.is_valid(url)
+    return _uri_checker().is_valid(url)
 
 
 # ---- quick coercers: a CSV cell (text without NUL) -> typed value ----------------

@@ -51,13 +51,13 @@ def write(site: Path) -> Path:
     settings = {"compatibility_date": COMPATIBILITY_DATE, "published": published, "asset_limit": ASSET_LIMIT,
                 "bucket": BUCKET, "config_dir": f"<site>/{CONFIG_DIR}", "assets": ASSETS_DIR}
     for name in ("wrangler.toml", "wrangler-r2.toml"):
-        replace(directory / name, templates.get_template(f"{name}.j2").render(settings))
+        replace(directory / name, templates().get_template(f"{name}.j2").render(settings))
     return directory / "worker.js"
 
 
 def worker(info: SiteInfo) -> str:
     """The Worker module for a site served as `info` says."""
-    return templates.get_template("worker.js.j2").render(
+    return templates().get_template("worker.js.j2").render(
         router=router.javascript(info.prefix), reads=READS, **router.answer_values(info.cache_control))
 
 

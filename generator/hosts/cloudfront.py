@@ -136,7 +136,7 @@ def function(prefix: str, facts: Facts, cache_control: str) -> str:
         page = page.replace(f"{group.upper()}PART", "([^/]+)")
     page = page.replace("BUCKETPART", "[^/]+")
     compact = {"separators": (",", ":")}
-    return templates.get_template("cloudfront.js.j2").render(
+    return templates().get_template("cloudfront.js.j2").render(
         router=_DECLARATION.sub(r"\1=", _UNUSED.sub("", javascript(prefix))).rstrip("\n"),
         counts=json.dumps(facts.counts, **compact), sizes=json.dumps(sizes, **compact), pages=json.dumps(PAGES),
         unavailable=json.dumps(meta.WRITE_UNAVAILABLE.decode()),
@@ -146,7 +146,7 @@ def function(prefix: str, facts: Facts, cache_control: str) -> str:
 def pages_module(cache_control: str, page_bytes: int = PAGE_BYTES) -> str:
     """The origin-request handler (an ES module) of a site whose answers carry this
     Cache-Control."""
-    return templates.get_template("cloudfront-pages.mjs.j2").render(
+    return templates().get_template("cloudfront-pages.mjs.j2").render(
         pages=json.dumps(PAGES), allow=json.dumps({r.name: allow(r) for r in RESOURCES}),
         not_found=json.dumps(meta.NOT_FOUND.decode()), reads=READS, bytes=page_bytes,
         accepts_gzip=js_regex(ACCEPTS_GZIP, whole=False)[0], **answer_values(cache_control))
@@ -215,7 +215,7 @@ def template(code: str, archive: bytes, info: SiteInfo) -> str:
     for value in (info.cache_control, info.base_url):
         if '"' in value or "\\" in value:
             raise ValueError(f"{value!r} cannot be written into the CloudFormation template")
-    return templates.get_template("cloudfront.yaml.j2").render(
+    return templates().get_template("cloudfront.yaml.j2").render(
         function=code.rstrip("\n"), base_url=info.base_url, host=urlsplit(info.base_url).hostname,
         policies=policies(info.cache_control), behaviours=behaviours(info.prefix), default=DEFAULT_BEHAVIOUR,
         security={key: config for key, config in (v[0::2] for v in SECURITY.values())},

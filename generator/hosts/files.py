@@ -3,16 +3,21 @@ one so that an unchanged file keeps its mtime and a reader never sees half of it
 directory that holds only what a host serves of the published generation."""
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 
-import jinja2
-
 from ..api.urls import CURRENT, PUBLISHED
 
-templates = jinja2.Environment(
-    loader=jinja2.PackageLoader("generator.hosts", "templates"), autoescape=False,
-    undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
+@functools.cache
+def templates():
+    """The hosts' templates (hosts/templates/), loaded when a host's file is first written: a
+    server or a write service, which writes none, does not load Jinja."""
+    import jinja2
+
+    return jinja2.Environment(
+        loader=jinja2.PackageLoader("generator.hosts", "templates"), autoescape=False,
+        undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
 
 
 def replace(path: Path, text: str) -> None:

@@ -61,7 +61,7 @@ def write(site: Path) -> Path:
     key = file_key(root / KEY_FILE)
     replace(root / FUNCTIONS_DIR / f"{FUNCTION}.js",
             edge_function(info, key))
-    replace(root / "netlify.toml", templates.get_template("netlify.toml.j2").render(
+    replace(root / "netlify.toml", templates().get_template("netlify.toml.j2").render(
         publish=PUBLISH_DIR, functions=FUNCTIONS_DIR, function=FUNCTION, fill=fill_command()))
     return root
 
@@ -122,7 +122,7 @@ def file_key(path: Path) -> str:
 
 def edge_function(info: SiteInfo, key: str) -> str:
     """The Edge Function (an ES module) for a site served as `info` says."""
-    return templates.get_template("netlify.js.j2").render(
+    return templates().get_template("netlify.js.j2").render(
         router=javascript(info.prefix), reads=READS, file_header=json.dumps(FILE_HEADER), key=json.dumps(key),
         write_service=json.dumps(WRITE_SERVICE), accepts_gzip=js_regex(ACCEPTS_GZIP, whole=False)[0],
         **answer_values(info.cache_control))

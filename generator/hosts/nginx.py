@@ -76,7 +76,7 @@ def server_config(site: Path, serving: SiteInfo, hosting: Hosting) -> str:
               "file": "/".join(f"${part}" if part.startswith("catalogue_") else part
                                for part in (spelling.limit, spelling.bucket, spelling.offset))}
              for spelling in params.plain_spellings()]
-    return templates.get_template("server.conf.j2").render(
+    return templates().get_template("server.conf.j2").render(
         base_url=serving.base_url, listen=hosting.listen, server_name=parts.hostname, root=root,
         prefix=prefix, prefix_re=re.escape(prefix), resources=resources, plain=plain,
         page_service=_upstream(hosting.page_service), pages_cache=site.absolute() / RUN_DIR / PAGES_CACHE,
@@ -140,7 +140,7 @@ def _upstream(address: str) -> str:
 
 
 def standalone_config(server_conf: Path, run: Path, user: str | None) -> str:
-    return templates.get_template("nginx.conf.j2").render(
+    return templates().get_template("nginx.conf.j2").render(
         server_conf=server_conf.absolute(), run=run.absolute(), user=user)
 
 

@@ -24,7 +24,7 @@ SIGMA = "\u03a3"  # lower-cased by its context (final or not): the JavaScript de
 @functools.cache
 def javascript() -> str:
     """The declarations, without imports or exports (a host's script or module includes them)."""
-    return templates.get_template("query.js.j2").render(constants=json.dumps(constants(), ensure_ascii=True))
+    return templates().get_template("query.js.j2").render(constants=json.dumps(constants(), ensure_ascii=True))
 
 
 def constants() -> dict:

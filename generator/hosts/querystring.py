@@ -23,7 +23,7 @@ from .files import templates
 @functools.cache
 def javascript() -> str:
     """The declarations, without imports or exports (a host's script or module includes them)."""
-    return templates.get_template("querystring.js.j2").render(
+    return templates().get_template("querystring.js.j2").render(
         max_fields=querystring.MAX_FIELDS, max_digits=querystring.MAX_DIGITS,
         iri_safe=json.dumps(querystring.IRI_SAFE), spaces=json.dumps(spaces()),
         digit_zeros=json.dumps(digit_zeros()), unicode=unicodedata.unidata_version)

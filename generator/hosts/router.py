@@ -71,7 +71,7 @@ def javascript(prefix: str) -> str:
         source, groups = js_regex(spelling.pattern)
         parts = [groups[part] if part in groups else part for part in (spelling.limit, spelling.bucket, spelling.offset)]
         plain.append([json.loads(source), *parts])
-    return templates.get_template("router.js.j2").render(
+    return templates().get_template("router.js.j2").render(
         plain=json.dumps(plain), page_file=json.dumps(page_file("{name}", "{limit}", "{bucket}", "{offset}")),
         prefix=json.dumps(prefix), literal=json.dumps(literal, ensure_ascii=False, separators=(",", ":")),
         bodies=json.dumps(texts, ensure_ascii=False, separators=(",", ":")), common=json.dumps(common),

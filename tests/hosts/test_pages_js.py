@@ -60,7 +60,7 @@ QUERIES = ["", "limit=5", "limit=12&offset=5", "offset=1000", "limit=1_2&utm_sou
 
 def module(directory: Path) -> Path:
     values = answer_values("no-cache")
-    code = values["querystring"] + "\n" + values["query"] + "\n" + templates.get_template("pages.js.j2").render(values)
+    code = values["querystring"] + "\n" + values["query"] + "\n" + templates().get_template("pages.js.j2").render(values)
     path = directory / "pages.mjs"
     path.write_text(code + "\nconst notModified = () => false;\n" + HARNESS, encoding="utf-8")
     return path
