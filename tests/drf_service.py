@@ -34,17 +34,22 @@ class DrfService:
 
     @classmethod
     def start(cls, data_dir: Path, work: Path) -> "DrfService":
+        service = cls.launch(data_dir, work)
+        service.wait()
+        return service
+
+    @classmethod
+    def launch(cls, data_dir: Path, work: Path) -> "DrfService":
+        """Started, on its port, not yet answering (wait())."""
         work.mkdir(parents=True, exist_ok=True)
         port = free_port()
         log = work / f"drf-{port}.log"  # (a pipe nobody reads would fill and block it)
         process = subprocess.Popen(
             [sys.executable, "-m", "tests.drf.serve", str(data_dir), str(work), str(port)], cwd=ROOT,
             stdout=log.open("ab"), stderr=subprocess.STDOUT, preexec_fn=stop_with_parent)
-        service = cls(process, port, log)
-        service._wait()
-        return service
+        return cls(process, port, log)
 
-    def _wait(self) -> None:
+    def wait(self) -> None:
         """Until the API root answers (the port opens only once the catalogue is loaded)."""
         deadline = time.monotonic() + STARTUP
         while True:
@@ -113,9 +118,10 @@ def compared(data: Path, work: Path):
     (its base_url the service's own), as a Pair; both stopped at the end."""
     from generator.compose import build
 
-    drf = DrfService.start(data, work / "drf")
+    drf = DrfService.launch(data, work / "drf")  # (loading its database while the site is built)
     try:
         build(data, work / "site", base_url=drf.url)
+        drf.wait()
         static = Server(work / "site")
         try:
             yield Pair(drf, static)
