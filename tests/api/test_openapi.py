@@ -74,6 +74,17 @@ def test_pages_name_the_sites_page_sizes_and_answer_every_page():
     assert "max_limit" not in limit["description"]
     clamped = openapi.document(replace(SETTINGS, max_limit=100))["components"]["parameters"]["limit"]
     assert "taken as 100 (max_limit)" in clamped["description"]
+    # (the document's own description says so too; the golden document has no max_limit)
+    assert ("is put together when asked for, with limit clamped to 100 (max_limit).\n\n"
+            in openapi.description(replace(SETTINGS, max_limit=100)))
+
+
+@pytest.mark.parametrize("names, sentence", [
+    (["user"], "user"), (["user", "bookshelf"], "user and bookshelf"), (["a", "b", "c", "d"], "a, b, c and d"),
+])
+def test_the_writable_collections_are_named_in_a_sentence(names, sentence):
+    """The description's "POST to user and bookshelf" (the sample has two; a site may have more)."""
+    assert openapi._listed(names) == sentence
 
 
 def test_writes_need_the_bearer_token():

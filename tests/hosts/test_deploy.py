@@ -11,6 +11,7 @@ import json
 import os
 import secrets
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -427,6 +428,48 @@ def test_progress_counts_each_upload(tmp_path, bucket, endpoint, monkeypatch):
     record = deploy.Record(tmp_path, target, endpoint)
     deploy.upload_all(client, target, root, now, sorted(now), "no-cache", record, lines.append)
     assert sorted(lines) == ["  uploaded 1 of 3", "  uploaded 2 of 3", "  uploaded 3 of 3"]
+
+
+def a_generation_of(count: int, tmp_path: Path) -> tuple[Path, dict[str, deploy.Signature]]:
+    root = tmp_path / "generation"
+    (root / "api").mkdir(parents=True)
+    for n in range(count):
+        (root / "api" / f"{n}.json").write_bytes(b"{}")
+    return root, deploy.tree(root)
+
+
+def test_uploads_go_sixteen_at_once(tmp_path):
+    """A deploy of many small files waits on the network, not the processor: WORKERS uploads
+    are under way at once (here a bucket that answers no PUT before sixteen are; with fewer
+    threads, as the default pool has on a machine with fewer than twelve cores, it never would)."""
+    arrived = threading.Barrier(deploy.WORKERS, timeout=10)
+
+    class Client:
+        def put_object(self, Bucket: str, Key: str, Body: bytes, **extra: str) -> None:
+            arrived.wait()  # (BrokenBarrierError when fewer are under way: the deploy fails)
+
+    root, now = a_generation_of(deploy.WORKERS, tmp_path)
+    target = deploy.Target.parse("s3://b")
+    record = deploy.Record(tmp_path, target, None)
+    deploy.upload_all(Client(), target, root, now, sorted(now), "no-cache", record, lambda line: None)
+    record._file.close()
+    assert deploy.Record(tmp_path, target, None).known == {path: list(signature) for path, signature in now.items()}
+
+
+def test_the_bucket_is_compared_sixteen_files_at_once(tmp_path, monkeypatch):
+    """As the uploads: a listing of many files is compared WORKERS files at a time (each an MD5
+    of a file read from disk), here by an MD5 that answers none before sixteen are asked for."""
+    arrived = threading.Barrier(deploy.WORKERS, timeout=10)
+
+    def md5(path: Path) -> str:
+        arrived.wait()
+        return hashlib.md5(path.read_bytes()).hexdigest()
+
+    root, now = a_generation_of(deploy.WORKERS, tmp_path)
+    monkeypatch.setattr(deploy, "md5", md5)
+    listed = {path: (2, hashlib.md5(b"{}").hexdigest()) for path in now}
+    compared = deploy.compare(root, now, listed, "--check", force=False)
+    assert (compared.listed, compared.missing, compared.different, compared.extra) == (deploy.WORKERS, [], [], [])
 
 
 def test_a_deletion_the_bucket_refuses_fails_the_deploy_and_stays_recorded(tmp_path, monkeypatch):
