@@ -165,9 +165,14 @@ class Server:
 
 
 def children(pid: int) -> list[int]:
+    """The processes pid started, found through each of its threads (a thread that ends
+    between the listing and the reading, as the built-in server's POSTs' do, had none)."""
     found = []
     for task in Path(f"/proc/{pid}/task").iterdir():
-        found += [int(c) for c in (task / "children").read_text().split()]
+        try:
+            found += [int(c) for c in (task / "children").read_text().split()]
+        except FileNotFoundError:
+            continue
     return found
 
 
