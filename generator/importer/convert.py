@@ -234,8 +234,9 @@ def _time_zone(frozen: Frozen, stamps: list, given: str | None) -> None:
         frozen.site["time_zone"] = given
         frozen.notes.append(f"time zone: {given} (given)")
         return
-    # One moment per minute and offset: zones change offsets on whole minutes, not always on whole
-    # hours (Lord Howe Island's half-hour shift at 02:00 of +10:30 is 02:30 of +11:00).
+    # Each moment once with its offset, none taken for another of its hour: a zone may change its
+    # offset within an hour of the stamps' own (Lord Howe Island's half-hour shift at 02:00 of
+    # +10:30 is 02:30 of +11:00), or within a minute (Monrovia's, at 00:44:30 UTC in 1972).
     seen: dict[tuple, datetime] = {}
     for stamp in stamps:
         try:
@@ -243,7 +244,7 @@ def _time_zone(frozen: Frozen, stamps: list, given: str | None) -> None:
         except (TypeError, ValueError):
             continue  # (reported with the book)
         if moment.utcoffset() is not None:
-            seen.setdefault((moment.replace(second=0, microsecond=0), moment.utcoffset()), moment)
+            seen.setdefault((moment, moment.utcoffset()), moment)
     if not seen:
         frozen.site["time_zone"] = DEFAULT_TIME_ZONE
         frozen.notes.append(f"time zone: {DEFAULT_TIME_ZONE}, the default (no created_time to tell)")

@@ -711,11 +711,12 @@ LONG = {"title": "not a record of the API: no url, and longer than a problem quo
     ({"url": "https://ketab.example.ir/api/v1/books/abc/"}, "abc"),
     ({"url": "https://ketab.example.ir/api/v1/books/abc//?format=json"}, "abc"),
     ({"url": "abc"}, "abc"),  # (a path without a slash)
+    ({"url": "https://ketab.example.ir/api/v1/author/malcolm-X/"}, "malcolm-X"),  # (a slug, say, as DRF may look up)
     ({"url": "https://ketab.example.ir/api/v1/books/abc/", "id": "xyz"}, "xyz"),  # (the id, where one is given)
     ({"url": 5, "id": "xyz"}, "{'url': 5, 'id': 'xyz'}"),
     ("a string", "'a string'"),
     (LONG, repr(LONG)[:60]),
-], ids=["url", "url-query", "no-slash", "id", "url-not-text", "not-a-mapping", "long"])
+], ids=["url", "url-query", "no-slash", "slug", "id", "url-not-text", "not-a-mapping", "long"])
 def test_a_record_s_key_is_its_id_or_its_url_s_last_segment(document, key):
     """(What is no record of the API is named by what it is, cut to 60 characters.)"""
     from generator.importer.convert import _id
@@ -802,7 +803,7 @@ API = "https://ketab.example.ir/api/v1"
 AN_AUTHOR = {"url": f"{API}/author/{AUTHOR}/", "slug": "hedayat", "user": None, "fullName": "صادق هدایت",
              "image_author": None, "bio": ""}
 COVER = "4f5c6227-8086-5681-ae86-90e1b5395dc3"  # (derived from the book's id and the URL)
-AN_IMAGE = {"id": COVER, "image": "https://cdn.example/x.jpg", "type_image_book": None, "book": SHELF_BOOK,
+AN_IMAGE = {"id": COVER, "image": "https://cdn.example/x.jpg", "type_image_book": "cover", "book": SHELF_BOOK,
             "alt": "the book's cover"}
 A_BOOK = {"url": f"{API}/books/{SHELF_BOOK}/", "id": SHELF_BOOK, "publishers": [], "authors": [AN_AUTHOR],
           "translators": [], "categories": [], "images": [AN_IMAGE], "title": "بوف کور", "isbn": "9786004381185",
@@ -811,7 +812,7 @@ A_BOOK = {"url": f"{API}/books/{SHELF_BOOK}/", "id": SHELF_BOOK, "publishers": [
 A_USER = {"url": f"{API}/user/{SARA}/", "id": SARA, "username": "sara", "first_name": "", "last_name": "", "bio": "",
           "following_count": 1, "followers_count": 2, "followed": False}
 BOOK_ROW = {**{k: v for k, v in A_BOOK.items() if k != "url"}, "authors": [AUTHOR],
-            "images": [{"id": COVER, "image": "https://cdn.example/x.jpg", "type_image_book": None}]}
+            "images": [{"id": COVER, "image": "https://cdn.example/x.jpg", "type_image_book": "cover"}]}
 USER_ROW = {k: v for k, v in A_USER.items() if k != "url"}
 AT_BOOK, AT_AUTHOR, AT_USER = (f"{API}/books/{SHELF_BOOK}/: field", f"{API}/author/{AUTHOR}/: field",
                                f"{API}/user/{SARA}/: field")
@@ -820,7 +821,9 @@ AT_BOOK, AT_AUTHOR, AT_USER = (f"{API}/books/{SHELF_BOOK}/: field", f"{API}/auth
 @pytest.mark.parametrize("name, document, row, problems", [
     ("books", A_BOOK, BOOK_ROW, []),
     ("books", {**A_BOOK, "authors": [{**AN_AUTHOR, "bio": "changed"}, {**AN_AUTHOR, "url": f"{STRANGER}/"}],
-               "images": [{**AN_IMAGE, "book": STRANGER}]}, {**BOOK_ROW, "authors": [AUTHOR, STRANGER]}, [
+               "images": [{**AN_IMAGE, "book": STRANGER}], "enable": False},
+     {**BOOK_ROW, "authors": [AUTHOR, STRANGER]}, [
+        f"{AT_BOOK} 'enable': is not true, yet the book is listed",
         f"{AT_BOOK} 'authors': embeds {AUTHOR} otherwise than the author collection lists it (changed during the "
         "import?)",
         f"{AT_BOOK} 'authors': refers to {STRANGER}, which the author collection does not list",
@@ -830,9 +833,9 @@ AT_BOOK, AT_AUTHOR, AT_USER = (f"{API}/books/{SHELF_BOOK}/: field", f"{API}/auth
         f"{AT_AUTHOR} 'user': is 'someone': the data contract writes it as null, so it cannot be kept",
         f"{AT_AUTHOR} 'image_author': is 'x.jpg': the data contract writes it as null, so it cannot be kept"]),
     ("user", A_USER, USER_ROW, []),
-    # (an id not given is the URL's; what is null but required is checked, and what follows it)
-    ("user", {**A_USER, "id": None, "username": None, "following_count": "many"},
-     {**USER_ROW, "username": None, "following_count": "many"}, [
+    # (an id not given is the URL's; what is null is checked if required, and what follows it either way)
+    ("user", {**A_USER, "id": None, "username": None, "first_name": None, "following_count": "many"},
+     {**USER_ROW, "username": None, "first_name": None, "following_count": "many"}, [
         f"{AT_USER} 'username': must be text, not NoneType", f"{AT_USER} 'following_count': 'many' is not a whole number"]),
     ("user", "a string", None, [f"user: field '{name}': is missing: not a record of the catalogue API" for name in (
         "bio", "first_name", "followed", "followers_count", "following_count", "id", "last_name", "url", "username")]),
