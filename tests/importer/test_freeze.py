@@ -317,12 +317,12 @@ def test_an_existing_data_directory_is_replaced_only_when_asked(served, tmp_path
 
 # ---- the data directory written (output.write, without a service) ----------------------------
 
-SHELF_BOOK = "0e3e0d2a-8a5c-4f6e-9d3e-2d8f7a1b9c01"
+BOOK_ID = "0e3e0d2a-8a5c-4f6e-9d3e-2d8f7a1b9c01"
+SARA, REZA = "8162a4c5-73aa-444d-8a00-7877dd6972d1", "21b9776e-be74-49af-a67b-085a53ff5a10"
 ROOT_CATEGORY = "a8d8fe68-8d59-49ba-842d-8c9cc0e7e29c"
 USERS_CSV = ("id,username,first_name,last_name,bio,following_count,followers_count,followed\n"
-             "8162a4c5-73aa-444d-8a00-7877dd6972d1,sara,سارا,,📚,1,2,true\n"
-             "21b9776e-be74-49af-a67b-085a53ff5a10,reza,رضا,,,0,0,false\n")
-BOOK_YAML = (f"- id: {SHELF_BOOK}\n  title: بوف کور\n  isbn: '9786004381185'\n  code: ''\n  code_qoq: ''\n"
+             f"{SARA},sara,سارا,,📚,1,2,true\n{REZA},reza,رضا,,,0,0,false\n")
+BOOK_YAML = (f"- id: {BOOK_ID}\n  title: بوف کور\n  isbn: '9786004381185'\n  code: ''\n  code_qoq: ''\n"
              "  ddc: ''\n  price: '680000'\n  price_currency: IRR\n  pages: 96\n  weight: 0\n"
              f"  about: {'word ' * 29}word\n  comment_for_develop: ''\n  enable: true\n"
              "  created_time: '2019-07-01T08:00:00+04:30'\n  authors: []\n  translators: []\n  publishers: []\n"
@@ -334,6 +334,10 @@ SITE_YAML = ("# Imported with `catalogue import`: the settings of the service it
 BEYOND_BMP = '"\\U0001F4DA"' if hasattr(yaml, "CSafeDumper") else "📚"
 MOVED = (f"category {ROOT_CATEGORY}: its path on the service was 0002, the build will give 0001 (paths follow the "
          "order of siblings, without gaps)")
+USERS_YAML = (f"- id: {SARA}\n  username: sara\n  first_name: سارا\n  last_name: ''\n  bio: {BEYOND_BMP}\n"
+              "  following_count: 1\n  followers_count: 2\n  followed: true\n"
+              f"- id: {REZA}\n  username: reza\n  first_name: رضا\n  last_name: ''\n"  # (a null bio left out)
+              "  following_count: 0\n  followers_count: 0\n  followed: false\n")
 # Every file of the small catalogue below, as each format writes it (formats and notes first).
 WRITTEN = {
     "csv": ({"categories": "csv", "publishers": "csv", "authors": "csv", "books": "yaml", "users": "csv",
@@ -347,33 +351,28 @@ WRITTEN = {
              {"authors.yaml": "[]\n", "books.yaml": BOOK_YAML, "bookshelves.yaml": "[]\n",
               "categories.yaml": f"- id: {ROOT_CATEGORY}\n  slug: ادبیات\n  name: ادبیات\n  code: '100'\n",
               "publishers.yaml": "[]\n", "site.yaml": SITE_YAML,
-              "users.yaml": "".join(f"- id: {key}\n  username: {name}\n  first_name: {first}\n  last_name: ''\n"
-                                    + (f"  bio: {bio}\n" if bio else "") + f"  following_count: {ing}\n  followers_count: {ers}\n"
-                                    f"  followed: {followed}\n" for key, name, first, bio, ing, ers, followed in [
-                                        ("8162a4c5-73aa-444d-8a00-7877dd6972d1", "sara", "سارا", BEYOND_BMP, 1, 2,
-                                         "true"),
-                                        ("21b9776e-be74-49af-a67b-085a53ff5a10", "reza", "رضا", None, 0, 0,
-                                         "false")])}),
+              "users.yaml": USERS_YAML}),
 }
 
 
 def small_catalogue(**user) -> Frozen:
-    """Two users (one followed, one not; a character beyond the BMP, a null text), a root category
-    whose path on the service (0002: its first sibling deleted) the build will not give, and a book whose code_qoq is empty
-    rather than null (which a CSV cell cannot say: an empty cell is null), with a line longer
-    than YAML folds by default; the other collections empty. `user` changes the first user."""
+    """Two users (one followed, one not; a character beyond the BMP, a null text), a root
+    category whose path on the service (0002: its first sibling deleted) the build will not
+    give, and a book whose code_qoq is empty rather than null (which a CSV cell cannot say: an
+    empty cell is null), with a line longer than YAML folds by default; the other collections
+    empty. `user` changes the first user."""
     from generator.catalogue.fields import derived_id
 
     image = "https://cdn.example/x.jpg"
-    users = [{"id": "8162a4c5-73aa-444d-8a00-7877dd6972d1", "username": "sara", "first_name": "سارا", "last_name": "",
+    users = [{"id": SARA, "username": "sara", "first_name": "سارا", "last_name": "",
               "bio": "📚", "following_count": 1, "followers_count": 2, "followed": True, **user},
-             {"id": "21b9776e-be74-49af-a67b-085a53ff5a10", "username": "reza", "first_name": "رضا", "last_name": "",
+             {"id": REZA, "username": "reza", "first_name": "رضا", "last_name": "",
               "bio": None, "following_count": 0, "followers_count": 0, "followed": False}]
-    book = {"id": SHELF_BOOK, "title": "بوف کور", "isbn": "9786004381185", "code": "", "code_qoq": "", "ddc": "",
+    book = {"id": BOOK_ID, "title": "بوف کور", "isbn": "9786004381185", "code": "", "code_qoq": "", "ddc": "",
             "price": "680000", "price_currency": "IRR", "pages": 96, "weight": 0, "about": "word " * 29 + "word",
             "comment_for_develop": "", "enable": True, "created_time": "2019-07-01T08:00:00+04:30", "authors": [],
             "translators": [], "publishers": [], "categories": [ROOT_CATEGORY],
-            "images": [{"id": derived_id("images", f"{SHELF_BOOK}/{image}"), "image": image, "type_image_book": None}]}
+            "images": [{"id": derived_id("images", f"{BOOK_ID}/{image}"), "image": image, "type_image_book": None}]}
     category = {"id": ROOT_CATEGORY, "slug": "ادبیات", "name": "ادبیات", "code": "100", "parent": None}
     rows = {"categories": [category], "publishers": [], "authors": [], "books": [book], "users": users,
             "bookshelves": []}
@@ -436,6 +435,7 @@ def test_a_missing_folder_is_made_and_a_stale_staging_folder_cleared(tmp_path):
 
 
 def test_the_directory_replaced_is_kept_under_the_time_it_was_replaced(tmp_path):
+    """(`data.replaced-YYYYmmdd-HHMMSS`, beside the new one, and nothing else.)"""
     from generator.importer.output import write
 
     out = tmp_path / "data"
@@ -449,8 +449,6 @@ def test_the_directory_replaced_is_kept_under_the_time_it_was_replaced(tmp_path)
     assert written(Path(kept)) == WRITTEN["yaml"][2] and written(out) == WRITTEN["csv"][2]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["data", Path(kept).name]
 
-
-SARA, REZA = "8162a4c5-73aa-444d-8a00-7877dd6972d1", "21b9776e-be74-49af-a67b-085a53ff5a10"
 
 
 @pytest.mark.parametrize("user, shelves, problems", [
@@ -539,9 +537,10 @@ def inferred(zone: str, count: int, others: int = 0, such_as: str = "") -> str:
     (["1969-01-15T02:00:00-10:00", "1969-07-15T02:00:00-10:00"], "Pacific/Honolulu",
      inferred("Pacific/Honolulu", 2, 5, "Pacific/Johnston, Pacific/Tahiti, Etc/GMT+10")),
     # (the default wherever it fits, though others come before it: Iran was +04:00 in 1978)
-    (["1978-01-15T16:00:00+04:00"], "Asia/Tehran", inferred("Asia/Tehran", 1, 16, "Asia/Baku, Asia/Dubai, Asia/Muscat")),
+    (["1978-01-15T16:00:00+04:00"], "Asia/Tehran",
+     inferred("Asia/Tehran", 1, 16, "Asia/Baku, Asia/Dubai, Asia/Muscat")),
     (["2021-01-15T16:30:00+04:30", "2021-07-15T16:30:00+04:30"], "Asia/Kabul", inferred("Asia/Kabul", 2)),
-    # (Lord Howe Island is +11:00 from 02:30, not at 02:10: no zone of the hour's first moment alone)
+    # (Lord Howe Island is +11:00 from 02:30 that day: it fits the first stamp, not the second)
     (["2021-10-03T02:50:00+11:00", "2021-10-03T02:10:00+11:00"], "Asia/Magadan",
      inferred("Asia/Magadan", 2, 10, "Asia/Sakhalin, Asia/Srednekolymsk, Pacific/Bougainville")),
     # (more than a sample's worth: the one winter time, left out of the sample, still rules out
@@ -687,7 +686,8 @@ NO_MAX_LIMIT = ("max_limit: none (the service answered a page of a billion recor
      ["page sizes: 24, 5, 20 (the pre-built sizes the service names)",
       "max_limit: 20 (the service clamps a larger limit to it)"]),
     ([None], [24], 10, {"page_sizes": [10], "max_limit": 10},
-     ["page sizes: 24 (the pre-built sizes the service names)", "max_limit: 10 (the service clamps a larger limit to it)"]),
+     ["page sizes: 24 (the pre-built sizes the service names)",
+      "max_limit: 10 (the service clamps a larger limit to it)"]),
     ([None], None, 50, {"page_sizes": [50], "max_limit": 50},
      ["page size: 12, the default (no collection has a second page to tell)",
       "max_limit: 50 (the service clamps a larger limit to it)"]),
@@ -803,9 +803,9 @@ API = "https://ketab.example.ir/api/v1"
 AN_AUTHOR = {"url": f"{API}/author/{AUTHOR}/", "slug": "hedayat", "user": None, "fullName": "صادق هدایت",
              "image_author": None, "bio": ""}
 COVER = "4f5c6227-8086-5681-ae86-90e1b5395dc3"  # (derived from the book's id and the URL)
-AN_IMAGE = {"id": COVER, "image": "https://cdn.example/x.jpg", "type_image_book": "cover", "book": SHELF_BOOK,
+AN_IMAGE = {"id": COVER, "image": "https://cdn.example/x.jpg", "type_image_book": "cover", "book": BOOK_ID,
             "alt": "the book's cover"}
-A_BOOK = {"url": f"{API}/books/{SHELF_BOOK}/", "id": SHELF_BOOK, "publishers": [], "authors": [AN_AUTHOR],
+A_BOOK = {"url": f"{API}/books/{BOOK_ID}/", "id": BOOK_ID, "publishers": [], "authors": [AN_AUTHOR],
           "translators": [], "categories": [], "images": [AN_IMAGE], "title": "بوف کور", "isbn": "9786004381185",
           "code": "", "code_qoq": None, "ddc": "", "price_currency": "IRR", "price": "680000", "pages": 96, "weight": 0,
           "about": "", "comment_for_develop": "", "enable": True, "created_time": "2019-07-01T08:00:00+04:30"}
@@ -814,7 +814,7 @@ A_USER = {"url": f"{API}/user/{SARA}/", "id": SARA, "username": "sara", "first_n
 BOOK_ROW = {**{k: v for k, v in A_BOOK.items() if k != "url"}, "authors": [AUTHOR],
             "images": [{"id": COVER, "image": "https://cdn.example/x.jpg", "type_image_book": "cover"}]}
 USER_ROW = {k: v for k, v in A_USER.items() if k != "url"}
-AT_BOOK, AT_AUTHOR, AT_USER = (f"{API}/books/{SHELF_BOOK}/: field", f"{API}/author/{AUTHOR}/: field",
+AT_BOOK, AT_AUTHOR, AT_USER = (f"{API}/books/{BOOK_ID}/: field", f"{API}/author/{AUTHOR}/: field",
                                f"{API}/user/{SARA}/: field")
 
 
@@ -836,7 +836,8 @@ AT_BOOK, AT_AUTHOR, AT_USER = (f"{API}/books/{SHELF_BOOK}/: field", f"{API}/auth
     # (an id not given is the URL's; what is null is checked if required, and what follows it either way)
     ("user", {**A_USER, "id": None, "username": None, "first_name": None, "following_count": "many"},
      {**USER_ROW, "username": None, "first_name": None, "following_count": "many"}, [
-        f"{AT_USER} 'username': must be text, not NoneType", f"{AT_USER} 'following_count': 'many' is not a whole number"]),
+        f"{AT_USER} 'username': must be text, not NoneType",
+        f"{AT_USER} 'following_count': 'many' is not a whole number"]),
     ("user", "a string", None, [f"user: field '{name}': is missing: not a record of the catalogue API" for name in (
         "bio", "first_name", "followed", "followers_count", "following_count", "id", "last_name", "url", "username")]),
     ("bookshelf", {"user": A_USER, "title": "t", "owner": 1}, None, [
