@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import zoneinfo
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from urllib.parse import urlsplit
 
 from ..api.schemas import load_schemas
@@ -234,14 +234,17 @@ def _time_zone(frozen: Frozen, stamps: list, given: str | None) -> None:
         frozen.site["time_zone"] = given
         frozen.notes.append(f"time zone: {given} (given)")
         return
-    seen: dict[tuple, datetime] = {}  # one moment per hour and offset: enough to tell zones apart
+    # Each moment once with its offset, none taken for another of its hour: a zone may change its
+    # offset within an hour of the stamps' own (Lord Howe Island's half-hour shift at 02:00 of
+    # +10:30 is 02:30 of +11:00), or within a minute (Monrovia's, at 00:44:30 UTC in 1972).
+    seen: dict[tuple, datetime] = {}
     for stamp in stamps:
         try:
             moment = datetime.fromisoformat(stamp)
         except (TypeError, ValueError):
             continue  # (reported with the book)
         if moment.utcoffset() is not None:
-            seen.setdefault((moment.replace(minute=0, second=0, microsecond=0), moment.utcoffset()), moment)
+            seen.setdefault((moment, moment.utcoffset()), moment)
     if not seen:
         frozen.site["time_zone"] = DEFAULT_TIME_ZONE
         frozen.notes.append(f"time zone: {DEFAULT_TIME_ZONE}, the default (no created_time to tell)")
@@ -250,7 +253,7 @@ def _time_zone(frozen: Frozen, stamps: list, given: str | None) -> None:
     sample = moments[:: max(1, len(moments) // 64)]  # (most zones fail at once; the few left see all)
     candidates = [z for z in _zones() if _fits(z, sample) and _fits(z, moments)]
     if not candidates:
-        offsets = sorted({str(offset) for _, offset in seen})
+        offsets = [_offset(delta) for delta in sorted({offset for _, offset in seen})]
         frozen.problems.add("created_time", 0, "time_zone", f"no time zone has the offsets seen ({', '.join(offsets)}): "
                                                            "give one with --time-zone")
         return
@@ -260,6 +263,13 @@ def _time_zone(frozen: Frozen, stamps: list, given: str | None) -> None:
     frozen.notes.append(f"time zone: {chosen} (inferred from the offsets of {len(stamps):,} created_time"
                         + (f"; {len(others)} other zones fit them too, such as {', '.join(others[:3])}: "
                            "--time-zone chooses" if others else "") + ")")
+
+
+def _offset(delta: timedelta) -> str:
+    """An offset as a time stamp writes it (-02:30, not timedelta's "-1 day, 21:30:00")."""
+    seconds = int(delta.total_seconds())
+    minutes = abs(seconds) // 60
+    return f"{'-' if seconds < 0 else '+'}{minutes // 60:02}:{minutes % 60:02}"
 
 
 def _zones() -> list[str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import shutil
 import threading
 import time
@@ -74,6 +75,7 @@ def test_the_command_says_what_it_inferred(served, tmp_path):
            "it a client may ask for every record in one answer)" in lines
     assert any(line.startswith("  time zone: Asia/Tehran (inferred from the offsets of 42 created_time") for line in lines)
     assert "  books: only enabled books are in the API; disabled ones could not be seen and are not in the data" in lines
+    assert not [line for line in lines if line.startswith("  category ")]  # (every path the build's own)
     assert (tmp_path / "data" / "site.yaml").read_text(encoding="utf-8").splitlines()[1:] == [
         "base_url: https://ketab.example.ir", "page_sizes: [12]", "time_zone: Asia/Tehran"]
 
@@ -313,15 +315,251 @@ def test_an_existing_data_directory_is_replaced_only_when_asked(served, tmp_path
     assert f"the directory that was there is kept as {kept}" in result.output
 
 
-@pytest.mark.parametrize("stamps, zone", [
-    (["2021-03-04T10:20:30+03:30", "2019-07-01T08:00:00+04:30"], "Asia/Tehran"),
-    (["2021-03-04T10:20:30Z", "2021-07-04T10:20:30+00:00"], "UTC"),
-    (["2021-01-04T10:20:30+01:00", "2021-07-04T10:20:30+02:00"], "Africa/Ceuta"),
+# ---- the data directory written (output.write, without a service) ----------------------------
+
+BOOK_ID = "0e3e0d2a-8a5c-4f6e-9d3e-2d8f7a1b9c01"
+SARA, REZA = "8162a4c5-73aa-444d-8a00-7877dd6972d1", "21b9776e-be74-49af-a67b-085a53ff5a10"
+ROOT_CATEGORY = "a8d8fe68-8d59-49ba-842d-8c9cc0e7e29c"
+USERS_CSV = ("id,username,first_name,last_name,bio,following_count,followers_count,followed\n"
+             f"{SARA},sara,سارا,,📚,1,2,true\n{REZA},reza,رضا,,,0,0,false\n")
+BOOK_YAML = (f"- id: {BOOK_ID}\n  title: بوف کور\n  isbn: '9786004381185'\n  code: ''\n  code_qoq: ''\n"
+             "  ddc: ''\n  price: '680000'\n  price_currency: IRR\n  pages: 96\n  weight: 0\n"
+             f"  about: {'word ' * 29}word\n  comment_for_develop: ''\n  enable: true\n"
+             "  created_time: '2019-07-01T08:00:00+04:30'\n  authors: []\n  translators: []\n  publishers: []\n"
+             f"  categories:\n  - {ROOT_CATEGORY}\n  images:\n  - id: 4f5c6227-8086-5681-ae86-90e1b5395dc3\n"
+             "    image: https://cdn.example/x.jpg\n    type_image_book: null\n")
+SITE_YAML = ("# Imported with `catalogue import`: the settings of the service it was read from.\n"
+             "base_url: https://ketab.example.ir\npage_sizes: [12]\nmax_limit: 50\ntime_zone: Asia/Tehran\n")
+# (libyaml, PyYAML's CSafeDumper, escapes a character beyond the BMP; PyYAML's own emitter does not)
+BEYOND_BMP = '"\\U0001F4DA"' if hasattr(yaml, "CSafeDumper") else "📚"
+MOVED = (f"category {ROOT_CATEGORY}: its path on the service was 0002, the build will give 0001 (paths follow the "
+         "order of siblings, without gaps)")
+USERS_YAML = (f"- id: {SARA}\n  username: sara\n  first_name: سارا\n  last_name: ''\n  bio: {BEYOND_BMP}\n"
+              "  following_count: 1\n  followers_count: 2\n  followed: true\n"
+              f"- id: {REZA}\n  username: reza\n  first_name: رضا\n  last_name: ''\n"  # (a null bio left out)
+              "  following_count: 0\n  followers_count: 0\n  followed: false\n")
+# Every file of the small catalogue below, as each format writes it (formats and notes first).
+WRITTEN = {
+    "csv": ({"categories": "csv", "publishers": "csv", "authors": "csv", "books": "yaml", "users": "csv",
+             "bookshelves": "csv"},
+            ["books: written as YAML, since CSV cannot hold what they have (image ids that are not derived from "
+             "the URL, a type_image_book, or a code_qoq that is empty rather than null)", MOVED],
+            {"authors.csv": "id,slug,fullName,bio\n", "books.yaml": BOOK_YAML, "bookshelves.csv": "id,user,title\n",
+             "categories.csv": f"id,slug,name,code,parent\n{ROOT_CATEGORY},ادبیات,ادبیات,100,\n",
+             "publishers.csv": "id,slug,company,info\n", "site.yaml": SITE_YAML, "users.csv": USERS_CSV}),
+    "yaml": (dict.fromkeys(["categories", "publishers", "authors", "books", "users", "bookshelves"], "yaml"), [MOVED],
+             {"authors.yaml": "[]\n", "books.yaml": BOOK_YAML, "bookshelves.yaml": "[]\n",
+              "categories.yaml": f"- id: {ROOT_CATEGORY}\n  slug: ادبیات\n  name: ادبیات\n  code: '100'\n",
+              "publishers.yaml": "[]\n", "site.yaml": SITE_YAML,
+              "users.yaml": USERS_YAML}),
+}
+
+
+def small_catalogue(**user) -> Frozen:
+    """Two users (one followed, one not; a character beyond the BMP, a null text), a root
+    category whose path on the service (0002: its first sibling deleted) the build will not
+    give, and a book whose code_qoq is empty rather than null (which a CSV cell cannot say: an
+    empty cell is null), with a line longer than YAML folds by default; the other collections
+    empty. `user` changes the first user."""
+    from generator.catalogue.fields import derived_id
+
+    image = "https://cdn.example/x.jpg"
+    users = [{"id": SARA, "username": "sara", "first_name": "سارا", "last_name": "",
+              "bio": "📚", "following_count": 1, "followers_count": 2, "followed": True, **user},
+             {"id": REZA, "username": "reza", "first_name": "رضا", "last_name": "",
+              "bio": None, "following_count": 0, "followers_count": 0, "followed": False}]
+    book = {"id": BOOK_ID, "title": "بوف کور", "isbn": "9786004381185", "code": "", "code_qoq": "", "ddc": "",
+            "price": "680000", "price_currency": "IRR", "pages": 96, "weight": 0, "about": "word " * 29 + "word",
+            "comment_for_develop": "", "enable": True, "created_time": "2019-07-01T08:00:00+04:30", "authors": [],
+            "translators": [], "publishers": [], "categories": [ROOT_CATEGORY],
+            "images": [{"id": derived_id("images", f"{BOOK_ID}/{image}"), "image": image, "type_image_book": None}]}
+    category = {"id": ROOT_CATEGORY, "slug": "ادبیات", "name": "ادبیات", "code": "100", "parent": None}
+    rows = {"categories": [category], "publishers": [], "authors": [], "books": [book], "users": users,
+            "bookshelves": []}
+    site = {"base_url": "https://ketab.example.ir", "page_sizes": [12], "max_limit": 50, "time_zone": "Asia/Tehran"}
+    return Frozen(site, rows, {ROOT_CATEGORY: "0002"})
+
+
+def written(folder: Path) -> dict[str, str]:
+    return {p.name: p.read_bytes().decode() for p in sorted(folder.iterdir())}  # (line ends as written)
+
+
+@pytest.mark.parametrize("fmt", ["csv", "yaml"])
+def test_the_files_written_word_for_word(tmp_path, fmt):
+    """What the user finds in the data directory: CSV with `\\n` line ends and `true`/`false`,
+    YAML in blocks, in the fields' order, unescaped and unfolded, `[]` for an empty collection;
+    a collection CSV cannot hold written as YAML, and a note saying why."""
+    from generator.importer.output import write
+
+    frozen = small_catalogue()
+    formats, kept = write(frozen, tmp_path / "data", fmt, False)
+    assert (formats, frozen.notes, written(tmp_path / "data")) == WRITTEN[fmt]
+    assert kept is None  # (nothing was there to keep)
+
+
+def test_the_data_directory_is_written_in_utf_8_whatever_the_locale(tmp_path):
+    """A user whose locale is not UTF-8 (C, with Python's UTF-8 mode off) gets the same files:
+    the Persian text is not written in the locale's encoding."""
+    import pickle
+    import subprocess
+    import sys
+
+    from generator.importer import output
+
+    script = ("import pickle, sys; from pathlib import Path; from generator.importer.output import write; "
+              "frozen = pickle.load(sys.stdin.buffer); "
+              "[write(frozen[f], Path(sys.argv[1]) / f, f, False) for f in ('csv', 'yaml')]")
+    env = {**os.environ, "LC_ALL": "C", "PYTHONCOERCECLOCALE": "0", "PYTHONUTF8": "0",
+           "PYTHONPATH": str(Path(output.__file__).parents[2])}  # (this generator/, as mutation tests change it)
+    done = subprocess.run([sys.executable, "-c", script, str(tmp_path / "c")], env=env, capture_output=True,
+                          input=pickle.dumps({f: small_catalogue() for f in ("csv", "yaml")}))
+    assert done.returncode == 0, done.stderr.decode()
+    for fmt in ("csv", "yaml"):
+        # (written here too, so that mutmut's statistics see this test reach the writing)
+        output.write(small_catalogue(), tmp_path / "here" / fmt, fmt, False)
+        assert written(tmp_path / "c" / fmt) == written(tmp_path / "here" / fmt) == WRITTEN[fmt][2]
+
+
+def test_a_missing_folder_is_made_and_a_stale_staging_folder_cleared(tmp_path):
+    """The target's missing parents are made; a staging folder left by an import that had this
+    process's id (killed, then the id reused) is replaced, not written into or refused."""
+    from generator.importer.output import write
+
+    out = tmp_path / "new" / "deeper" / "data"
+    write(small_catalogue(), out, "yaml", False)
+    assert written(out) == WRITTEN["yaml"][2]
+    stale = out.parent / f".again.import-{os.getpid()}"
+    stale.mkdir()
+    (stale / "users.csv").write_text("left over\n", encoding="utf-8")
+    write(small_catalogue(), out.parent / "again", "yaml", False)
+    assert written(out.parent / "again") == WRITTEN["yaml"][2]
+    assert sorted(p.name for p in out.parent.iterdir()) == ["again", "data"]
+
+
+def test_the_directory_replaced_is_kept_under_the_time_it_was_replaced(tmp_path):
+    """(`data.replaced-YYYYmmdd-HHMMSS`, beside the new one, and nothing else.)"""
+    from generator.importer.output import write
+
+    out = tmp_path / "data"
+    write(small_catalogue(), out, "yaml", False)
+    before = time.time()
+    _, kept = write(small_catalogue(), out, "csv", True)
+    after = time.time()
+    assert kept is not None and kept.startswith(f"{out}.replaced-")
+    stamp = time.mktime(time.strptime(kept.removeprefix(f"{out}.replaced-"), "%Y%m%d-%H%M%S"))
+    assert int(before) - 1 <= stamp <= after
+    assert written(Path(kept)) == WRITTEN["yaml"][2] and written(out) == WRITTEN["csv"][2]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["data", Path(kept).name]
+
+
+
+@pytest.mark.parametrize("user, shelves, problems", [
+    ({"following_count": "many"}, [], [
+        "users.csv:2: field 'following_count': 'many' is not a whole number",
+        "users.csv:2: field 'following_count': reads back as None, not as 'many'"]),
+    # (a record read back twice is one: the count differs, and the collections after it are still
+    # checked, their references too)
+    ({"id": REZA}, [{"id": "0b6f2c1d-3e4f-4a5b-9c6d-7e8f9a0b1c2d", "user": SARA, "title": ""}], [
+        f"users.csv:3: field 'id': {REZA} is used twice in users: first on line 2",
+        "users.csv: reads back 1 records where 2 were written",
+        "bookshelves.csv:2: field 'title': is missing: it is required",
+        f"bookshelves.csv:2: field 'user': refers to user {SARA}, which does not exist",
+        "bookshelves.csv:2: field 'title': reads back as None, not as ''"]),
 ])
-def test_the_time_zone_is_the_one_every_offset_fits(stamps, zone):
+def test_data_that_does_not_read_back_is_not_put_in_place_nor_left_behind(tmp_path, user, shelves, problems):
+    """Data the build reads otherwise (a bug of the importer, were it let through) stops the
+    import with every difference; nothing is left beside the target."""
+    from generator.errors import CatalogueError
+    from generator.importer.output import write
+
+    frozen = small_catalogue(**user)
+    frozen.rows["bookshelves"] = shelves
+    with pytest.raises(CatalogueError) as raised:
+        write(frozen, tmp_path / "data", "csv", False)
+    staging = f".data.import-{os.getpid()}"
+    assert str(raised.value).splitlines() == [
+        "the imported data does not read back as it was written (a bug of the importer):",
+        f"{len(problems)} problems in the catalogue data:", *(f"  {staging}/{line}" for line in problems)]
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("there, replace, refused", [
+    (None, False, False), ("folder", False, False), ("folder", True, False),
+    ("file in a folder", False, True), ("file in a folder", True, False), ("file", False, True), ("file", True, False),
+])
+def test_a_target_that_holds_anything_is_replaced_only_when_asked(tmp_path, there, replace, refused):
+    """(Checked before anything is read: an empty folder is imported into, a file or a folder
+    that holds one only with --replace.)"""
+    from generator.errors import CatalogueError
+    from generator.importer.output import check_target
+
+    out = tmp_path / "data"
+    if there == "file":
+        out.write_text("mine\n", encoding="utf-8")
+    elif there is not None:
+        out.mkdir()
+        if there == "file in a folder":
+            (out / "books.csv").write_text("mine\n", encoding="utf-8")
+    if not refused:
+        check_target(out, replace)
+        return
+    with pytest.raises(CatalogueError) as raised:
+        check_target(out, replace)
+    assert str(raised.value) == (f"{out} already exists and is not empty: import into a new directory, or give "
+                                 "--replace to put the import in its place (the old one is kept beside it)")
+
+
+def hourly(zone: str, start: str, hours: int) -> list[str]:
+    """A created_time every hour from `start` (UTC), as a service in that zone writes it."""
+    from datetime import datetime, timedelta, timezone
+    from zoneinfo import ZoneInfo
+
+    first = datetime.fromisoformat(start).replace(tzinfo=timezone.utc)
+    return [(first + timedelta(hours=n)).astimezone(ZoneInfo(zone)).isoformat() for n in range(hours)]
+
+
+def inferred(zone: str, count: int, others: int = 0, such_as: str = "") -> str:
+    return (f"time zone: {zone} (inferred from the offsets of {count} created_time"
+            + (f"; {others} other zones fit them too, such as {such_as}: --time-zone chooses" if others else "") + ")")
+
+
+@pytest.mark.parametrize("stamps, zone, said", [
+    (["2021-03-04T10:20:30+03:30", "2019-07-01T08:00:00+04:30"], "Asia/Tehran", inferred("Asia/Tehran", 2, 1, "Iran")),
+    # (what has no offset is passed over, not the end of the stamps; the count is of every one given)
+    (["not a time", None, "2021-03-04T10:20:30", "2021-03-04T10:20:30+03:30"], "Asia/Tehran",
+     inferred("Asia/Tehran", 4, 1, "Iran")),
+    (["not a time", None, "2021-03-04T10:20:30"], "Asia/Tehran",
+     "time zone: Asia/Tehran, the default (no created_time to tell)"),
+    (["2021-03-04T10:20:30Z", "2021-07-04T10:20:30+00:00"], "UTC",
+     inferred("UTC", 2, 37, "Africa/Abidjan, Africa/Accra, Africa/Bamako")),
+    # (neither the default nor UTC: the first, the areas' zones before the old names without one)
+    (["2021-01-04T10:20:30+01:00", "2021-07-04T10:20:30+02:00"], "Africa/Ceuta",
+     inferred("Africa/Ceuta", 2, 36, "Arctic/Longyearbyen, Atlantic/Jan_Mayen, Europe/Amsterdam")),
+    # (the zones of places first, then the old names: Etc/GMT+10 before US/Hawaii)
+    (["1969-01-15T02:00:00-10:00", "1969-07-15T02:00:00-10:00"], "Pacific/Honolulu",
+     inferred("Pacific/Honolulu", 2, 5, "Pacific/Johnston, Pacific/Tahiti, Etc/GMT+10")),
+    # (the default wherever it fits, though others come before it: Iran was +04:00 in 1978)
+    (["1978-01-15T16:00:00+04:00"], "Asia/Tehran",
+     inferred("Asia/Tehran", 1, 16, "Asia/Baku, Asia/Dubai, Asia/Muscat")),
+    (["2021-01-15T16:30:00+04:30", "2021-07-15T16:30:00+04:30"], "Asia/Kabul", inferred("Asia/Kabul", 2)),
+    # (Lord Howe Island is +11:00 from 02:30 that day: it fits the first stamp, not the second)
+    (["2021-10-03T02:50:00+11:00", "2021-10-03T02:10:00+11:00"], "Asia/Magadan",
+     inferred("Asia/Magadan", 2, 10, "Asia/Sakhalin, Asia/Srednekolymsk, Pacific/Bougainville")),
+    # (more than a sample's worth: the one winter time, left out of the sample, still rules out
+    # the zones that are +02:00 all year)
+    (hourly("Europe/Berlin", "2021-06-01T00:00", 199) + ["2021-01-04T10:20:30+01:00"], "Africa/Ceuta",
+     inferred("Africa/Ceuta", 200, 36, "Arctic/Longyearbyen, Atlantic/Jan_Mayen, Europe/Amsterdam")),
+    (["2021-01-04T10:20:30+01:23", "2021-01-04T10:20:30-10:00", "2021-01-04T10:20:30+00:00"], None,
+     "created_time: field 'time_zone': no time zone has the offsets seen (-10:00, +00:00, +01:23): give one with "
+     "--time-zone"),
+], ids=["tehran", "tehran-after-no-offsets", "none", "utc", "ceuta", "honolulu", "tehran-1978", "kabul", "lord-howe",
+        "beyond-a-sample", "no-zone"])
+def test_the_time_zone_is_the_one_every_offset_fits(stamps, zone, said):
+    """The zone written, and the note (or the problem) that says how it was found."""
     frozen = Frozen({}, {}, {})
     _time_zone(frozen, stamps, None)
-    assert frozen.site["time_zone"] == zone
+    assert frozen.site.get("time_zone") == zone
+    assert [*frozen.notes, *map(str, frozen.problems.items)] == [said]
 
 
 def test_csv_holds_an_image_only_when_its_id_is_derived_from_its_url():
@@ -432,6 +670,62 @@ def test_the_page_sizes_and_time_zone_given_are_kept():
     assert "time zone: Europe/Berlin (given)" in frozen.notes
 
 
+NO_MAX_LIMIT = ("max_limit: none (the service answered a page of a billion records; site.yaml can set one: without "
+                "it a client may ask for every record in one answer)")
+
+
+@pytest.mark.parametrize("limits, sizes, max_limit, site, notes", [
+    ([12, None, 12], [24, 5], None, {"page_sizes": [24, 5]},
+     ["page sizes: 24, 5 (the pre-built sizes the service names)", NO_MAX_LIMIT]),
+    ([12, None, 12], None, None, {"page_sizes": [12]},
+     ["page size: 12 (from the next links); the service answers any limit, only this one will be pre-built: add "
+      "others to site.yaml's page_sizes", NO_MAX_LIMIT]),
+    ([None, None], None, None, {}, ["page size: 12, the default (no collection has a second page to tell)",
+                                    NO_MAX_LIMIT]),
+    ([24, 12, None], None, None, {}, ["page size: the next links disagree ([12, 24]): check site.yaml", NO_MAX_LIMIT]),
+    # (a size above the max_limit could not be served: dropped, the max_limit itself kept)
+    ([None], [24, 5, 20], 20, {"page_sizes": [5, 20], "max_limit": 20},
+     ["page sizes: 24, 5, 20 (the pre-built sizes the service names)",
+      "max_limit: 20 (the service clamps a larger limit to it)"]),
+    ([None], [24], 10, {"page_sizes": [10], "max_limit": 10},
+     ["page sizes: 24 (the pre-built sizes the service names)",
+      "max_limit: 10 (the service clamps a larger limit to it)"]),
+    ([None], None, 50, {"page_sizes": [50], "max_limit": 50},
+     ["page size: 12, the default (no collection has a second page to tell)",
+      "max_limit: 50 (the service clamps a larger limit to it)"]),
+])
+def test_the_page_sizes_and_max_limit_inferred(limits, sizes, max_limit, site, notes):
+    """The page sizes: those the service names, or the one every collection's next link gives
+    (none when they disagree or no collection has a second page); a max_limit drops the larger."""
+    from generator.importer.convert import _max_limit, _page_sizes
+    from generator.importer.crawl import Collection
+
+    frozen = Frozen({}, {}, {})
+    _page_sizes(frozen, {f"c{n}": Collection(f"c{n}", 30, limit, limit) for n, limit in enumerate(limits)}, sizes)
+    _max_limit(frozen, max_limit)
+    assert (frozen.site, frozen.notes) == (site, notes)
+
+
+LONG = {"title": "not a record of the API: no url, and longer than a problem quotes"}
+
+
+@pytest.mark.parametrize("document, key", [
+    ({"url": "https://ketab.example.ir/api/v1/books/abc/"}, "abc"),
+    ({"url": "https://ketab.example.ir/api/v1/books/abc//?format=json"}, "abc"),
+    ({"url": "abc"}, "abc"),  # (a path without a slash)
+    ({"url": "https://ketab.example.ir/api/v1/author/malcolm-X/"}, "malcolm-X"),  # (a slug, say, as DRF may look up)
+    ({"url": "https://ketab.example.ir/api/v1/books/abc/", "id": "xyz"}, "xyz"),  # (the id, where one is given)
+    ({"url": 5, "id": "xyz"}, "{'url': 5, 'id': 'xyz'}"),
+    ("a string", "'a string'"),
+    (LONG, repr(LONG)[:60]),
+], ids=["url", "url-query", "no-slash", "slug", "id", "url-not-text", "not-a-mapping", "long"])
+def test_a_record_s_key_is_its_id_or_its_url_s_last_segment(document, key):
+    """(What is no record of the API is named by what it is, cut to 60 characters.)"""
+    from generator.importer.convert import _id
+
+    assert _id(document) == key
+
+
 def test_a_count_that_changes_on_a_later_page_names_its_offset():
     from generator.errors import Problems
     from generator.importer.convert import _documents
@@ -503,6 +797,68 @@ def test_a_category_s_parent_comes_from_its_path():
         f"{api}/{ids['stray']}/: field 'path': 00020001: no category has the parent's path 0002",
         f"{api}/{ids['short']}/: field 'path': '001' does not have four digits per level of its depth 1",
         f"{api}/{ids['letters']}/: field 'path': '00a1' does not have four digits per level of its depth 1"]
+
+
+AUTHOR, STRANGER = "5c3b1a52-2a4e-4f0e-8a51-6f1a9b0d2c11", "9d1e2f30-4b5c-4d6e-8f70-8192a3b4c5d6"
+API = "https://ketab.example.ir/api/v1"
+# A book as the API gives it, the author it embeds (listed), and a user.
+AN_AUTHOR = {"url": f"{API}/author/{AUTHOR}/", "slug": "hedayat", "user": None, "fullName": "صادق هدایت",
+             "image_author": None, "bio": ""}
+COVER = "4f5c6227-8086-5681-ae86-90e1b5395dc3"  # (derived from the book's id and the URL)
+AN_IMAGE = {"id": COVER, "image": "https://cdn.example/x.jpg", "type_image_book": "cover", "book": BOOK_ID,
+            "alt": "the book's cover"}
+A_BOOK = {"url": f"{API}/books/{BOOK_ID}/", "id": BOOK_ID, "publishers": [], "authors": [AN_AUTHOR],
+          "translators": [], "categories": [], "images": [AN_IMAGE], "title": "بوف کور", "isbn": "9786004381185",
+          "code": "", "code_qoq": None, "ddc": "", "price_currency": "IRR", "price": "680000", "pages": 96, "weight": 0,
+          "about": "", "comment_for_develop": "", "enable": True, "created_time": "2019-07-01T08:00:00+04:30"}
+A_USER = {"url": f"{API}/user/{SARA}/", "id": SARA, "username": "sara", "first_name": "", "last_name": "", "bio": "",
+          "following_count": 1, "followers_count": 2, "followed": False}
+BOOK_ROW = {**{k: v for k, v in A_BOOK.items() if k != "url"}, "authors": [AUTHOR],
+            "images": [{"id": COVER, "image": "https://cdn.example/x.jpg", "type_image_book": "cover"}]}
+USER_ROW = {k: v for k, v in A_USER.items() if k != "url"}
+AT_BOOK, AT_AUTHOR, AT_USER = (f"{API}/books/{BOOK_ID}/: field", f"{API}/author/{AUTHOR}/: field",
+                               f"{API}/user/{SARA}/: field")
+
+
+@pytest.mark.parametrize("name, document, row, problems", [
+    ("books", A_BOOK, BOOK_ROW, []),
+    ("books", {**A_BOOK, "authors": [{**AN_AUTHOR, "bio": "changed"}, {**AN_AUTHOR, "url": f"{STRANGER}/"}],
+               "images": [{**AN_IMAGE, "book": STRANGER}], "enable": False},
+     {**BOOK_ROW, "authors": [AUTHOR, STRANGER]}, [
+        f"{AT_BOOK} 'enable': is not true, yet the book is listed",
+        f"{AT_BOOK} 'authors': embeds {AUTHOR} otherwise than the author collection lists it (changed during the "
+        "import?)",
+        f"{AT_BOOK} 'authors': refers to {STRANGER}, which the author collection does not list",
+        f"{AT_BOOK} 'images': image {COVER} belongs to book {STRANGER}"]),
+    ("author", {**AN_AUTHOR, "user": "someone", "image_author": "x.jpg"},
+     {"id": AUTHOR, "slug": "hedayat", "fullName": "صادق هدایت", "bio": ""}, [
+        f"{AT_AUTHOR} 'user': is 'someone': the data contract writes it as null, so it cannot be kept",
+        f"{AT_AUTHOR} 'image_author': is 'x.jpg': the data contract writes it as null, so it cannot be kept"]),
+    ("user", A_USER, USER_ROW, []),
+    # (an id not given is the URL's; what is null is checked if required, and what follows it either way)
+    ("user", {**A_USER, "id": None, "username": None, "first_name": None, "following_count": "many"},
+     {**USER_ROW, "username": None, "first_name": None, "following_count": "many"}, [
+        f"{AT_USER} 'username': must be text, not NoneType",
+        f"{AT_USER} 'following_count': 'many' is not a whole number"]),
+    ("user", "a string", None, [f"user: field '{name}': is missing: not a record of the catalogue API" for name in (
+        "bio", "first_name", "followed", "followers_count", "following_count", "id", "last_name", "url", "username")]),
+    ("bookshelf", {"user": A_USER, "title": "t", "owner": 1}, None, [
+        "bookshelf: field 'url': is missing: not a record of the catalogue API",
+        "bookshelf: field 'owner': is not a field of the catalogue API: it cannot be kept"]),
+])
+def test_a_document_becomes_a_row_or_is_named(name, document, row, problems):
+    """A document of the API as a row of the data (the relations it embeds as ids, its images
+    as the data gives them), or what keeps it from being one, named by its URL and field (by
+    its collection when it has no URL)."""
+    from generator.api.urls import RESOURCES
+    from generator.errors import Problems
+    from generator.importer.convert import _Converter
+
+    found = Problems()
+    documents = {r.name: {} for r in RESOURCES}
+    documents["author"] = {AUTHOR: AN_AUTHOR}
+    assert _Converter(documents, found).row(name, document) == row
+    assert [str(p) for p in found.items] == problems
 
 
 def test_a_listed_book_that_is_not_enabled_is_named():
