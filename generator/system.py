@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -44,12 +45,27 @@ def stop_with_parent() -> None:
         pass
 
 
+# The kernel's "stop me when my parent dies" is set by setpriv (util-linux) between the fork
+# and the exec where it is installed, else by stop_with_parent() in the child (preexec_fn).
+_SETPRIV = shutil.which("setpriv")
+
+
+def dying_with_parent(command: list[str]) -> dict:
+    """Popen's `args` (and `preexec_fn`) for a child that gets SIGTERM if its parent dies
+    without stopping it. With setpriv, Python starts the child without a preexec_fn, so with
+    vfork: a preexec_fn makes it fork, which copies the parent's page tables first (27 ms of
+    processor time for each server a 500 MB test worker started, 0.6 ms with vfork)."""
+    if _SETPRIV is not None and sys.platform.startswith("linux"):
+        return {"args": [_SETPRIV, "--pdeathsig", "TERM", "--", *command]}
+    return {"args": command, "preexec_fn": stop_with_parent}
+
+
 def foreground(command: list[str], env: dict[str, str] | None = None) -> int:
     """Run a server in the foreground until it stops; Ctrl-C, SIGTERM and SIGHUP stop it
     with SIGTERM (its clean shutdown), and it dies with us. It runs in a process group of
     its own, and whatever of that group outlives it (nginx's workers, the workerd that
     miniflare starts) goes when it has stopped. Its exit status."""
-    process = subprocess.Popen(command, preexec_fn=stop_with_parent, start_new_session=True, env=env)
+    process = subprocess.Popen(**dying_with_parent(command), start_new_session=True, env=env)
 
     def forward(signum, _frame) -> None:
         process.send_signal(signal.SIGTERM)
@@ -99,7 +115,7 @@ class Supervised:
             with self._lock:
                 if self._stopping.is_set():
                     return
-                self.process = subprocess.Popen(self.command, preexec_fn=stop_with_parent)
+                self.process = subprocess.Popen(**dying_with_parent(self.command))
             started = time.monotonic()
             status = self.process.wait()
             if self._stopping.is_set():

@@ -14,7 +14,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from conftest import ROOT
-from generator.system import stop_with_parent
+from generator.system import dying_with_parent
 from servers import Answer, Server, free_port
 
 STARTUP = 60  # seconds: migrating and loading a catalogue of a few hundred records takes one or two
@@ -45,8 +45,8 @@ class DrfService:
         port = free_port()
         log = work / f"drf-{port}.log"  # (a pipe nobody reads would fill and block it)
         process = subprocess.Popen(
-            [sys.executable, "-m", "tests.drf.serve", str(data_dir), str(work), str(port)], cwd=ROOT,
-            stdout=log.open("ab"), stderr=subprocess.STDOUT, preexec_fn=stop_with_parent)
+            **dying_with_parent([sys.executable, "-m", "tests.drf.serve", str(data_dir), str(work), str(port)]),
+            cwd=ROOT, stdout=log.open("ab"), stderr=subprocess.STDOUT)
         return cls(process, port, log)
 
     def wait(self) -> None:

@@ -24,7 +24,7 @@ from generator.hosts import cloudflare
 from generator.hosts.netlify import find_deno
 from generator.hosts.nginx import find_nginx
 from generator.hosts.registry import servers
-from generator.system import stop_with_parent
+from generator.system import dying_with_parent
 
 SERVERS = tuple(servers())  # every host that serves here, in the registry's order
 READ_ONLY = {name for name, host in servers().items() if not host.takes_writes}  # every POST answers 503
@@ -132,9 +132,9 @@ class Server:
         self.write_port = write_port or free_port()
         self.log = site.parent / f"serve-{self.port}.log"  # (a pipe nobody reads would fill and block it)
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "generator", "serve", "--server", kind, "--site", str(site),
-             "--port", str(self.port), "--write-port", str(self.write_port), *extra],
-            stdout=self.log.open("ab"), stderr=subprocess.STDOUT, preexec_fn=stop_with_parent,
+            **dying_with_parent([sys.executable, "-m", "generator", "serve", "--server", kind, "--site", str(site),
+                                 "--port", str(self.port), "--write-port", str(self.write_port), *extra]),
+            stdout=self.log.open("ab"), stderr=subprocess.STDOUT,
             env=None if scratch is None else {**os.environ, "TMPDIR": str(scratch)})
         wait_for_port(self.port, self.process, kind)
 
@@ -191,9 +191,9 @@ class WriteService:
         self.port = port or free_port()
         self.log = site.parent / f"write-service-{self.port}.log"
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "generator", "write-service", "--data", str(data), "--out", str(site),
-             "--tokens", str(token_file), "--port", str(self.port)],
-            stdout=self.log.open("ab"), stderr=subprocess.STDOUT, preexec_fn=stop_with_parent)
+            **dying_with_parent([sys.executable, "-m", "generator", "write-service", "--data", str(data),
+                                 "--out", str(site), "--tokens", str(token_file), "--port", str(self.port)]),
+            stdout=self.log.open("ab"), stderr=subprocess.STDOUT)
         wait_for_port(self.port, self.process, "the write service")
 
     def stop(self) -> None:

@@ -21,7 +21,7 @@ from conftest import SAMPLE, published_files
 from generator.cli import main
 from generator.compose import build
 from generator.hosts import cloudflare
-from generator.system import stop_with_parent
+from generator.system import dying_with_parent
 from servers import WRANGLER, Server, free_port, runnable
 
 BOOK = "76f9d815-44dc-545f-890b-4419e8e5e6da"
@@ -184,9 +184,8 @@ def _ask_worker(site: Path, objects: dict[str, Path], requests: list) -> list[di
              "objects": [[key, str(file)] for key, file in objects.items()], "requests": requests}
     # node in a process group of its own, the workerd miniflare starts with it: all of it goes
     # at the end, even when node is killed before it could stop workerd (a timeout, Ctrl-C).
-    process = subprocess.Popen(["node", str(HARNESS)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True, start_new_session=True,
-                               preexec_fn=stop_with_parent)
+    process = subprocess.Popen(**dying_with_parent(["node", str(HARNESS)]), stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
         out, err = process.communicate(json.dumps(given), timeout=120)
     finally:

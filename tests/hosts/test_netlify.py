@@ -26,7 +26,7 @@ from generator.api.urls import CURRENT
 from generator.sitebuild import build
 from generator.api.serving import SiteInfo
 from generator.hosts import netlify
-from generator.system import stop_with_parent
+from generator.system import dying_with_parent
 from conftest import SAMPLE, published_files
 from golden_files import GOLDEN, ROUTES, put_together
 from servers import Server, WriteStack, find_deno, runnable
@@ -179,9 +179,8 @@ def test_the_function_answers_the_golden_request_table(tmp_path, site, origin):
     harness = tmp_path / "table.js"
     harness.write_text(TABLE, encoding="utf-8")
     plain, prefixed = function_module(tmp_path), function_module(tmp_path, "/catalogue")
-    done = subprocess.run(deno(str(harness), origin, plain.as_uri(), prefixed.as_uri()), input=json.dumps(table),
-                          capture_output=True, text=True, env=deno_env(tmp_path), preexec_fn=stop_with_parent,
-                          timeout=120)
+    done = subprocess.run(**dying_with_parent(deno(str(harness), origin, plain.as_uri(), prefixed.as_uri())),
+                          input=json.dumps(table), capture_output=True, text=True, env=deno_env(tmp_path), timeout=120)
     assert done.returncode == 0, done.stderr
     answers = json.loads(done.stdout)
     assert len(answers) == len(table)
@@ -213,8 +212,8 @@ for (const key of [{json.dumps(KEY)}, null, "another"]) {{
 }}
 console.log(JSON.stringify(answers));
 """, encoding="utf-8")
-    done = subprocess.run(deno(str(harness)), capture_output=True, text=True, env=deno_env(tmp_path),
-                          preexec_fn=stop_with_parent, timeout=60)
+    done = subprocess.run(**dying_with_parent(deno(str(harness))), capture_output=True, text=True,
+                          env=deno_env(tmp_path), timeout=60)
     assert done.returncode == 0, done.stderr
     not_found = [404, meta.NOT_FOUND.decode()]
     assert json.loads(done.stdout) == [None, not_found, not_found]

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from generator.api.querystring import TooManyFields, links_query, parse, read_int
 from generator.hosts import cloudflare
 from generator.hosts.querystring import digit_zeros, javascript, spaces
-from generator.system import stop_with_parent
+from generator.system import dying_with_parent
 from golden_files import GOLDEN, QUERYSTRING
 from querystring_cases import CASES, NUMBERISH, QUERIES, answered, long_numbers
 from servers import find_deno, runnable
@@ -106,8 +106,8 @@ def run(runtime: str, folder: Path, requests: dict) -> dict:
         env = {**os.environ, "DENO_DIR": str(folder / "deno"), "DENO_NO_UPDATE_CHECK": "1"}
     else:
         command = ["node", "miniflare.mjs", str(cloudflare.NODE_MODULES.parent), cloudflare.COMPATIBILITY_DATE]
-    done = subprocess.run(command, cwd=folder, env=env, capture_output=True, text=True, timeout=120,
-                          preexec_fn=stop_with_parent)
+    done = subprocess.run(**dying_with_parent(command), cwd=folder, env=env, capture_output=True, text=True,
+                          timeout=120)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
 
