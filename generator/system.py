@@ -54,7 +54,9 @@ def dying_with_parent(command: list[str]) -> dict:
     """Popen's `args` (and `preexec_fn`) for a child that gets SIGTERM if its parent dies
     without stopping it. With setpriv, Python starts the child without a preexec_fn, so with
     vfork: a preexec_fn makes it fork, which copies the parent's page tables first (27 ms of
-    processor time for each server a 500 MB test worker started, 0.6 ms with vfork)."""
+    processor time for each server a 500 MB test worker started, 0.6 ms with vfork). The
+    price: setpriv asks for the signal a few milliseconds after Popen returns, so a parent
+    killed within them leaves the child running (the preexec_fn asks before Popen returns)."""
     if _SETPRIV is not None and sys.platform.startswith("linux"):
         return {"args": [_SETPRIV, "--pdeathsig", "TERM", "--", *command]}
     return {"args": command, "preexec_fn": stop_with_parent}
