@@ -45,9 +45,9 @@ def stop_with_parent() -> None:
         pass
 
 
-# The kernel's "stop me when my parent dies" is set by setpriv (util-linux) between the fork
-# and the exec where it is installed, else by stop_with_parent() in the child (preexec_fn).
-_SETPRIV = shutil.which("setpriv")
+# The kernel's "stop me when my parent dies" (Linux's) is set by setpriv (util-linux) between
+# the fork and the exec where it is installed, else by stop_with_parent() in the child (preexec_fn).
+_SETPRIV = shutil.which("setpriv") if sys.platform.startswith("linux") else None
 
 
 def dying_with_parent(command: list[str]) -> dict:
@@ -57,7 +57,7 @@ def dying_with_parent(command: list[str]) -> dict:
     processor time for each server a 500 MB test worker started, 0.6 ms with vfork). The
     price: setpriv asks for the signal a few milliseconds after Popen returns, so a parent
     killed within them leaves the child running (the preexec_fn asks before Popen returns)."""
-    if _SETPRIV is not None and sys.platform.startswith("linux"):
+    if _SETPRIV is not None:
         return {"args": [_SETPRIV, "--pdeathsig", "TERM", "--", *command]}
     return {"args": command, "preexec_fn": stop_with_parent}
 

@@ -79,8 +79,8 @@ class Temporary:
     def __getattr__(self, name: str):
         return getattr(self.disk if self.on_disk else self.ram, name)
 
-    def make_disk(self, config: pytest.Config) -> None:
-        base = Path(tempfile.mkdtemp(prefix="pytest-disk-", dir=os.environ[DISK_TEMP]))
+    def make_disk(self, config: pytest.Config, disk: str) -> None:
+        base = Path(tempfile.mkdtemp(prefix="pytest-disk-", dir=disk))
         self.disk = pytest.TempPathFactory(base, 3, "all", config.trace.get("tmpdir"), _ispytest=True)
 
     def throw_away_disk(self) -> None:
@@ -113,7 +113,7 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem):
     if not on_disk(item) or disk == tempfile.gettempdir():
         return (yield)
     if TEMPORARY.disk is None:
-        TEMPORARY.make_disk(item.config)
+        TEMPORARY.make_disk(item.config, disk)
     ram = os.environ["TMPDIR"]
     TEMPORARY.on_disk, os.environ["TMPDIR"], tempfile.tempdir = True, disk, disk
     try:
