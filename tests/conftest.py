@@ -3,6 +3,7 @@ line at the end for the tests skipped because a program is not installed. Tempor
 files go to a RAM file system where the machine has one (see RAM_TEMP)."""
 from __future__ import annotations
 
+import gc
 import os
 import random
 import shutil
@@ -200,6 +201,12 @@ def pytest_configure(config: pytest.Config) -> None:
     config.add_cleanup(TEMPORARY.wait_deleted)
     if not hasattr(config, "workerinput"):
         write_bytecode()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Before the process ends: its collector's final passes need not look at each object it
+    holds (a worker's 500 MB took 1.7 s to end, 0.2 s frozen; each worker ends as the run does)."""
+    gc.freeze()
 
 
 def write_bytecode() -> None:
