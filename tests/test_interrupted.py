@@ -54,9 +54,11 @@ def test_a_run_killed_under_xdist_leaves_no_process_behind(tmp_path: Path):
     (tmp_path / "test_inner.py").write_text(INNER, encoding="utf-8")
     started = tmp_path / "started"
     started.mkdir()
+    # (its temporary folders in this test's: killed, it deletes none of them; pytest's own
+    # folder of runs would keep them for three days)
     run = subprocess.Popen(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-c", str(ROOT / "pyproject.toml"),
-         "--rootdir", str(tmp_path), "-n", "2", str(tmp_path / "test_inner.py")],
+         "--rootdir", str(tmp_path), "--basetemp", str(tmp_path / "temporary"), "-n", "2", str(tmp_path / "test_inner.py")],
         cwd=tmp_path, env={**os.environ, "SAMPLE": str(ROOT / "data"), "STARTED": str(started)},
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
