@@ -213,7 +213,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     """Before the process ends: the collector's final passes need not walk what the tests left
-    (a worker's 500 MB took 1.7 s to end, 0.2 s frozen; each worker ends as the run does)."""
+    (a worker of a few hundred MB took 1.7 s to end, 0.2 s frozen; the run waits for each)."""
     gc.freeze()
 
 
