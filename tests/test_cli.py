@@ -121,6 +121,14 @@ def test_serve_without_nginx_says_how_to_install(tmp_path: Path, monkeypatch):
         "`brew install nginx` on macOS\n")
 
 
+def test_serve_netlify_refuses_a_site_deno_cannot_read():
+    result = run("serve", "--server", "netlify", "--site", "/dev/shm/site")
+    assert result.exit_code == 1
+    assert result.output == ("/dev/shm/site is under /dev, where Deno, which runs the Netlify Edge Function here, "
+                             "reads nothing without every permission: build the site elsewhere, or serve it with "
+                             "another --server\n")
+
+
 @pytest.mark.parametrize("server", SERVERS)
 def test_serve_without_a_built_site(tmp_path: Path, server: str):
     if not runnable(server):
