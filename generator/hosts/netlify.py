@@ -141,8 +141,9 @@ def installed() -> bool:
 def serve(site: Path, local: Local) -> int:
     """Run the site's Edge Function in Deno in the foreground until Ctrl-C or SIGTERM, in
     front of the published files; its exit status. POSTs go to the write service."""
-    if site.resolve().parts[1:2] in (("dev",), ("proc",), ("sys",)):  # (or every answer is a 500)
-        raise CatalogueError(f"{site} is under /{site.resolve().parts[1]}, where Deno, which runs the Netlify Edge "
+    top = site.resolve().parts[1:2]
+    if top in (("dev",), ("proc",), ("sys",)):  # (or every answer is a 500)
+        raise CatalogueError(f"{site} is under /{top[0]}, where Deno, which runs the Netlify Edge "
                              "Function here, reads nothing without every permission: build the site elsewhere, "
                              "or serve it with another --server")
     deno = find_deno()
