@@ -237,19 +237,19 @@ def _time_zone(frozen: Frozen, stamps: list, given: str | None) -> None:
     # Each moment once with its offset, none taken for another of its hour: a zone may change its
     # offset within an hour of the stamps' own (Lord Howe Island's half-hour shift at 02:00 of
     # +10:30 is 02:30 of +11:00), or within a minute (Monrovia's, at 00:44:30 UTC in 1972).
-    seen: dict[tuple, datetime] = {}
+    seen: dict[tuple[datetime, timedelta], None] = {}  # (an ordered set: aware moments equal across offsets)
     for stamp in stamps:
         try:
             moment = datetime.fromisoformat(stamp)
         except (TypeError, ValueError):
             continue  # (reported with the book)
         if moment.utcoffset() is not None:
-            seen.setdefault((moment, moment.utcoffset()), moment)
+            seen[moment, moment.utcoffset()] = None
     if not seen:
         frozen.site["time_zone"] = DEFAULT_TIME_ZONE
         frozen.notes.append(f"time zone: {DEFAULT_TIME_ZONE}, the default (no created_time to tell)")
         return
-    moments = list(seen.values())
+    moments = [moment for moment, _ in seen]
     sample = moments[:: max(1, len(moments) // 64)]  # (most zones fail at once; the few left see all)
     candidates = [z for z in _zones() if _fits(z, sample) and _fits(z, moments)]
     if not candidates:

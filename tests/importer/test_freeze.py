@@ -452,7 +452,6 @@ def test_the_directory_replaced_is_kept_under_the_time_it_was_replaced(tmp_path)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["data", Path(kept).name]
 
 
-
 @pytest.mark.parametrize("user, shelves, problems", [
     ({"following_count": "many"}, [], [
         "users.csv:2: field 'following_count': 'many' is not a whole number",
