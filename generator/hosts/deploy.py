@@ -12,8 +12,9 @@ What changed is known without reading the tree: a build never rewrites a file in
 and keeps every unchanged file's inode, size and modification time (hard links between
 generations), so a deploy stats the tree and compares each file with what the last
 deploy to the same target recorded (`<site>/.deploy/`). New and changed files go up
-first (shards, then the skeleton that links to them), then what the new build no longer
-has is deleted. Each finished upload is journalled at once, so an interrupted deploy
+first, in stages a reader never catches half-way (details and indexes, then the pages
+that point at them, then the skeleton that names both: stage()), then what the new build
+no longer has is deleted. Each finished upload is journalled at once, so an interrupted deploy
 resumes where it stopped. Credentials come from boto3's usual chain.
 
 That record is trusted only while the bucket is the one it describes. Each deploy that
@@ -41,7 +42,8 @@ from typing import Callable
 from urllib.parse import urlsplit
 
 from ..api.serving import SiteInfo, content_type
-from ..api.urls import API, BY_NAME, CURRENT, OPENAPI_FILE, PUBLISHED, SCHEMA_PATH, Shard, key_of, shard_of
+from ..api.urls import (API, BY_NAME, CURRENT, OPENAPI_FILE, PAGE_INDEX, PUBLISHED, QUERY_DIR, SCHEMA_PATH, Shard,
+                        key_of, shard_of)
 from ..errors import CatalogueError
 
 DEPLOY_DIR = ".deploy"  # <site>/.deploy/: what each target last received
@@ -149,6 +151,10 @@ class Record:
         self.marker = marker
         self._write({"marker": marker})
 
+    def close(self) -> None:
+        """Stop journalling (what was journalled stays, for the next deploy to replay)."""
+        self._file.close()
+
     def finish(self, now: dict[str, Signature]) -> None:
         self._file.close()
         temporary = self.manifest.with_suffix(".new")
@@ -176,32 +182,71 @@ def deploy(site: Path, url: str, endpoint: str | None = None,
                              "same deploy again to go on from there.") from None
 
 
+@dataclass
+class Plan:
+    """What a deploy is to do: the generation's files, what changed and what is gone since
+    the record it goes on from (or, listed, against the bucket)."""
+    target: Target
+    info: SiteInfo
+    root: Path
+    now: dict[str, Signature]
+    record: Record
+    found: str | None  # the bucket's marker
+    changed: list[str]
+    gone: list[str]
+    compared: Comparison | None
+
+    def invalidate(self) -> list[str]:
+        """The URL paths a CDN in front must forget once this deploy is done."""
+        return invalidations(self.changed + self.gone, urlsplit(self.info.base_url).path)
+
+
 def _deploy(client, site: Path, url: str, endpoint: str | None, progress: Callable[[str], None],
             check: bool, force: bool) -> Report:
-    target = Target.parse(url)
+    return carry_out(client, plan(client, site, Target.parse(url), endpoint, check, force), progress)
+
+
+def plan(client, site: Path, target: Target, endpoint: str | None, check: bool = False,
+         force: bool = False) -> Plan:
+    """The delta of the published generation against this target's record (the deploy's
+    own, never a listing), or against the bucket's listing when the record is not trusted."""
     info = SiteInfo.of_site(site)
     root = (site / CURRENT).resolve()
     now = tree(root)
-    record = Record(site, target, endpoint)
     found = bucket_marker(client, target)
-    reason = why_list(record, found, check, force)
-    if reason is None:
-        changed = sorted(path for path, signature in now.items() if record.known.get(path) != list(signature))
-        gone, compared = sorted(set(record.known) - set(now)), None
-    else:
-        compared = compare(root, now, listing(client, target), reason, force)
-        changed, gone = sorted(compared.missing + compared.different), compared.extra
-    fresh = None
-    if changed or gone or found is None:  # (before the first change: see the module's docstring)
-        fresh = put_marker(client, target)
-        if compared is None:
-            record.claim(fresh)  # (interrupted, it goes on from its record; a listing one lists again)
-    upload_all(client, target, root, now, changed, info.cache_control, record, progress)
-    delete_all(client, target, gone, record)
-    record.marker = fresh or found  # (nothing changed: the bucket holds the site, trust it from now on)
-    record.finish(now)
-    return Report(uploaded=len(changed), deleted=len(gone), unchanged=len(now) - len(changed),
-                  invalidate=invalidations(changed + gone, urlsplit(info.base_url).path), compared=compared)
+    record = Record(site, target, endpoint)
+    try:
+        reason = why_list(record, found, check, force)
+        if reason is None:
+            changed = sorted(path for path, signature in now.items() if record.known.get(path) != list(signature))
+            gone, compared = sorted(set(record.known) - set(now)), None
+        else:
+            compared = compare(root, now, listing(client, target), reason, force)
+            changed, gone = sorted(compared.missing + compared.different), compared.extra
+    except BaseException:
+        record.close()
+        raise
+    return Plan(target, info, root, now, record, found, changed, gone, compared)
+
+
+def carry_out(client, plan: Plan, progress: Callable[[str], None]) -> Report:
+    """Upload what changed (in stages a reader never catches half-way), then delete what is
+    gone, each step journalled; then the record of the finished deploy."""
+    target, record = plan.target, plan.record
+    try:
+        fresh = None
+        if plan.changed or plan.gone or plan.found is None:  # (before the first change: see the module's docstring)
+            fresh = put_marker(client, target)
+            if plan.compared is None:
+                record.claim(fresh)  # (interrupted, it goes on from its record; a listing one lists again)
+        upload_all(client, target, plan.root, plan.now, plan.changed, plan.info.cache_control, record, progress)
+        delete_all(client, target, plan.gone, record)
+    finally:
+        record.close()
+    record.marker = fresh or plan.found  # (nothing changed: the bucket holds the site, trust it from now on)
+    record.finish(plan.now)
+    return Report(uploaded=len(plan.changed), deleted=len(plan.gone), unchanged=len(plan.now) - len(plan.changed),
+                  invalidate=plan.invalidate(), compared=plan.compared)
 
 
 def put_marker(client, target: Target) -> str:
@@ -269,10 +314,26 @@ def md5(path: Path) -> str:
     return digest.hexdigest()
 
 
+def stage(path: str) -> int:
+    """When a changed file goes up: 0, what others point at (details, and the indexes hosts
+    read pages and queries by); 1, the pages in blocks, which link to details; 2, the
+    skeleton (the API root, first pages, _meta), which names all of them. A reader between
+    two stages finds every file a file it can reach names."""
+    shard = Shard.parse(shard_of(path) or "")
+    if (shard is not None and shard.limit is None) or path.endswith(PAGE_INDEX) or f"/{QUERY_DIR}/" in path:
+        return 0
+    return 1 if shard is not None else 2
+
+
+STAGES = 3
+
+
 def upload_all(client, target: Target, root: Path, now: dict[str, Signature], changed: list[str],
                cache_control: str, record: Record, progress: Callable[[str], None]) -> None:
-    """Shards first, the skeleton (root, first pages) last: a link never names a missing object."""
-    stages = ([p for p in changed if shard_of(p) is not None], [p for p in changed if shard_of(p) is None])
+    """Each stage's files (see stage()) once the stage before is in the bucket."""
+    stages: list[list[str]] = [[] for _ in range(STAGES)]
+    for path in changed:
+        stages[stage(path)].append(path)
     uploaded, last = [0], [time.monotonic()]
 
     def upload(path: str) -> None:
@@ -286,9 +347,9 @@ def upload_all(client, target: Target, root: Path, now: dict[str, Signature], ch
             last[0] = time.monotonic()
             progress(f"  uploaded {uploaded[0]:,} of {len(changed):,}")
 
-    for stage in stages:
+    for paths in stages:
         with ThreadPoolExecutor(WORKERS) as pool:
-            list(pool.map(upload, stage))  # (re-raises the first failure)
+            list(pool.map(upload, paths))  # (re-raises the first failure)
 
 
 def delete_all(client, target: Target, gone: list[str], record: Record) -> None:
