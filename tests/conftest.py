@@ -303,4 +303,5 @@ def pytest_terminal_summary(terminalreporter) -> None:
 
 HOW = {"cloudflare": "workerd: `make node_modules`, which `make test` runs where npm is; ",
        "deno": "`.venv/bin/pip install deno`; ", "chromium": "the system's chromium package; ",
-       "wrangler": "`make node_modules`; ", "rsync": "the system's rsync package; "}
+       "wrangler": "`make node_modules`; ", "rsync": "the system's rsync package; ",
+       "moto": "the test extra: `make .venv/.installed-test`; "}

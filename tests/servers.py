@@ -8,6 +8,7 @@ from __future__ import annotations
 import gzip
 import importlib.util
 import http.client
+import json
 import os
 import shutil
 import signal
@@ -38,6 +39,7 @@ INSTALLED = {**{name: host.installed for name, host in servers().items()},
              "deno": lambda: find_deno() is not None,
              "wrangler": lambda: shutil.which("node") is not None and WRANGLER.is_file(),
              "rsync": lambda: shutil.which("rsync") is not None,
+             "moto": lambda: importlib.util.find_spec("moto") is not None and importlib.util.find_spec("boto3"),
              "chromium": lambda: shutil.which("chromium") is not None and importlib.util.find_spec("playwright")}
 
 
@@ -187,14 +189,23 @@ def process_exists(pid: int) -> bool:
 class WriteService:
     """`catalogue write-service` in a process of its own, its log kept in a file."""
 
-    def __init__(self, data: Path, site: Path, token_file: Path, port: int | None = None) -> None:
+    def __init__(self, data: Path, site: Path, token_file: Path, port: int | None = None, *extra: str) -> None:
         self.port = port or free_port()
         self.log = site.parent / f"write-service-{self.port}.log"
         self.process = subprocess.Popen(
             **dying_with_parent([sys.executable, "-m", "generator", "write-service", "--data", str(data),
-                                 "--out", str(site), "--tokens", str(token_file), "--port", str(self.port)]),
+                                 "--out", str(site), "--tokens", str(token_file), "--port", str(self.port), *extra]),
             stdout=self.log.open("ab"), stderr=subprocess.STDOUT)
         wait_for_port(self.port, self.process, "the write service")
+
+    def status(self) -> dict:
+        """Its status document (GET /_status on its own address)."""
+        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
+        try:
+            connection.request("GET", "/_status")
+            return json.loads(connection.getresponse().read())
+        finally:
+            connection.close()
 
     def stop(self) -> None:
         if self.process.poll() is None:

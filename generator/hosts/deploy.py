@@ -103,12 +103,17 @@ def tree(root: Path) -> dict[str, Signature]:
     return found
 
 
+def record_name(target: Target, endpoint: str | None) -> str:
+    """What names a target's files in <site>/.deploy/: the endpoint as given, the bucket and prefix."""
+    return hashlib.sha256(f"{endpoint}|{target.bucket}|{target.prefix}".encode()).hexdigest()[:16]
+
+
 class Record:
     """What a target has received: the last finished deploy (with the marker token it
     wrote), and the journal of the one under way (replayed when a deploy was interrupted)."""
 
     def __init__(self, site: Path, target: Target, endpoint: str | None) -> None:
-        name = hashlib.sha256(f"{endpoint}|{target.bucket}|{target.prefix}".encode()).hexdigest()[:16]
+        name = record_name(target, endpoint)
         self.directory = site / DEPLOY_DIR
         self.manifest = self.directory / f"{name}.json"
         self.journal = self.directory / f"{name}.journal"
@@ -229,9 +234,14 @@ def plan(client, site: Path, target: Target, endpoint: str | None, check: bool =
     return Plan(target, info, root, now, record, found, changed, gone, compared)
 
 
-def carry_out(client, plan: Plan, progress: Callable[[str], None]) -> Report:
+class Stopped(Exception):
+    """A deploy was asked to stop before it was done: what it did is journalled."""
+
+
+def carry_out(client, plan: Plan, progress: Callable[[str], None], stop: threading.Event | None = None) -> Report:
     """Upload what changed (in stages a reader never catches half-way), then delete what is
-    gone, each step journalled; then the record of the finished deploy."""
+    gone, each step journalled; then the record of the finished deploy. Once `stop` is set,
+    no upload starts (Stopped)."""
     target, record = plan.target, plan.record
     try:
         fresh = None
@@ -239,7 +249,8 @@ def carry_out(client, plan: Plan, progress: Callable[[str], None]) -> Report:
             fresh = put_marker(client, target)
             if plan.compared is None:
                 record.claim(fresh)  # (interrupted, it goes on from its record; a listing one lists again)
-        upload_all(client, target, plan.root, plan.now, plan.changed, plan.info.cache_control, record, progress)
+        upload_all(client, target, plan.root, plan.now, plan.changed, plan.info.cache_control, record, progress,
+                   stop)
         delete_all(client, target, plan.gone, record)
     finally:
         record.close()
@@ -329,7 +340,8 @@ STAGES = 3
 
 
 def upload_all(client, target: Target, root: Path, now: dict[str, Signature], changed: list[str],
-               cache_control: str, record: Record, progress: Callable[[str], None]) -> None:
+               cache_control: str, record: Record, progress: Callable[[str], None],
+               stop: threading.Event | None = None) -> None:
     """Each stage's files (see stage()) once the stage before is in the bucket."""
     stages: list[list[str]] = [[] for _ in range(STAGES)]
     for path in changed:
@@ -337,6 +349,8 @@ def upload_all(client, target: Target, root: Path, now: dict[str, Signature], ch
     uploaded, last = [0], [time.monotonic()]
 
     def upload(path: str) -> None:
+        if stop is not None and stop.is_set():
+            raise Stopped
         extra = {"ContentType": content_type(path.removesuffix(".gz")), "CacheControl": cache_control}
         if path.endswith(".gz"):
             extra["ContentEncoding"] = "gzip"

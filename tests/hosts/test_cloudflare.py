@@ -178,9 +178,10 @@ def test_the_worker_over_r2_answers_conditional_requests(site, deployed):
     assert again[0]["headers"]["etag"] == etag
 
 
-def _ask_worker(site: Path, objects: dict[str, Path], requests: list) -> list[dict]:
-    given = {"worker": str(site / cloudflare.CONFIG_DIR / "worker.js"), "prefix": PREFIX,
-             "compatibilityDate": cloudflare.COMPATIBILITY_DATE,
+def _ask_worker(site: Path, objects: dict[str, Path], requests: list, prefix: str = PREFIX,
+                write_service: str = "") -> list[dict]:
+    given = {"worker": str(site / cloudflare.CONFIG_DIR / "worker.js"), "prefix": prefix,
+             "compatibilityDate": cloudflare.COMPATIBILITY_DATE, "writeService": write_service,
              "objects": [[key, str(file)] for key, file in objects.items()], "requests": requests}
     # node in a process group of its own, the workerd miniflare starts with it: all of it goes
     # at the end, even when node is killed before it could stop workerd (a timeout, Ctrl-C).
