@@ -93,14 +93,40 @@ class Report:
 def tree(root: Path) -> dict[str, Signature]:
     """Every file a host is given of a published generation (its shards followed), by
     relative path: what its served directories hold, never the build's state beside them."""
-    found = {}
+    return scan(root)[0]
+
+
+def scan(root: Path, linked: dict[str, str] | None = None) -> tuple[dict[str, Signature], dict[str, str], set[str]]:
+    """tree(), but for the linked directories (shards) that name the store directory `linked`
+    has for them: those are not read, and are returned apart (a build never changes a
+    published store directory, it makes a new one, so the record's files of such a directory
+    are still its files: a deploy after a small change reads a few shards, not the whole
+    site). Also the store directory each linked directory names."""
+    linked = linked or {}
+    found: dict[str, Signature] = {}
+    links: dict[str, str] = {}
+    kept: set[str] = set()
+    inside = str(root.resolve()) + os.sep
+
+    def walk(directory: str, relative: str) -> None:
+        with os.scandir(directory) as entries:
+            for entry in entries:
+                path = f"{relative}/{entry.name}"
+                if not entry.is_dir():
+                    stat = entry.stat()
+                    found[path] = (stat.st_ino, stat.st_mtime_ns, stat.st_size)
+                    continue
+                if entry.is_symlink() and not (target := os.path.realpath(entry.path)).startswith(inside):
+                    links[path] = os.path.basename(target)
+                    if linked.get(path) == links[path]:
+                        kept.add(path)
+                        continue
+                walk(entry.path, path)
+
     for top in PUBLISHED:
-        for directory, _, names in os.walk(root / top, followlinks=True):
-            relative = os.path.relpath(directory, root)
-            for name in names:
-                stat = os.stat(os.path.join(directory, name))
-                found[f"{relative}/{name}"] = (stat.st_ino, stat.st_mtime_ns, stat.st_size)
-    return found
+        if (root / top).is_dir():
+            walk(str(root / top), top)
+    return found, links, kept
 
 
 def record_name(target: Target, endpoint: str | None) -> str:
@@ -110,7 +136,9 @@ def record_name(target: Target, endpoint: str | None) -> str:
 
 class Record:
     """What a target has received: the last finished deploy (with the marker token it
-    wrote), and the journal of the one under way (replayed when a deploy was interrupted)."""
+    wrote), and the journal of the one under way (replayed when a deploy was interrupted).
+    It stays true in memory too, so a process that deploys again and again (the write
+    service's publisher) reads it once."""
 
     def __init__(self, site: Path, target: Target, endpoint: str | None) -> None:
         name = record_name(target, endpoint)
@@ -119,11 +147,14 @@ class Record:
         self.journal = self.directory / f"{name}.journal"
         self.known: dict[str, list[int]] = {}
         self.marker: str | None = None
+        self.links: dict[str, str] = {}  # what scan() found linked when the files were known
         if self.manifest.is_file():
             saved = json.loads(self.manifest.read_text(encoding="utf-8"))
             # (a record of an older version is the files alone, and no marker: the next
             # deploy compares the bucket with the site once)
             self.known, self.marker = (saved["files"], saved["marker"]) if "files" in saved else (saved, None)
+            self.links = saved.get("links", {})
+        self._held: dict[str, set[str]] | None = None
         if self.journal.is_file():
             self._replay(self.journal.read_text(encoding="utf-8").splitlines())
         self.directory.mkdir(exist_ok=True)
@@ -138,15 +169,35 @@ class Record:
                 continue  # (the line being written when it was interrupted)
             if isinstance(entry, dict):
                 self.marker = entry["marker"]
-            elif entry[1] is None:
-                self.known.pop(entry[0], None)
+                self.links = entry.get("links", self.links)
             else:
-                self.known[entry[0]] = entry[1]
+                self._know(*entry)
+
+    def _know(self, path: str, signature: list[int] | None) -> None:
+        if signature is None:
+            self.known.pop(path, None)
+        else:
+            self.known[path] = signature
+        if self._held is not None:
+            files = self._held.setdefault(path.rpartition("/")[0], set())
+            (files.discard if signature is None else files.add)(path)
+
+    def held(self) -> dict[str, set[str]]:
+        """The known files by directory."""
+        if self._held is None:
+            self._held = {}
+            for path in self.known:
+                self._held.setdefault(path.rpartition("/")[0], set()).add(path)
+        return self._held
 
     def _write(self, entry: object) -> None:
         with self._lock:
+            if self._file.closed:  # (a deploy after the last one finished)
+                self._file = self.journal.open("a", encoding="utf-8")
             self._file.write(json.dumps(entry) + "\n")
             self._file.flush()
+            if isinstance(entry, list):
+                self._know(*entry)
 
     def done(self, path: str, signature: Signature | None) -> None:
         self._write([path, None if signature is None else list(signature)])
@@ -160,13 +211,27 @@ class Record:
         """Stop journalling (what was journalled stays, for the next deploy to replay)."""
         self._file.close()
 
-    def finish(self, now: dict[str, Signature]) -> None:
+    def finish(self, links: dict[str, str], now: dict[str, Signature] | None = None) -> None:
+        """The deploy is done: the bucket holds the known files (or `now`, every file, after a
+        deploy that listed the bucket). The journal ends with the marker and links, and the
+        manifest is written again (the journal emptied) once the journal has grown to half its size."""
+        if now is not None:
+            self.known, self._held = {path: list(signature) for path, signature in now.items()}, None
+        self.links = links
+        self._write({"marker": self.marker, "links": links})
         self._file.close()
+        if now is None and self.journal.stat().st_size * 2 < self._size():
+            return
         temporary = self.manifest.with_suffix(".new")
-        temporary.write_text(json.dumps({"marker": self.marker, "files": {k: list(v) for k, v in now.items()}}),
-                             encoding="utf-8")
+        temporary.write_text(json.dumps({"marker": self.marker, "links": links, "files": self.known}), encoding="utf-8")
         os.replace(temporary, self.manifest)
         self.journal.unlink()
+
+    def _size(self) -> int:
+        try:
+            return self.manifest.stat().st_size
+        except FileNotFoundError:
+            return 0
 
 
 def deploy(site: Path, url: str, endpoint: str | None = None,
@@ -194,7 +259,8 @@ class Plan:
     target: Target
     info: SiteInfo
     root: Path
-    now: dict[str, Signature]
+    now: dict[str, Signature]  # (every file, or with a trusted record those of the shards read)
+    links: dict[str, str]  # (scan()'s)
     record: Record
     found: str | None  # the bucket's marker
     changed: list[str]
@@ -212,26 +278,30 @@ def _deploy(client, site: Path, url: str, endpoint: str | None, progress: Callab
 
 
 def plan(client, site: Path, target: Target, endpoint: str | None, check: bool = False,
-         force: bool = False) -> Plan:
+         force: bool = False, record: Record | None = None) -> Plan:
     """The delta of the published generation against this target's record (the deploy's
-    own, never a listing), or against the bucket's listing when the record is not trusted."""
+    own, never a listing: only the shards that changed are read), or against the bucket's
+    listing when the record is not trusted. `record`: the one a previous plan used, kept."""
     info = SiteInfo.of_site(site)
     root = (site / CURRENT).resolve()
-    now = tree(root)
     found = bucket_marker(client, target)
-    record = Record(site, target, endpoint)
+    record = record or Record(site, target, endpoint)
     try:
         reason = why_list(record, found, check, force)
         if reason is None:
+            now, links, kept = scan(root, record.links)
             changed = sorted(path for path, signature in now.items() if record.known.get(path) != list(signature))
-            gone, compared = sorted(set(record.known) - set(now)), None
+            held = record.held()
+            gone = sorted(path for directory in held.keys() - kept for path in held[directory] if path not in now)
+            compared = None
         else:
+            now, links, _ = scan(root)
             compared = compare(root, now, listing(client, target), reason, force)
             changed, gone = sorted(compared.missing + compared.different), compared.extra
     except BaseException:
         record.close()
         raise
-    return Plan(target, info, root, now, record, found, changed, gone, compared)
+    return Plan(target, info, root, now, links, record, found, changed, gone, compared)
 
 
 class Stopped(Exception):
@@ -255,8 +325,8 @@ def carry_out(client, plan: Plan, progress: Callable[[str], None], stop: threadi
     finally:
         record.close()
     record.marker = fresh or plan.found  # (nothing changed: the bucket holds the site, trust it from now on)
-    record.finish(plan.now)
-    return Report(uploaded=len(plan.changed), deleted=len(plan.gone), unchanged=len(plan.now) - len(plan.changed),
+    record.finish(plan.links, None if plan.compared is None else plan.now)
+    return Report(uploaded=len(plan.changed), deleted=len(plan.gone), unchanged=len(record.known) - len(plan.changed),
                   invalidate=plan.invalidate(), compared=plan.compared)
 
 

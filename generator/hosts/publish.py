@@ -104,6 +104,7 @@ class Publisher:
         self._error: str | None = None
         self._retry_at: float | None = None
         self._last: dict | None = None
+        self._record: deploy.Record | None = None  # (kept from one publish to the next: read once)
         self._thread = threading.Thread(target=self._run, name="publish", daemon=True)
 
     def start(self) -> None:
@@ -176,9 +177,11 @@ class Publisher:
         with self._lock:
             since = self._since or time.time()
         s3 = client("s3", self.endpoint)
-        plan = deploy.plan(s3, self.site, self.target, self.endpoint)
+        record, self._record = self._record, None  # (read again after a failure)
+        plan = deploy.plan(s3, self.site, self.target, self.endpoint, record=record)
         self.pending.add(plan.invalidate(), since)
         report = deploy.carry_out(s3, plan, log.info, self._give_up)
+        self._record = plan.record
         invalidation = None
         if self.distribution and self.pending.paths:
             invalidation = invalidate(client("cloudfront"), self.distribution, sorted(self.pending.paths),
