@@ -7,7 +7,8 @@ import each other) and calls rebuilt() after each rebuild that published a gener
 publisher's thread then deploys the published generation as `catalogue deploy` does
 (deploy.plan and carry_out: the deploy's own delta against its record in <site>/.deploy/,
 uploads in stages a reader never catches half-way, deletions last, each step journalled),
-and makes one CloudFront invalidation of the URL paths that changed. When it starts, the
+and makes one CloudFront invalidation of what CloudFront caches of the files that changed
+(cached()). When it starts, the
 same deploy brings the bucket up to the published generation (reading the bucket's
 marker, and listing the bucket when the record is not trusted).
 
@@ -37,13 +38,15 @@ import threading
 import time
 from pathlib import Path
 
+from ..api.urls import API, BY_NAME, PAGE_INDEX, QUERY_DIR, Shard, shard_of
 from ..errors import CatalogueError
 from ..system import fsync_dir, moment
 from . import deploy
+from .cloudfront import PAGES
 
 BACKOFF = 0.5  # seconds before the second attempt, doubled each failure
 MAX_BACKOFF = 8.0
-MAX_PATHS = 3000  # paths CloudFront takes in an invalidation; beyond, the whole prefix
+MAX_PATHS = 3000  # paths CloudFront takes in an invalidation; beyond, everything
 # Each request fails in seconds rather than hang the publish: botocore's own retries (of
 # throttling among others) are few, the publisher's come after a pause.
 CLIENT_CONFIG = {"connect_timeout": 5, "read_timeout": 20, "retries": {"total_max_attempts": 3, "mode": "standard"}}
@@ -179,13 +182,13 @@ class Publisher:
         s3 = client("s3", self.endpoint)
         record, self._record = self._record, None  # (read again after a failure)
         plan = deploy.plan(s3, self.site, self.target, self.endpoint, record=record)
-        self.pending.add(plan.invalidate(), since)
+        self.pending.add(cached(plan.changed + plan.gone), since)
         report = deploy.carry_out(s3, plan, log.info, self._give_up)
         self._record = plan.record
         invalidation = None
         if self.distribution and self.pending.paths:
             invalidation = invalidate(client("cloudfront"), self.distribution, sorted(self.pending.paths),
-                                      self.pending.reference, plan.info.prefix)
+                                      self.pending.reference)
         self.pending.done()
         seconds = time.monotonic() - started
         with self._lock:
@@ -206,11 +209,30 @@ def client(service: str, endpoint: str | None = None):
     return boto3.session.Session().client(service, endpoint_url=endpoint, config=Config(**CLIENT_CONFIG))
 
 
-def invalidate(cloudfront, distribution: str, paths: list[str], reference: str, prefix: str) -> str:
-    """One invalidation of the paths (of everything under the prefix, when CloudFront would
-    not take that many); its id. The same paths with the same reference are the same
-    invalidation to CloudFront, so an attempt whose answer was lost is not made twice."""
-    items = paths if len(paths) <= MAX_PATHS else [f"{prefix}/*"]
+def cached(paths: list[str]) -> list[str]:
+    """What CloudFront caches of these files of a generation, served by the CloudFront host
+    (hosts/cloudfront.py): its function rewrites each request to the URI of the file's object
+    (the key under the origin path: no base_url path) before the cache is looked up, so that
+    URI names what to forget, a new detail's cached 404 included; and for a collection whose
+    pages changed, the pages the handler put together, with every query string
+    (PAGES + collection + *). CloudFront compresses answers itself: the .gz twins are never
+    asked for, nor the indexes, which the handler reads from the bucket itself."""
+    found: set[str] = set()
+    for path in paths:
+        if not (path.endswith((".gz", PAGE_INDEX)) or f"/{QUERY_DIR}/" in path):  # (never asked of CloudFront)
+            found.add(f"/{path}")
+        parts = path.split("/")
+        shard = Shard.parse(shard_of(path) or "")
+        if path.startswith(f"{API}/") and parts[2] in BY_NAME and not (shard is not None and shard.limit is None):
+            found.add(f"{PAGES}{parts[2]}*")
+    return sorted(found)
+
+
+def invalidate(cloudfront, distribution: str, paths: list[str], reference: str) -> str:
+    """One invalidation of the paths (of everything, when CloudFront would not take that
+    many); its id. The same paths with the same reference are the same invalidation to
+    CloudFront, so an attempt whose answer was lost is not made twice."""
+    items = paths if len(paths) <= MAX_PATHS else ["/*"]
     digest = hashlib.sha256("\n".join(items).encode()).hexdigest()[:16]
     answer = cloudfront.create_invalidation(DistributionId=distribution, InvalidationBatch={
         "Paths": {"Quantity": len(items), "Items": items}, "CallerReference": f"catalogue-{reference}-{digest}"})

@@ -23,7 +23,7 @@ from conftest import SAMPLE
 from generator import compose
 from generator.api.urls import CURRENT
 from generator.cli import main
-from generator.hosts import deploy
+from generator.hosts import deploy, publish
 from generator.writes import tokens
 from servers import WriteService, runnable
 
@@ -139,10 +139,10 @@ def stack(tmp_path, aws, moto_port):
     made.stop()
 
 
-def user_paths(record: dict) -> tuple[str, str]:
-    """The detail file of a user and its URL path."""
+def detail_of(record: dict) -> str:
+    """The detail file of a user (whose object CloudFront caches for it: see publish.cached)."""
     user_id = record["url"].rstrip("/").rsplit("/", 1)[1]
-    return f"api/v1/user/{user_id[:2]}/{user_id}.json", f"/api/v1/user/{user_id}/"
+    return f"api/v1/user/{user_id[:2]}/{user_id}.json"
 
 
 def in_sync(stack: Stack) -> None:
@@ -162,7 +162,7 @@ def test_a_write_reaches_the_bucket_in_order_and_is_invalidated(stack):
     stack.endpoint.changes.clear()
     created, body = stack.post("publish.one")
     status = stack.published()
-    detail, url = user_paths(created)
+    detail = detail_of(created)
     assert stack.s3.get_object(Bucket=stack.bucket, Key=f"{PREFIX}/{detail}")["Body"].read() == (
         stack.site / CURRENT / detail).read_bytes() == body
     in_sync(stack)
@@ -173,10 +173,11 @@ def test_a_write_reaches_the_bucket_in_order_and_is_invalidated(stack):
     assert detail in changes and deploy.stage(detail) == 0
     assert [deploy.stage(path) for path in changes] == sorted(deploy.stage(path) for path in changes)
     assert len(changes) == len(set(changes)) == status["publish"]["published"]["uploaded"] < 30
-    # One invalidation: exactly the URLs of what changed: the new user's, and the list's pages
-    # with every query string.
+    # One invalidation of exactly what CloudFront caches of what changed: the objects the
+    # function rewrites requests to (the new user's, whose 404 it may hold), and the user
+    # list's pages put together, with every query string.
     made = invalidations(stack.cloudfront, stack.distribution)[before:]
-    assert made == [deploy.invalidations(changes, "")] and {url, "/api/v1/user/", "/api/v1/user/?*"} <= set(made[0])
+    assert made == [publish.cached(changes)] and {f"/{detail}", "/_pages/user*"} <= set(made[0])
     assert status["publish"]["published"]["invalidation"]
 
 
@@ -199,11 +200,11 @@ def test_a_bucket_down_throttled_or_refusing_loses_nothing(stack):
     stack.published()
     in_sync(stack)
     for record in written:
-        detail, _ = user_paths(record)
+        detail = detail_of(record)
         assert objects(stack.s3, stack.bucket)[detail] == hashlib.md5((stack.site / CURRENT / detail).read_bytes()).hexdigest()
     made = invalidations(stack.cloudfront, stack.distribution)[before:]
     # Every user written while the bucket failed is forgotten by the CDN, in one invalidation.
-    assert len(made) == 1 and {user_paths(record)[1] for record in written} <= set(made[0])
+    assert len(made) == 1 and {f"/{detail_of(record)}" for record in written} <= set(made[0])
 
 
 def wait_for_error(stack: Stack, code: str) -> str:
@@ -225,13 +226,13 @@ def test_a_publish_killed_midway_resumes_on_restart(stack):
     stack.service.process.wait()
     stack.endpoint.release()
     pending = list((stack.site / deploy.DEPLOY_DIR).glob("*.pending"))
-    assert len(pending) == 1 and user_paths(created)[1] in json.loads(pending[0].read_text())["paths"]
+    assert len(pending) == 1 and f"/{detail_of(created)}" in json.loads(pending[0].read_text())["paths"]
     stack.start()
     stack.published()
     in_sync(stack)
     # The URLs of the killed publish, whose uploads went up before the kill, are forgotten too.
     made = invalidations(stack.cloudfront, stack.distribution)[before:]
-    assert len(made) == 1 and user_paths(created)[1] in made[0]
+    assert len(made) == 1 and f"/{detail_of(created)}" in made[0]
     assert not list((stack.site / deploy.DEPLOY_DIR).glob("*.pending"))
 
 
@@ -261,4 +262,4 @@ def test_a_write_through_the_worker_is_read_back_through_the_worker(stack, tmp_p
                                  prefix=f"{PREFIX}/")
     assert (detail["status"], detail["body"]) == (200, answer["body"])
     assert json.loads(answer["body"]) in json.loads(listed["body"])["results"]
-    assert location in invalidations(stack.cloudfront, stack.distribution)[-1]
+    assert f"/{detail_of(json.loads(answer['body']))}" in invalidations(stack.cloudfront, stack.distribution)[-1]

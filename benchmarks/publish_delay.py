@@ -1,0 +1,222 @@
+"""make bench (writes that reach the CDN): how long a POSTed record takes to be in the bucket.
+
+    python benchmarks/publish_delay.py [--sizes 10000,100000] [--workdir bench-work] [--outage 30]
+
+For each catalogue (the synthetic one of N books that bench.py makes), in a copy: build,
+start moto's S3 server (with its CloudFront API) on a free loopback port, behind an endpoint
+that can be stopped, and `catalogue write-service --publish s3://... --invalidate ...` in
+front of it; then
+  - one at a time, 20 POSTs of a user: the delay from each 201 to its detail object being in
+    the bucket with the bytes of the 201 (which the local build published), and to an
+    invalidation naming it being recorded (median, p95);
+  - 200 concurrent POSTs (16 at a time): the time from the first POST until every one is in
+    the bucket with its bytes and invalidated;
+  - writes while the bucket is stopped (--outage seconds, one write a second, from its start):
+    the time from the bucket's return until every one is in the bucket and invalidated.
+Before the writes the bucket is brought up to the published site: by the write service's own
+start-up publish for a catalogue of at most --upload-at-start books (timed), else by putting
+the site's objects into moto's store directly and recording that deploy as the write service
+would (the writes' uploads all go over HTTP either way). Prints one table.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import secrets
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "benchmarks")]
+
+from buckets import CLOUDFRONT_ENDPOINT, CREDENTIALS, Endpoint, clients, distribution, moto  # noqa: E402
+from servers import WriteService  # noqa: E402
+
+from generator.api.urls import CURRENT  # noqa: E402
+from generator.hosts import deploy  # noqa: E402
+from generator.writes import tokens  # noqa: E402
+
+PREFIX = "catalogue"
+UPLOADED_AT_START = 10_000
+POLL = 0.02  # seconds between two looks at the bucket
+WAIT = 600
+
+
+class Run:
+    """One catalogue's site, bucket, distribution and publishing write service."""
+
+    def __init__(self, data: Path, work: Path, moto_port: int) -> None:
+        self.data, self.site, self.work = data, work / "site", work
+        subprocess.run([sys.executable, "-m", "generator", "build", "--data", str(data), "--out", str(self.site)],
+                       check=True, stdout=subprocess.DEVNULL, cwd=ROOT)
+        self.endpoint = Endpoint(moto_port, PREFIX)
+        os.environ.update({**CREDENTIALS, CLOUDFRONT_ENDPOINT: self.endpoint.url})
+        self.s3, self.cloudfront = clients(moto_port)
+        self.bucket = f"bench-{secrets.token_hex(6)}"
+        self.s3.create_bucket(Bucket=self.bucket)
+        self.distribution = distribution(self.cloudfront)
+        self.token_file = work / "tokens"
+        self.token = tokens.add(self.token_file, "bench")
+        self.service: WriteService | None = None
+        self.made: dict[str, set[str]] = {}  # the distribution's invalidations: id -> paths
+
+    def start(self) -> float:
+        """Start the write service; the seconds until the bucket holds the published site."""
+        started = time.monotonic()
+        self.service = WriteService(self.data, self.site, self.token_file, None, "--publish",
+                                    f"s3://{self.bucket}/{PREFIX}", "--endpoint-url", self.endpoint.url,
+                                    "--invalidate", self.distribution)
+        self.until(lambda: not self.service.status()["publish"]["pending"])
+        return time.monotonic() - started
+
+    def seed(self) -> None:
+        """The bucket holding the published site, and the record of that deploy, as the write
+        service's start-up publish leaves them, without the hours moto takes over HTTP."""
+        from moto.s3.models import s3_backends
+
+        store = s3_backends["123456789012"]["aws"]
+        root = (self.site / CURRENT).resolve()
+        now, links, _ = deploy.scan(root)
+        for path in now:
+            store.put_object(self.bucket, f"{PREFIX}/{path}", (root / path).read_bytes())
+        target = deploy.Target.parse(f"s3://{self.bucket}/{PREFIX}")
+        record = deploy.Record(self.site, target, self.endpoint.url)
+        record.marker = deploy.put_marker(self.s3, target)
+        record.finish(links, now)
+
+    def post(self, username: str) -> tuple[str, bytes, str]:
+        """The new user's object key, its bytes, and what CloudFront caches it as (publish.cached)."""
+        import http.client
+
+        connection = http.client.HTTPConnection("127.0.0.1", self.service.port, timeout=60)
+        try:
+            connection.request("POST", "/api/v1/user/", json.dumps({"username": username}).encode(),
+                               {"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"})
+            answer = connection.getresponse()
+            body = answer.read()
+        finally:
+            connection.close()
+        assert answer.status == 201, body
+        user = json.loads(body)["url"].rstrip("/").rsplit("/", 1)[1]
+        detail = f"api/v1/user/{user[:2]}/{user}.json"
+        return f"{PREFIX}/{detail}", body, f"/{detail}"
+
+    def in_bucket(self, key: str, body: bytes) -> bool:
+        try:
+            return self.s3.get_object(Bucket=self.bucket, Key=key)["Body"].read() == body
+        except self.s3.exceptions.NoSuchKey:
+            return False
+
+    def invalidated(self, urls: set[str]) -> set[str]:
+        """Of these URL paths, those the distribution's invalidations name."""
+        listed = self.cloudfront.list_invalidations(DistributionId=self.distribution)["InvalidationList"]
+        for item in listed.get("Items", []):
+            if item["Id"] not in self.made:  # (each read once)
+                batch = self.cloudfront.get_invalidation(DistributionId=self.distribution, Id=item["Id"])
+                self.made[item["Id"]] = set(batch["Invalidation"]["InvalidationBatch"]["Paths"]["Items"])
+        return {url for url in urls if any(url in paths for paths in self.made.values())}
+
+    def until(self, done, what: str = "publishing") -> None:
+        deadline = time.monotonic() + WAIT
+        while not done():
+            if time.monotonic() > deadline:
+                raise SystemExit(f"{what} took more than {WAIT} s: see {self.service.log}")
+            time.sleep(POLL)
+
+    def all_published(self, written: list[tuple[str, bytes, str]]) -> None:
+        """Until every written record is in the bucket with its bytes, and invalidated."""
+        waiting = list(written)
+
+        def arrived() -> bool:
+            waiting[:] = [w for w in waiting if not self.in_bucket(w[0], w[1])]
+            return not waiting
+
+        self.until(arrived)
+        urls = {url for _, _, url in written}
+        self.until(lambda: self.invalidated(urls) == urls, "the invalidation")
+
+    def stop(self) -> None:
+        if self.service is not None:
+            self.service.stop()
+        self.endpoint.down()
+
+
+def percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
+
+
+def measure(run: Run, outage: float) -> dict:
+    to_bucket, to_invalidated = [], []
+    for n in range(20):
+        key, body, url = run.post(f"publish.{n}")
+        answered = time.monotonic()
+        run.until(lambda: run.in_bucket(key, body))
+        to_bucket.append(time.monotonic() - answered)
+        run.until(lambda: run.invalidated({url}) == {url}, "the invalidation")
+        to_invalidated.append(time.monotonic() - answered)
+    started = time.monotonic()
+    with ThreadPoolExecutor(max_workers=16) as pool:
+        burst = list(pool.map(lambda n: run.post(f"burst.{n}"), range(200)))
+    answered = time.monotonic() - started
+    run.all_published(burst)
+    burst_published = time.monotonic() - started
+    run.endpoint.down()
+    stopped = time.monotonic()
+    during = []
+    while time.monotonic() - stopped < outage:
+        during.append(run.post(f"outage.{len(during)}"))
+        time.sleep(max(0.0, stopped + len(during) - time.monotonic()))
+    failed = run.service.status()["publish"]["failed attempts"]
+    run.endpoint.up()
+    back = time.monotonic()
+    run.all_published(during)
+    return {"median": statistics.median(to_bucket), "p95": percentile(to_bucket, 0.95),
+            "invalidated median": statistics.median(to_invalidated), "invalidated p95": percentile(to_invalidated, 0.95),
+            "burst answered": answered, "burst published": burst_published, "outage writes": len(during),
+            "failed attempts": failed, "after outage": time.monotonic() - back}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="10000,100000")
+    parser.add_argument("--workdir", default="bench-work", type=Path)
+    parser.add_argument("--outage", default=30.0, type=float, help="seconds the bucket is stopped")
+    parser.add_argument("--upload-at-start", default=UPLOADED_AT_START, type=int,
+                        help="the largest catalogue the write service uploads on start (larger: seeded)")
+    args = parser.parse_args()
+    rows = []
+    with moto() as port:
+        for size in [int(s) for s in args.sizes.split(",")]:
+            source = args.workdir / f"data-{size}"
+            if not source.is_dir():
+                raise SystemExit(f"{source} is missing: run benchmarks/bench.py --sizes {size} first")
+            work = args.workdir / f"publish-{size}-{time.time_ns()}"
+            shutil.copytree(source, work / "data", ignore=shutil.ignore_patterns("*.orig"))
+            run = Run(work / "data", work, port)
+            try:
+                if size > args.upload_at_start:
+                    run.seed()
+                start = run.start()
+                rows.append((size, start, measure(run, args.outage)))
+            finally:
+                run.stop()
+                shutil.rmtree(work, ignore_errors=True)
+    print("the bucket: moto's S3 server, with its CloudFront API for the invalidations")
+    print(f"{'books':>9}  {'start s':>7}  {'201→bucket median s':>19}  {'p95 s':>5}  {'→invalidated median s':>21}  "
+          f"{'p95 s':>5}  {'200 POSTs answered s':>20}  {'all 200 published s':>19}  "
+          f"{'outage writes':>13}  {'all published after it s':>24}")
+    for size, start, r in rows:
+        print(f"{size:>9,}  {start:>7.1f}  {r['median']:>19.2f}  {r['p95']:>5.2f}  {r['invalidated median']:>21.2f}  "
+              f"{r['invalidated p95']:>5.2f}  {r['burst answered']:>20.2f}  {r['burst published']:>19.2f}  "
+              f"{r['outage writes']:>13}  {r['after outage']:>24.2f}")
+
+
+if __name__ == "__main__":
+    main()
