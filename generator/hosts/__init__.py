@@ -7,6 +7,7 @@ over: `nginx` (a server block and a standalone nginx.conf, from templates/), `bu
 (the same routes in Python), `router` (the route table as JavaScript, router.py), and
 the hosts that run that router in front of files: `cloudflare`, `cloudfront`,
 `netlify`. files.py, query.py and querystring.py are what their generated files share;
-deploy.py copies a published site to a bucket. Hosts read a built site; they never
-build one.
+deploy.py copies a published site to a bucket, and publish.py does so after each of the
+write service's rebuilds (with a CloudFront invalidation). Hosts read a built site; they
+never build one.
 """
