@@ -95,6 +95,7 @@ mutation: $(TEST_STAMP)
 bench: $(TEST_STAMP)
 	$(BIN)/python benchmarks/bench.py --sizes $(BENCH_SIZES) --workdir bench-work $(if $(FLOOR_WRITER),--floor-writer $(FLOOR_WRITER))
 	$(BIN)/python benchmarks/write_delay.py --sizes 0,100000 --workdir bench-work
+	$(BIN)/python benchmarks/publish_delay.py --sizes 10000,100000 --workdir bench-work
 	$(BIN)/python benchmarks/serve_rate.py --books 20000 --workdir bench-work
 	$(BIN)/python benchmarks/nginx_bare.py --books 20000 --workdir bench-work
 	$(BIN)/python benchmarks/import_rate.py --books 10000 --workdir bench-work

@@ -2,7 +2,7 @@
 
     python benchmarks/publish_delay.py [--sizes 10000,100000] [--workdir bench-work] [--outage 30]
 
-For each catalogue (the synthetic one of N books that bench.py makes), in a copy: build,
+For each catalogue (the synthetic one of N books, as bench.py makes it), in a copy: build,
 start moto's S3 server (with its CloudFront API) on a free loopback port, behind an endpoint
 that can be stopped, and `catalogue write-service --publish s3://... --invalidate ...` in
 front of it; then
@@ -13,10 +13,10 @@ front of it; then
     the bucket with its bytes and invalidated;
   - writes while the bucket is stopped (--outage seconds, one write a second, from its start):
     the time from the bucket's return until every one is in the bucket and invalidated.
-Before the writes the bucket is brought up to the published site: by the write service's own
-start-up publish for a catalogue of at most --upload-at-start books (timed), else by putting
-the site's objects into moto's store directly and recording that deploy as the write service
-would (the writes' uploads all go over HTTP either way). Prints one table.
+Before the writes the bucket is brought up to the published site by the write service's own
+start-up publish (timed), for a catalogue of at most --upload-at-start books; a larger one is
+taken as deployed (the record and marker a finished deploy leaves, not the objects), which
+changes nothing a write's publish reads or uploads. Prints one table.
 """
 from __future__ import annotations
 
@@ -37,8 +37,9 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "benchmarks")]
 
 from buckets import CLOUDFRONT_ENDPOINT, CREDENTIALS, Endpoint, clients, distribution, moto  # noqa: E402
 from servers import WriteService  # noqa: E402
+from workload import catalogue  # noqa: E402
 
-from generator.api.urls import CURRENT  # noqa: E402
+from generator.api.urls import BY_NAME, CURRENT, detail_path  # noqa: E402
 from generator.hosts import deploy  # noqa: E402
 from generator.writes import tokens  # noqa: E402
 
@@ -76,15 +77,11 @@ class Run:
         return time.monotonic() - started
 
     def seed(self) -> None:
-        """The bucket holding the published site, and the record of that deploy, as the write
-        service's start-up publish leaves them, without the hours moto takes over HTTP."""
-        from moto.s3.models import s3_backends
-
-        store = s3_backends["123456789012"]["aws"]
-        root = (self.site / CURRENT).resolve()
-        now, links, _ = deploy.scan(root)
-        for path in now:
-            store.put_object(self.bucket, f"{PREFIX}/{path}", (root / path).read_bytes())
+        """The record of a finished deploy of the published site and the bucket's marker, as the
+        write service's start-up publish leaves them (without the hour moto takes to receive a
+        large site over HTTP); the objects themselves are not put there, which changes nothing
+        the writes' publishing reads or uploads."""
+        now, links, _ = deploy.scan((self.site / CURRENT).resolve())
         target = deploy.Target.parse(f"s3://{self.bucket}/{PREFIX}")
         record = deploy.Record(self.site, target, self.endpoint.url)
         record.marker = deploy.put_marker(self.s3, target)
@@ -92,19 +89,8 @@ class Run:
 
     def post(self, username: str) -> tuple[str, bytes, str]:
         """The new user's object key, its bytes, and what CloudFront caches it as (publish.cached)."""
-        import http.client
-
-        connection = http.client.HTTPConnection("127.0.0.1", self.service.port, timeout=60)
-        try:
-            connection.request("POST", "/api/v1/user/", json.dumps({"username": username}).encode(),
-                               {"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"})
-            answer = connection.getresponse()
-            body = answer.read()
-        finally:
-            connection.close()
-        assert answer.status == 201, body
-        user = json.loads(body)["url"].rstrip("/").rsplit("/", 1)[1]
-        detail = f"api/v1/user/{user[:2]}/{user}.json"
+        body = self.service.create_user(self.token, username)
+        detail = detail_path(BY_NAME["user"], json.loads(body)["url"].rstrip("/").rsplit("/", 1)[1])
         return f"{PREFIX}/{detail}", body, f"/{detail}"
 
     def in_bucket(self, key: str, body: bytes) -> bool:
@@ -194,9 +180,7 @@ def main() -> None:
     rows = []
     with moto() as port:
         for size in [int(s) for s in args.sizes.split(",")]:
-            source = args.workdir / f"data-{size}"
-            if not source.is_dir():
-                raise SystemExit(f"{source} is missing: run benchmarks/bench.py --sizes {size} first")
+            source = catalogue(args.workdir, size)
             work = args.workdir / f"publish-{size}-{time.time_ns()}"
             shutil.copytree(source, work / "data", ignore=shutil.ignore_patterns("*.orig"))
             run = Run(work / "data", work, port)

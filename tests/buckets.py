@@ -21,8 +21,11 @@ CLOUDFRONT_ENDPOINT = "AWS_ENDPOINT_URL_CLOUDFRONT"
 @contextmanager
 def moto() -> Iterator[int]:
     """moto's server on a free loopback port: its port."""
+    import logging
+
     import moto.server as moto_server
 
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # (a line a request otherwise)
     port = free_port()
     server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()

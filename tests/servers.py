@@ -198,6 +198,19 @@ class WriteService:
             stdout=self.log.open("ab"), stderr=subprocess.STDOUT)
         wait_for_port(self.port, self.process, "the write service")
 
+    def create_user(self, token: str, username: str) -> bytes:
+        """POST a user to the service itself: the 201's body."""
+        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
+        try:
+            connection.request("POST", "/api/v1/user/", json.dumps({"username": username}).encode(),
+                               {"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
+            answer = connection.getresponse()
+            body = answer.read()
+        finally:
+            connection.close()
+        assert answer.status == 201, body
+        return body
+
     def status(self) -> dict:
         """Its status document (GET /_status on its own address)."""
         connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)

@@ -7,7 +7,6 @@ invalidation per publish; faults and a SIGKILL lose nothing."""
 from __future__ import annotations
 
 import hashlib
-import http.client
 import json
 import secrets
 import shutil
@@ -21,7 +20,7 @@ from click.testing import CliRunner
 from buckets import CLOUDFRONT_ENDPOINT, CREDENTIALS, Endpoint, clients, distribution, invalidations, moto
 from conftest import SAMPLE
 from generator import compose
-from generator.api.urls import CURRENT
+from generator.api.urls import BY_NAME, CURRENT, detail_path
 from generator.cli import main
 from generator.hosts import deploy, publish
 from generator.writes import tokens
@@ -92,16 +91,8 @@ class Stack:
 
     def post(self, username: str) -> tuple[dict, bytes]:
         """The 201's record and its bytes."""
-        connection = http.client.HTTPConnection("127.0.0.1", self.service.port, timeout=30)
-        try:
-            connection.request("POST", "/api/v1/user/", json.dumps({"username": username}).encode(),
-                               {"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"})
-            answer = connection.getresponse()
-            body = answer.read()
-            assert answer.status == 201, body
-            return json.loads(body), body
-        finally:
-            connection.close()
+        body = self.service.create_user(self.token, username)
+        return json.loads(body), body
 
     def published(self) -> dict:
         """Once every write is rebuilt and the published generation is in the bucket (and the
@@ -141,8 +132,7 @@ def stack(tmp_path, aws, moto_port):
 
 def detail_of(record: dict) -> str:
     """The detail file of a user (whose object CloudFront caches for it: see publish.cached)."""
-    user_id = record["url"].rstrip("/").rsplit("/", 1)[1]
-    return f"api/v1/user/{user_id[:2]}/{user_id}.json"
+    return detail_path(BY_NAME["user"], record["url"].rstrip("/").rsplit("/", 1)[1])
 
 
 def in_sync(stack: Stack) -> None:
