@@ -160,7 +160,8 @@ class Publisher:
                     self._publish()
             except deploy.Stopped:
                 continue  # (rebuilt() wants the newer generation published: at once)
-            except Exception as exc:  # (any fault: the next attempt starts from the record again)
+            except Exception as exc:  # (any fault: the next attempt reads the record again, and goes on)
+                self._record = None
                 with self._lock:
                     self._failures += 1
                     self._error = describe(exc)
@@ -180,11 +181,10 @@ class Publisher:
         with self._lock:
             since = self._since or time.time()
         s3 = client("s3", self.endpoint)
-        record, self._record = self._record, None  # (read again after a failure)
-        plan = deploy.plan(s3, self.site, self.target, self.endpoint, record=record)
+        plan = deploy.plan(s3, self.site, self.target, self.endpoint, record=self._record)
+        self._record = plan.record  # (true in memory as on disk: each upload is known as it is journalled)
         self.pending.add(cached(plan.changed + plan.gone), since)
         report = deploy.carry_out(s3, plan, log.info, self._give_up)
-        self._record = plan.record
         invalidation = None
         if self.distribution and self.pending.paths:
             invalidation = invalidate(client("cloudfront"), self.distribution, sorted(self.pending.paths),
