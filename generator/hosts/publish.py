@@ -49,7 +49,8 @@ MAX_BACKOFF = 8.0
 MAX_PATHS = 3000  # paths CloudFront takes in an invalidation; beyond, everything
 # Each request fails in seconds rather than hang the publish: botocore's own retries (of
 # throttling among others) are few, the publisher's come after a pause.
-CLIENT_CONFIG = {"connect_timeout": 5, "read_timeout": 20, "retries": {"total_max_attempts": 3, "mode": "standard"}}
+CLIENT_CONFIG = {"connect_timeout": 5, "read_timeout": 20, "retries": {"total_max_attempts": 3, "mode": "standard"},
+                 "max_pool_connections": deploy.WORKERS}  # (one connection for each upload under way)
 log = logging.getLogger("catalogue.publish")
 
 
