@@ -12,9 +12,9 @@ What changed is known without reading the tree: a build never rewrites a file in
 and keeps every unchanged file's inode, size and modification time (hard links between
 generations), so a deploy stats the tree and compares each file with what the last
 deploy to the same target recorded (`<site>/.deploy/`). New and changed files go up
-first, in stages a reader never catches half-way (details and indexes, then the pages
-that point at them, then the skeleton that names both: stage()), then what the new build
-no longer has is deleted. Each finished upload is journalled at once, so an interrupted deploy
+first, in stages a reader never catches half-way (details, then the pages that link to
+them with their indexes, then the skeleton that names both: stage()), then what the new
+build no longer has is deleted. Each finished upload is journalled at once, so an interrupted deploy
 resumes where it stopped. Credentials come from boto3's usual chain.
 
 That record is trusted only while the bucket is the one it describes. Each deploy that
@@ -396,25 +396,34 @@ def md5(path: Path) -> str:
 
 
 def stage(path: str) -> int:
-    """When a changed file goes up: 0, what others point at (details, and the indexes hosts
-    read pages and queries by); 1, the pages in blocks, which link to details; 2, the
+    """When a changed file goes up: 0, the details, which pages link to; 1, the pages in
+    blocks and the indexes that say where each record lies in them (see order()); 2, the
     skeleton (the API root, first pages, _meta), which names all of them. A reader between
     two stages finds every file a file it can reach names."""
+    return order(path)[0]
+
+
+def order(path: str) -> tuple[int, int, str, bool]:
+    """A changed file's place in the uploads: its stage, then (in stage 1) block by block,
+    each block's index after its pages (an index gives byte positions inside the pages of its
+    block: a page put together from an index and pages of two generations is wrong only while
+    that block's few files go up), and the query indexes after every page."""
     shard = Shard.parse(shard_of(path) or "")
-    if (shard is not None and shard.limit is None) or path.endswith(PAGE_INDEX) or f"/{QUERY_DIR}/" in path:
-        return 0
-    return 1 if shard is not None else 2
-
-
-STAGES = 3
+    if shard is not None and shard.limit is None:
+        return (0, 0, "", False)
+    if f"/{QUERY_DIR}/" in path:
+        return (1, 1, path, False)
+    if shard is not None or "/pages/" in path:  # (pages/default/ too: its own objects in a bucket)
+        return (1, 0, path.rpartition("/")[0], path.endswith(PAGE_INDEX))
+    return (2, 0, "", False)
 
 
 def upload_all(client, target: Target, root: Path, now: dict[str, Signature], changed: list[str],
                cache_control: str, record: Record, progress: Callable[[str], None],
                stop: threading.Event | None = None) -> None:
-    """Each stage's files (see stage()) once the stage before is in the bucket."""
+    """Each stage's files (see stage()) once the stage before is in the bucket, in order()."""
     stages: list[list[str]] = [[] for _ in range(STAGES)]
-    for path in changed:
+    for path in sorted(changed, key=order):
         stages[stage(path)].append(path)
     uploaded, last = [0], [time.monotonic()]
 
