@@ -185,26 +185,31 @@ def settled(path: Path) -> dict[str, int | tuple[int, ...] | None]:
 
 def read_site(data_dir: Path, problems: Problems) -> SiteFile | None:
     """site.yaml with the line of each key (None when missing or broken, with the problem noted)."""
-    path = data_dir / SITE_FILE
     name = f"{data_dir.name}/{SITE_FILE}"
     try:
-        with path.open("rb") as f:
-            loader = Loader(f)
-            try:
-                node = loader.get_single_node()
-                value = loader.construct_document(node) if node is not None else {}
-            finally:
-                loader.dispose()
+        return read_settings(data_dir / SITE_FILE, name, problems)
     except FileNotFoundError:
         problems.add(name, 0, "", "is missing: it must at least set base_url")
         return None
-    except yaml.YAMLError as exc:
-        line, message = yaml_mistake(exc, path)
-        problems.add(name, line, "", message)
-        return None
+
+
+def read_settings(path: Path, name: str, problems: Problems) -> SiteFile | None:
+    """A YAML file of settings (site.yaml, an import's query file) with the line of each key;
+    None when it is no YAML mapping, with the problem noted. (OSError is the caller's.)"""
+    with path.open("rb") as f:
+        loader = Loader(f)
+        try:
+            node = loader.get_single_node()
+            value = loader.construct_document(node) if node is not None else {}
+        except yaml.YAMLError as exc:
+            line, message = yaml_mistake(exc, path)
+            problems.add(name, line, "", message)
+            return None
+        finally:
+            loader.dispose()
     if not isinstance(value, dict):
-        problems.add(name, node.start_mark.line + 1, "", "must be a mapping of settings (key: value), like "
-                                                         "`base_url: https://ketab.example.ir`")
+        problems.add(name, node.start_mark.line + 1, "", "must be a mapping of settings: write them "
+                                                         "as `key: value`, one a line")
         return None
     return SiteFile(name, value, key_lines(node))
 

@@ -64,16 +64,20 @@ class SiteFile:
             setting = setting.rpartition(".")[0]
         return self.lines.get(setting, 0)
 
+    def locate(self, problems: Problems, since: int, besides: tuple[str, ...] = ()) -> None:
+        """Give each problem of the file's settings found since the first `since` the line of
+        its setting's key (those of the settings `besides` came from elsewhere)."""
+        for n, problem in enumerate(problems.items[since:], since):
+            if problem.file == self.name and not problem.line and problem.field not in besides:
+                problems.items[n] = replace(problem, line=self.line(problem.field))
+
 
 def settings(site: SiteFile, problems: Problems, base_url: str | None = None,
              links: str = "api") -> Settings | None:
     """The settings, or None with every problem of them reported, each at its key's line."""
     before = len(problems)
     found = _checked(site.name, site.raw, problems, base_url, links)
-    for n, problem in enumerate(problems.items[before:], before):
-        overridden = problem.field == "base_url" and base_url is not None  # (not the file's)
-        if problem.file == site.name and not problem.line and not overridden:
-            problems.items[n] = replace(problem, line=site.line(problem.field))
+    site.locate(problems, before, besides=("base_url",) if base_url is not None else ())
     return found if len(problems) == before else None
 
 

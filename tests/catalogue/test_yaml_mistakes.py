@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from generator.catalogue.load import read_catalogue
-from generator.errors import DataError
+from generator.errors import CatalogueError, DataError
+from generator.importer import read_query_file
 from generator.sitebuild import check
 
 TAB = "a tab at column {}, which YAML does not allow for indenting: indent with spaces"
@@ -96,11 +97,25 @@ def test_a_misspelt_field_of_a_record_is_met_with_the_one_meant(data_dir):
 
 def test_site_yaml_that_is_no_mapping_is_named_at_its_line(data_dir):
     (data_dir / "site.yaml").write_text("# settings\n- base_url: https://ketab.example.ir\n", encoding="utf-8")
-    assert reported(data_dir) == ["data/site.yaml:2: must be a mapping of settings (key: value), like "
-                                  "`base_url: https://ketab.example.ir`"]
+    assert reported(data_dir) == ["data/site.yaml:2: must be a mapping of settings: write them as `key: value`, "
+                                  "one a line"]
 
 
 def test_page_sizes_and_max_limit_read_any_digits(data_dir):
     edit(data_dir / "site.yaml", "page_sizes: [12, 24]", "page_sizes: [۱۲, ٢٤]\nmax_limit: '۱۰۰'")
     settings = read_catalogue(data_dir).settings
     assert (settings.page_sizes, settings.max_limit) == ((12, 24), 100)
+
+
+@pytest.mark.parametrize("text, said", [
+    ("search:\n  books: [titel]\nsearh: {}\n",
+     "query.yaml:2: field 'search.books': 'titel': books has no field 'titel' to look in: did you mean 'title'?\n"
+     "query.yaml:3: field 'searh': is not a query setting: did you mean 'search'?"),
+    ("search:\n\tbooks: [title]\n", f"query.yaml:2: is not valid YAML: {TAB.format(1)}"),
+    ("- search\n", "query.yaml:1: must be a mapping of settings: write them as `key: value`, one a line"),
+])
+def test_an_import_query_file_is_read_as_site_yaml_is(tmp_path, text, said):
+    (tmp_path / "query.yaml").write_text(text, encoding="utf-8")
+    with pytest.raises(CatalogueError) as caught:
+        read_query_file(tmp_path / "query.yaml")
+    assert str(caught.value) == said
