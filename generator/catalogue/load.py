@@ -11,6 +11,7 @@ rather than every reference to its records failing after it.
 """
 from __future__ import annotations
 
+import contextlib
 import csv
 import difflib
 import fcntl
@@ -439,6 +440,8 @@ def yaml_mistake(exc: yaml.YAMLError, path: Path | None = None) -> tuple[int, st
     """The line a YAML error names and, in one line, what is wrong there and the fix (PyYAML's
     own words where no fix is known). `path`: the file, whose line the mistake is looked for in
     (a tab, a quote, a colon in a value)."""
+    if isinstance(exc, yaml.reader.ReaderError):
+        return _unreadable_character(exc, path)
     problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
     mark, opened = getattr(exc, "problem_mark", None), getattr(exc, "context_mark", None)
     if mark is None:
@@ -454,6 +457,18 @@ def yaml_mistake(exc: yaml.YAMLError, path: Path | None = None) -> tuple[int, st
             at = opened if words in _OPENED and opened is not None else mark
             return at.line + 1, f"is not valid YAML: {fix(mark.column, text, problem)}"
     return mark.line + 1, f"is not valid YAML: {problem} (at column {mark.column + 1})"
+
+
+def _unreadable_character(exc: yaml.reader.ReaderError, path: Path | None) -> tuple[int, str]:
+    """A byte that is not UTF-8, or a control character, at its line (the C reader counts bytes)."""
+    line = 0
+    if path is not None:
+        with contextlib.suppress(OSError), path.open("rb") as f:
+            line = f.read(exc.position).count(b"\n") + 1
+    if "not allowed" in exc.reason:
+        return line, (f"holds a control character (U+{exc.character:04X}), which YAML does not allow: "
+                      "remove it, or write it as an escape in double quotes")
+    return line, f"is not UTF-8 text (byte {exc.position}): save it as UTF-8"
 
 
 def _lines_to(path: Path, number: int) -> list[str]:

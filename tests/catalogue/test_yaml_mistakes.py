@@ -84,6 +84,21 @@ def test_a_slip_of_yaml_is_named_with_its_fix(data_dir, old, new, line, fix):
     assert reported(data_dir)[0].startswith(f"data/users.yaml:{line}: is not valid YAML: {fix} (nothing of the file")
 
 
+@pytest.mark.parametrize("file", ["users.yaml", "site.yaml"])
+@pytest.mark.parametrize("byte, said", [
+    (b"\xe9", "is not UTF-8 text (byte {}): save it as UTF-8"),
+    (b"\x07", "holds a control character (U+0007), which YAML does not allow: remove it, or write it as an escape "
+             "in double quotes"),
+])
+def test_a_character_yaml_cannot_read_is_named_at_its_line(data_dir, file, byte, said):
+    path = data_dir / file
+    text = path.read_bytes()
+    at = text.index(b"\n", text.index(b"\n") + 1) + 1  # (the third line)
+    path.write_bytes(text[:at] + b"x: " + byte + b"\n" + text[at:])
+    found = reported(data_dir)[0]
+    assert found.startswith(f"data/{file}:3: " + said.format(at + 4)), found
+
+
 def test_a_misspelt_setting_is_met_with_the_one_meant_at_its_line(data_dir):
     edit(data_dir / "site.yaml", "page_sizes:", "page_size:")
     assert reported(data_dir) == ["data/site.yaml:4: field 'page_size': is not a setting: did you mean 'page_sizes'?"]
