@@ -7,7 +7,9 @@ booleans or null. Turning them into typed values is the next stage's job
 
 Mistakes are reported by their cause: a CSV header is checked once, at line 1, and a
 file that cannot be read to its end says so once, naming the checks it holds back,
-rather than every reference to its records failing after it.
+rather than every reference to its records failing after it. A YAML error is worded as
+the mistake it most likely is (a tab, a quote left open, ': ' in a value) with its fix.
+site.yaml is read with the line of each key, for the problems of its settings.
 """
 from __future__ import annotations
 
@@ -436,6 +438,13 @@ def _construct_with_lines(loader, node, source: Source, problems: Problems):
     return line, record
 
 
+# ---- PyYAML's errors in a librarian's words ---------------------------------------------
+# PyYAML (its C reader above all) says where it stopped and what it expected, rarely why: a
+# tab is "found character that cannot start any token", a value holding ': ' is "mapping
+# values are not allowed in this context". The mistakes met most are recognised by those
+# words and the line they point at, and worded as what to change; the rest keep PyYAML's
+# words and the column.
+
 def yaml_mistake(exc: yaml.YAMLError, path: Path | None = None) -> tuple[int, str]:
     """The line a YAML error names and, in one line, what is wrong there and the fix (PyYAML's
     own words where no fix is known). `path`: the file, whose line the mistake is looked for in
@@ -449,11 +458,14 @@ def yaml_mistake(exc: yaml.YAMLError, path: Path | None = None) -> tuple[int, st
     lines = _lines_to(path, mark.line) if path is not None else []
     text = lines[-1] if lines else ""
     said = f"{getattr(exc, 'context', None) or ''}: {problem}"
+    if text[mark.column:mark.column + 1] == "\t" or any(w in said for w in _TAB):
+        # (the C reader's "cannot start any token" does not say which character: look)
+        return mark.line + 1, f"is not valid YAML: {TAB.format(mark.column + 1)}"
     opened_before = _quote_left_open(lines, mark.column) if any(w in said for w in _OUT_OF_LINE) else None
     if opened_before:
         return opened_before, f"is not valid YAML: {_UNCLOSED_QUOTE}"
     for words, fix in _YAML_FIXES:
-        if any(w in said for w in words) or (words is _TAB and text[mark.column:mark.column + 1] == "\t"):
+        if any(w in said for w in words):
             at = opened if words in _OPENED and opened is not None else mark
             return at.line + 1, f"is not valid YAML: {fix(mark.column, text, problem)}"
     return mark.line + 1, f"is not valid YAML: {problem} (at column {mark.column + 1})"
@@ -511,7 +523,8 @@ def _reserved(column: int, text: str, problem: str) -> str:
 # The mistakes met most, by the words of PyYAML's reader (C or Python: "while scanning ...:
 # found ..."), each with its fix. Those in _OPENED are named at the line where what was left
 # open began.
-_TAB = ("tab character", "'\\t'")
+_TAB = ("tab character", "'\\t'")  # (the C reader's words, the Python reader's)
+TAB = "a tab at column {}, which YAML does not allow for indenting: indent with spaces"
 _QUOTE = ("scanning a quoted scalar: found unexpected end of stream",)
 _UNCLOSED_QUOTE = "a quote opened on this line is never closed: close it"
 _OUT_OF_LINE = ("did not find expected key", "expected '-' indicator", "expected <block end>")
@@ -519,8 +532,6 @@ _UNCLOSED = ("expected ',' or ']'", "expected ',' or '}'")
 _NO_COLON = ("could not find expected ':'",)
 _OPENED = (_QUOTE, _UNCLOSED, _NO_COLON)
 _YAML_FIXES = (
-    (_TAB, lambda column, *_: f"a tab at column {column + 1}, which YAML does not allow for indenting: "
-                              "indent with spaces"),
     (("cannot start any token",), _reserved),
     (("mapping values are not allowed",), _colon_in_value),
     (_NO_COLON, lambda *_: "a key without ':' after it (or a value running on to the next line): write "
