@@ -1,8 +1,9 @@
 """The HTML view as a person uses it, in a real headless Chromium (driven by Playwright):
-right to left, page by page, a book's card, and the user form posting with a token until
-the new user is served; no console errors and no request to any other site.
+right to left, page by page, a book's card, a search, an ordering and the filters, labelled
+in Persian, and the user form posting with a token until the new user is served; no
+console errors and no request to any other site.
 
-Screenshots of the list, a detail and the form go to a temporary folder, or to
+Screenshots of the list, a detail, a filtered list and the form go to a temporary folder, or to
 docs/screenshots/ for the README and the docs with CATALOGUE_SCREENSHOTS=docs
 (`make screenshots`)."""
 from __future__ import annotations
