@@ -61,9 +61,10 @@ def test_a_tab_in_site_yaml_is_named(data_dir, old, new, line, column):
     ("  bio: کتاب‌خوان", "   bio: کتاب‌خوان", 6,
      "this line is indented unlike the lines around it: align its key (or its '-') with theirs"),
     ('  last_name: "احمدی"', '  last_name: "احمدی', 5, "a quote opened on this line is never closed: close it"),
+    # (a value left open reads on to the next quote of its kind, whose line the reader names)
     ("  first_name: سارا", "  first_name: 'سارا", 4, "a quote opened on this line is never closed: close it"),
-    ('  last_name: "تهرانی"', '  last_name: "تهرانی', 49, "a quote opened on this line is never closed: close it"),
     # (the file's last: nothing closes it)
+    ('  last_name: "تهرانی"', '  last_name: "تهرانی', 49, "a quote opened on this line is never closed: close it"),
     ("  first_name: سارا", "  first_name: [سارا", 4,
      "a list ('[') or mapping ('{') opened on this line is never closed: close it"),
     ("  first_name: سارا", "  first_name", 4,
