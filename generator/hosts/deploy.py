@@ -418,6 +418,9 @@ def order(path: str) -> tuple[int, int, str, bool]:
     return (2, 0, "", False)
 
 
+STAGES = 3
+
+
 def upload_all(client, target: Target, root: Path, now: dict[str, Signature], changed: list[str],
                cache_control: str, record: Record, progress: Callable[[str], None],
                stop: threading.Event | None = None) -> None:
