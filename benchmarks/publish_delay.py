@@ -55,8 +55,10 @@ WAIT = 600
 class Run:
     """One catalogue's site, bucket, distribution and publishing write service."""
 
-    def __init__(self, data: Path, work: Path, moto_port: int) -> None:
+    def __init__(self, data: Path, work: Path, moto_port: int, built: Path | None = None) -> None:
         self.data, self.site, self.work = data, work / "site", work
+        if built is not None:  # (a site built of the same data: a copy, links kept)
+            shutil.copytree(built, self.site, symlinks=True)
         subprocess.run([sys.executable, "-m", "generator", "build", "--data", str(data), "--out", str(self.site)],
                        check=True, stdout=subprocess.DEVNULL, cwd=ROOT)
         self.endpoint = Endpoint(moto_port, PREFIX)
@@ -196,6 +198,7 @@ def main() -> None:
     parser.add_argument("--workdir", default="bench-work", type=Path)
     parser.add_argument("--outage", default=30.0, type=float, help="seconds the bucket is stopped")
     parser.add_argument("--singles", default=20, type=int, help="writes one at a time")
+    parser.add_argument("--built", type=Path, help="a site already built of the (one) catalogue: rebuilt, not built")
     parser.add_argument("--upload-at-start", default=UPLOADED_AT_START, type=int,
                         help="the largest catalogue the write service uploads on start (larger: seeded)")
     args = parser.parse_args()
@@ -206,7 +209,7 @@ def main() -> None:
             source = catalogue(args.workdir, size)
             work = args.workdir / f"publish-{size}-{time.time_ns()}"
             shutil.copytree(source, work / "data", ignore=shutil.ignore_patterns("*.orig"))
-            run = Run(work / "data", work, port)
+            run = Run(work / "data", work, port, args.built)
             try:
                 if size > args.upload_at_start:
                     run.seed()
