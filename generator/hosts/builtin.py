@@ -13,6 +13,7 @@ import contextlib
 import hashlib
 import http.client
 import itertools
+import logging
 import os
 import re
 import signal
@@ -403,7 +404,15 @@ def _uvicorn(config: dict):
                 for signum, handler in previous.items():
                     signal.signal(signum, handler)
 
-    return Stopping(uvicorn.Config(**config))
+    server = Stopping(uvicorn.Config(**config))
+    logging.getLogger("uvicorn.error").addFilter(_not_cancelled)
+    return server
+
+
+def _not_cancelled(record: logging.LogRecord) -> bool:
+    """A request cut off by a stop (a second signal, or its grace run out) is no error,
+    though uvicorn logs its CancelledError with a traceback of a dozen lines."""
+    return not (record.exc_info and isinstance(record.exc_info[1], asyncio.CancelledError))
 
 
 def serve(site: Path, local: Local) -> int:
@@ -414,7 +423,9 @@ def serve(site: Path, local: Local) -> int:
     app = Server(site, local.write_service)
     socket, host, port = local.socket, local.host, local.port
     where = {"uds": str(socket)} if socket else {"host": host, "port": port}
-    server = _uvicorn(dict(app=app, **where, log_level="warning", lifespan="on",
+    # (no lifespan: the application has nothing to start or stop, and a forced exit left
+    # uvicorn's lifespan task waiting, its cancellation logged with a traceback)
+    server = _uvicorn(dict(app=app, **where, log_level="warning", lifespan="off",
                            timeout_graceful_shutdown=SHUTDOWN_GRACE,
                            server_header=False, date_header=False, access_log=False,
                            http="h11"))  # (h11 keeps the case of header names; httptools does not)
