@@ -3,7 +3,7 @@ origin-request handler that puts together the pages no file holds, and a CloudFo
 template tying them to a private bucket, response headers and the distribution.
 
     <site>/hosts/cloudfront/function.js     the CloudFront Function (cloudfront-js-2.0)
-    <site>/hosts/cloudfront/pages.mjs       the Lambda@Edge handler (Node.js 20, an ES module)
+    <site>/hosts/cloudfront/pages.mjs       the Lambda@Edge handler (Node.js 22, an ES module)
     <site>/hosts/cloudfront/pages.zip       pages.mjs as Lambda takes it (the same bytes each build)
     <site>/hosts/cloudfront/template.yaml   the stack, with function.js inlined and pages.zip named
 

@@ -241,7 +241,7 @@ def test_the_template_calls_the_handler_from_each_list(site):
             {"EventType": "origin-request", "LambdaFunctionARN": {"Ref": "PagesVersion"}}]
     assert "LambdaFunctionAssociations" not in config["DefaultCacheBehavior"]
     function = resources["Pages"]["Properties"]
-    assert (function["Runtime"], function["Handler"], function["Code"]) == ("nodejs20.x", "pages.handler", "pages.zip")
+    assert (function["Runtime"], function["Handler"], function["Code"]) == ("nodejs22.x", "pages.handler", "pages.zip")
     assert function["Role"] == {"Fn::GetAtt": ["PagesRole", "Arn"]} and function["Timeout"] <= 30
     archive = (site / cloudfront.PAGES_ZIP).read_bytes()
     with zipfile.ZipFile(io.BytesIO(archive)) as opened:
