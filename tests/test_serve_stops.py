@@ -77,7 +77,11 @@ def site(tmp_path: Path) -> Path:
 @pytest.mark.parametrize("signum, whole_group", STOPS)
 @pytest.mark.parametrize("kind", server_params())
 def test_a_signal_stops_serve_quietly(kind: str, signum: int, whole_group: bool, site: Path):
+    """And before it is ready, it says what it starts and nothing else (Deno printed a
+    notice of its legacy abort behaviour)."""
     process, log = start(site, "--server", kind)
+    before = log.read_text(encoding="utf-8").split("ready: ", 1)[0].splitlines()
+    assert before and all(line.startswith("starting ") for line in before), before
     stop_and_check(process, log, signum, whole_group)
 
 

@@ -72,10 +72,10 @@ READS = 100  # objects a page put together may read: (READS - 4) pages of the de
 ERROR_TTL = 10  # seconds CloudFront keeps a 404 for a missing detail: a new record shows soon
 RUNNER = Path(__file__).with_name("cloudfront.mjs")
 INSTALL_HINT = "node is not installed: `catalogue serve --server cloudfront` runs the function and the handler in it"
-# The router's comment lines, its indentation and its CommonJS export: a CloudFront Function
-# has no use for them, and they take bytes of its 10 KB. (A line's leading blanks are never
-# inside a string: an ES5 string cannot span lines.)
-_UNUSED = re.compile(r"(?m)^[ \t]*//.*\n|^[ \t]+|^\n|^if \(typeof module !== \"undefined\"\).*\n?")
+# The router's comment lines and its indentation: a CloudFront Function has no use for them,
+# and they take bytes of its 10 KB. (A line's leading blanks are never inside a string: an
+# ES5 string cannot span lines.)
+_UNUSED = re.compile(r"(?m)^[ \t]*//.*\n|^[ \t]+|^\n")
 _DECLARATION = re.compile(r"(?m)^(var [A-Z_]+) = ")  # (a line's first `=`: never in a string)
 
 

@@ -55,7 +55,8 @@ def test_wrangler_serves_the_published_generation_through_the_worker(site):
 def uploaded_by_wrangler(site: Path, work: Path) -> set[str]:
     """What `wrangler deploy` would upload as the Worker's static assets: the files of the
     assets directory that its dry run reads (its debug log names each entry it read, and
-    each it ignores), as paths relative to that directory."""
+    each it ignores), as paths relative to that directory. Its bundling of worker.js warns
+    of nothing (the router's CommonJS export in an ES module did)."""
     config = site / cloudflare.CONFIG_DIR / "wrangler.toml"
     environment = {**os.environ, "WRANGLER_LOG": "debug", "WRANGLER_SEND_METRICS": "false",
                    "XDG_CONFIG_HOME": str(work / "config")}  # (its logs and settings stay in work/)
@@ -63,6 +64,7 @@ def uploaded_by_wrangler(site: Path, work: Path) -> set[str]:
                           "--config", str(config)], cwd=work, env=environment, capture_output=True, text=True,
                          timeout=120)
     assert run.returncode == 0, run.stdout + run.stderr
+    assert "WARNING" not in run.stdout + run.stderr, run.stdout + run.stderr
     lines = run.stdout.splitlines()
     start = next(i for i, line in enumerate(lines) if "from the assets directory" in line)
     read = {line[1:] for line in lines[start + 1:] if line.startswith("/")}
