@@ -367,13 +367,13 @@ def test_index_files_are_written_and_read_by_their_backend_alone():
 def test_a_backend_out_of_place_is_caught(tmp_path: Path):
     copy = tmp_path / "generator"
     shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
-    (copy / "api" / "backends" / "ranges.py").write_text('"""x"""\n')
+    (copy / "api" / "backends" / "sneaky_backend.py").write_text('"""x"""\n')
     (copy / "api" / "backends" / "ordering.js.j2").unlink()
     (copy / "hosts" / "sneaky.py").write_text(
         '"""x"""\nfrom ..api.backends.search import Search\nfrom ..api.backends import common\n'
         "from ..api.backends.ordering import rank_file\n\n\nclass Mine(common.Backend):\n"
         "    def f(self):\n        return rank_file('books', 'title', 0)\n")
-    assert twinless(copy) == ["ordering.py has no twin", "ranges.py has no twin"]
+    assert twinless(copy) == ["ordering.py has no twin", "sneaky_backend.py has no twin"]
     assert backends_named_by_hand(copy) == [
         "generator.hosts.sneaky imports generator.api.backends.ordering: iterate api.backends.BACKENDS instead",
         "generator.hosts.sneaky imports generator.api.backends.ordering.rank_file: iterate api.backends.BACKENDS instead",

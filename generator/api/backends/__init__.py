@@ -18,29 +18,28 @@ constants its `constants()` gives).
 OrderingFilter, then paginates: `select()` (the request time of every host), the build
 (sitebuild/queries.py), the OpenAPI document (api/openapi.py) and the JavaScript hosts'
 code (hosts/query.py) iterate it, and name no backend. A new backend is a module and its
-twin here, and its line in BACKENDS.
+twin here, and its name in ORDER.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from importlib import import_module
 from typing import Callable, Iterable, Sequence
 
 from ...catalogue.resources import BY_NAME
-from . import common, ordering, paging, relations, search
+from . import common
 from .common import Backend, Reader, Rejected, Request
 
 __all__ = ["Backend", "BACKENDS", "PAGINATION", "Paging", "Rejected", "Selection", "common", "select", "configured",
            "indexing", "index_files"]
 
 
-PAGINATION = paging.Pagination()
-Paging = paging.Paging  # (what PAGINATION.read makes of a request)
-BACKENDS: tuple[Backend, ...] = (
-    relations.Relations(),
-    search.Search(),
-    ordering.Ordering(),
-    PAGINATION,
-)
+# The order they run in: DRF's filter_backends (django-filter, SearchFilter, OrderingFilter),
+# then its pagination_class. A backend is its module's name here (the module's BACKEND).
+ORDER = ("relations", "search", "ordering", "paging")
+BACKENDS: tuple[Backend, ...] = tuple(import_module(f"{__name__}.{name}").BACKEND for name in ORDER)
+PAGINATION = BACKENDS[-1]  # (paging.Pagination: what reads limit and offset, and names the pre-built pages)
+Paging = PAGINATION.Paging  # (what PAGINATION.read makes of a request)
 
 
 @dataclass(frozen=True)
@@ -66,11 +65,10 @@ def select(read: Reader, name: str, pairs: Sequence[tuple[str, str]], query: dic
         kept = backend.narrow(request)
         if kept is not None:
             matched = kept if matched is None else matched & kept
-    arranged: Sequence[int] | None = None
-    for backend in BACKENDS:
-        arranged = backend.arrange(request, matched) if arranged is None else arranged
-    if arranged is not None:
-        return Selection(arranged)
+    for backend in BACKENDS:  # (the first that orders; none: the collection's own order)
+        arranged = backend.arrange(request, matched)
+        if arranged is not None:
+            return Selection(arranged)
     return None if matched is None else Selection(sorted(matched))
 
 

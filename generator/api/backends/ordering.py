@@ -205,3 +205,6 @@ def ordered(read: Reader, name: str, ordering: list[tuple[str, bool]], positions
         return tuple(sign * ranks[block][at] for ranks, sign in columns) + (p,)
 
     return sorted(positions, key=key)
+
+
+BACKEND = Ordering()

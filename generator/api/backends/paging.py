@@ -158,6 +158,7 @@ class Pagination(Backend):
     """The backend: what it reads is `Paging`; its files are the pages and their indexes."""
     name = "paging"
     parameters = PARAMETERS
+    Paging = Paging
     read = staticmethod(Paging.read)
     plain_page = staticmethod(plain_page)
     plain_spellings = staticmethod(plain_spellings)
@@ -167,3 +168,6 @@ class Pagination(Backend):
 
     def constants(self) -> dict:
         return {"limit": LIMIT.name, "offset": OFFSET.name}
+
+
+BACKEND = Pagination()

@@ -232,3 +232,6 @@ class Relations(Backend):
         return {"setting": FILTERS, "idPrefix": ID_PREFIX, "file": filter_file("{name}", "{relation}", "{prefix}"),
                 "messages": {"invalid": INVALID_UUID, "unknownMany": UNKNOWN_MANY, "unknownOne": UNKNOWN_ONE},
                 "many": {r.name: {relation: is_to_many(r, relation) for relation in relations(r)} for r in RESOURCES}}
+
+
+BACKEND = Relations()

@@ -162,3 +162,6 @@ def joined(tags: list[set[str]]) -> bool:
         if all(term & chosen for term in left):
             return True
     return False
+
+
+BACKEND = Search()
