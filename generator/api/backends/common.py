@@ -1,6 +1,9 @@
-"""What the query backends share: a request as they read it, their 400 (`Rejected`), the
-white space DRF strips, the blocks of records their index files are cut in, and reading a
-file a backend cannot do without. common.js.j2 beside it is its JavaScript twin.
+"""What the query backends share: the protocol a backend follows (`Backend`), a request as
+they read it (`Request`, whose `read` is the host's one way to read a published file),
+their 400 (`Rejected`), the white space DRF strips, the case folding a search compares by
+(`fold`, with the table of str.lower() the JavaScript carries), the blocks of records
+their index files are cut in, and little-endian uint32 lists. common.js.j2 beside it is
+its JavaScript twin, with `qySelect`, the registry's select().
 
 Records are named by their position in the collection's own order (the position of
 their bytes in the pre-built pages, api/pageindex.py); a backend's index files lie under
