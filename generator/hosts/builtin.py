@@ -28,8 +28,7 @@ from typing import TYPE_CHECKING
 from isal import isal_zlib
 
 from ..api import assemble, meta
-from ..api.params import Paging
-from ..api.filters import Rejected
+from ..api.backends import PAGINATION, Rejected
 from ..api.querystring import TooManyFields
 from ..api.routes import Answer, Bodies, resolve
 from ..api.serving import (ACCEPTS_GZIP, DEFAULT_WRITE_SERVICE, FORWARDED, GZIP_MIN, MAX_BODY, SiteInfo,
@@ -71,7 +70,7 @@ class Generation:
 
 
 class Indexes:
-    """The index files last read (api/queryindex.py, api/pageindex.py), kept in memory up to
+    """The index files last read (api/backends/, api/pageindex.py), kept in memory up to
     a bound: a search of a million records reads tens of megabytes of them, and every page
     put together one page index."""
 
@@ -198,7 +197,7 @@ class Server:
             return self._file(generation, answer, headers, request)
         info = generation.info
         try:
-            paging = Paging.read(answer.page, query, info)
+            paging = PAGINATION.read(answer.page, query, info)
         except TooManyFields:
             return Response(meta.TOO_MANY_FIELDS, 400, headers, media_type=JSON)
         reads = Reads(generation.root, self.indexes)

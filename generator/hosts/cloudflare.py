@@ -89,4 +89,4 @@ def serve(site: Path, local: Local) -> int:
 
 
 HOST = Host("cloudflare", "a Cloudflare Worker in front of static assets or R2 (hosts/cloudflare/), run here in workerd",
-            lambda site, hosting: write(site), serve, installed)
+            write, serve, installed, parts=(router.write,))

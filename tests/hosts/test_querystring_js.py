@@ -169,7 +169,7 @@ def test_the_tables_are_every_code_point_the_predicates_accept():
 def test_the_lower_case_table_is_every_code_points():
     """search's str.lower() table for the JavaScript hosts (hosts/query.py) is drawn from the
     first two planes only: every character with a lower case lies there."""
-    from generator.hosts.query import lower_table
+    from generator.api.backends.common import lower_table
 
     table = lower_table()
     assert table == lower_table(sys.maxunicode + 1)
