@@ -29,9 +29,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT = {
-    "generator/api/filters.py": ["tests/api/test_filters.py"],
-    "generator/api/query.py": ["tests/api/test_filters.py", "tests/sitebuild/test_queries.py"],
-    "generator/api/params.py": ["tests/api/test_querystring.py", "tests/api/test_routes.py", "tests/api/test_pages.py"],
+    "generator/api/backends/search.py": ["tests/api/backends/test_search.py"],
+    "generator/api/backends/search_index.py": ["tests/api/backends/test_search.py", "tests/sitebuild/test_queries.py"],
+    "generator/api/backends/paging.py": ["tests/api/test_querystring.py", "tests/api/test_routes.py", "tests/api/test_pages.py"],
     "generator/api/querystring.py": ["tests/api/test_querystring.py"],
 }
 SWAPS = [(" < ", " <= "), (" <= ", " < "), (" > ", " >= "), (" >= ", " > "), (" == ", " != "), (" != ", " == "),

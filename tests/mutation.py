@@ -48,7 +48,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # The route table, paging and links first (issue: mutation testing as a habit).
 MODULES = {
     "generator/api/routes.py": ["tests/api/test_routes.py", "tests/api/test_urls.py"],
-    "generator/api/params.py": ["tests/api/test_params.py", "tests/api/test_routes.py", "tests/api/test_assemble.py",
+    "generator/api/backends/paging.py": ["tests/api/backends/test_pagination.py", "tests/api/test_routes.py", "tests/api/test_assemble.py",
                                 "tests/api/test_openapi.py"],
     "generator/api/querystring.py": ["tests/api/test_querystring.py"],
     "generator/api/pages.py": ["tests/api/test_pages.py"],
