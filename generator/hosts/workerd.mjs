@@ -11,6 +11,7 @@
 // record the write service accepted and no build has published yet is read from
 // <site>/.accepted/, as the other local servers do.
 // Usage: node workerd.mjs '{"site", "worker", "assets", "accepted", "host", "port", "writeService",
+//                            "writeTimeout" (seconds, a string),
 //                            "compatibilityDate"}'
 import path from "node:path";
 import { Miniflare } from "miniflare";
@@ -60,7 +61,7 @@ worker = new Miniflare({
       scriptPath: given.worker,
       modulesRoot: path.dirname(given.worker), // (module names are relative to it, and may not climb out)
       serviceBindings: { ASSETS: "files" },
-      bindings: { WRITE_SERVICE: given.writeService },
+      bindings: { WRITE_SERVICE: given.writeService, WRITE_TIMEOUT: given.writeTimeout },
     },
     {
       name: "files",

@@ -3,6 +3,7 @@ service did, under the built-in server always and under real nginx where it is i
 (under CI, always: .ci/run installs it and requires these tests)."""
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import re
@@ -17,6 +18,7 @@ from urllib.parse import quote, urlsplit
 import pytest
 
 from generator.api import meta
+from generator.api.serving import WRITE_TIMEOUT_VARIABLE
 from generator.api.urls import RESOURCES
 from generator.sitebuild import build
 from conftest import ROOT, SAMPLE, many_users
@@ -433,6 +435,47 @@ def test_post_without_write_service(server, resource):
     answer = server.request("POST", f"/api/v1/{resource}/", {"Content-Type": "application/json"}, b'{"username":"x"}')
     assert answer.status == 503
     assert body(answer) == {"detail": "Writing is not available right now: the write service is not running."}
+
+
+@pytest.fixture
+def silent_service():
+    """A write service that accepts every connection and never answers: its port."""
+    taken, stop = [], threading.Event()
+    with socket.create_server(("127.0.0.1", 0)) as listening:
+        listening.settimeout(0.05)
+
+        def accept() -> None:
+            while not stop.is_set():
+                with contextlib.suppress(TimeoutError):
+                    taken.append(listening.accept()[0])
+
+        thread = threading.Thread(target=accept)
+        thread.start()
+        try:
+            yield listening.getsockname()[1], taken
+        finally:
+            stop.set()
+            thread.join()
+            for connection in taken:
+                connection.close()
+
+
+def test_a_write_service_that_never_answers(tmp_path: Path, kind: str, silent_service):
+    """A POST forwarded to a write service that took the connection and says nothing: a 503 once
+    the host's write timeout (api/serving.py, here a second) has passed, never a hang."""
+    if kind in READ_ONLY:
+        pytest.skip("a host that forwards no write")
+    port, taken = silent_service
+    site = tmp_path / "site"
+    build(SAMPLE, site)
+    running = Server(site, port, kind=kind, env={WRITE_TIMEOUT_VARIABLE: "1"})
+    try:
+        answer = running.request("POST", "/api/v1/user/", {"Content-Type": "application/json",
+                                                           "Authorization": "Bearer x"}, b'{"username": "x"}')
+        assert (answer.status, answer.body) == (503, meta.WRITE_UNAVAILABLE)
+        assert answer.header("Content-Type") == "application/json" and taken
+    finally:
+        running.stop()
 
 
 # ---- safety -------------------------------------------------------------------------------
