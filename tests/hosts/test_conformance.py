@@ -13,7 +13,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote, unquote, urlsplit
 
 import pytest
 
@@ -240,6 +240,30 @@ def test_missing_trailing_slash_is_redirected(server, path, location):
     assert answer.header("X-Content-Type-Options") == "nosniff"
 
 
+@pytest.mark.parametrize("segment", [
+    "a+b", "a%2Bb", "a&b", "a%26b", "a:b", "a%3Ab", "%DA%A9%D8%AA%D8%A7%D8%A8", "caf%C3%A9", "%C3%A9+%26:x",
+    "a%20b", "a%25b", "@$,!~*'()", "a%40b%24%2C", "%F0%9F%93%9A", "a;b", "a=b", "%5B%5D",
+])
+@pytest.mark.parametrize("query", ["", "x=a+b&y=%3A"])
+def test_a_redirect_escapes_its_path_as_django_does(server, segment, query):
+    """The missing slash of a detail path holding `+`, `&`, `:`, non-ASCII letters, escaped or
+    not: the Location Django's APPEND_SLASH gives (escape_uri_path of the path as decoded),
+    the query string as it came. nginx cannot escape: a path that needs escaping is sent back
+    as the client escaped it (server.conf.j2's $catalogue_location), Django's where the client
+    escaped as Django does."""
+    from django.utils.encoding import escape_uri_path
+
+    from generator.api.routes import URI_SAFE
+
+    path = f"/api/v1/books/{segment}"
+    answer = server.request("GET", path + (f"?{query}" if query else ""))
+    escaped = escape_uri_path(unquote(path))
+    if server.kind == "nginx" and not re.fullmatch(f"[A-Za-z0-9{re.escape(URI_SAFE)}]*", unquote(path)):
+        escaped = path
+    location = escaped + "/" + (f"?{asked(server, query)}" if query else "")
+    assert (answer.status, answer.header("Location")) == (301, location)
+
+
 @pytest.mark.parametrize("headers", [
     {"Range": "bytes=999999999-"}, {"If-Match": '"not-this"'},
     {"If-Unmodified-Since": "Mon, 01 Jan 1990 00:00:00 GMT"}, {"Range": "bytes=0-9"},
@@ -428,6 +452,24 @@ def test_methods_not_allowed(server, method, path, allow):
     assert answer.status == 405
     assert body(answer) == {"detail": f'Method "{method}" not allowed.'}
     assert answer.header("Allow") == allow
+
+
+DETAIL_METHODS = {"GET": 200, "HEAD": 200, "OPTIONS": 200, "POST": 405, "PUT": 405, "PATCH": 405, "DELETE": 405,
+                  "TRACE": 405}
+
+
+@pytest.mark.parametrize("method", DETAIL_METHODS)
+@pytest.mark.parametrize("resource", RESOURCES, ids=lambda r: r.name)
+def test_every_method_on_a_detail(server, resource, method):
+    """A record's own detail is read-only on every resource, those that take writes too: a POST
+    there is DRF's 405 (its list takes it), never passed to the write service (the suite's
+    servers have none: a 503)."""
+    path = local(page(server, "?limit=1", resource.name)["results"][0]["url"])
+    answer = server.request(method, path)
+    assert (answer.status, answer.header("Allow")) == (DETAIL_METHODS[method], READ), path
+    assert answer.header("Content-Type") == "application/json"
+    if DETAIL_METHODS[method] == 405:
+        assert body(answer) == {"detail": f'Method "{method}" not allowed.'}
 
 
 @pytest.mark.parametrize("resource", [r.name for r in RESOURCES if r.writable])
