@@ -72,6 +72,12 @@ MODULES = {
     # (the built-in server's other tests run it in a process of its own, tests/servers.py)
     "generator/hosts/builtin.py": ["tests/hosts/test_builtin_inprocess.py"],
     "generator/api/schemas.py": ["tests/api/test_schemas.py"],
+    # The query engine's Python (tests/mutate.py mutates it and its JavaScript twin as text, judged
+    # also by the tests that run the JavaScript and by DRF): the tests in this process.
+    "generator/api/query.py": ["tests/api/test_assemble.py", "tests/sitebuild/test_queries.py", "tests/api/test_filters.py"],
+    "generator/api/filters.py": ["tests/api/test_filters.py", "tests/api/test_params.py"],
+    "generator/api/queryindex.py": ["tests/sitebuild/test_queries.py", "tests/api/test_filters.py"],
+    "generator/sitebuild/queries.py": ["tests/sitebuild/test_queries.py"],
 }
 STATUSES = ("killed", "survived", "timeout", "suspicious", "no_tests", "skipped", "segfault")
 USAGE_ERROR = "usage error"  # pytest refused the command mutmut gave it (its exit status 4)
