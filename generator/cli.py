@@ -318,11 +318,14 @@ def token_add(name: str, token_file: Path) -> None:
 @click.option("--seed", default=1, show_default=True, type=int, help="Same seed, same catalogue.")
 @click.option("--format", "fmt", default="csv", show_default=True, type=click.Choice(["csv", "yaml"]),
               help="Format of the six collection files.")
-def synth(out: Path, books: int, seed: int, fmt: str) -> None:
+@click.option("--vocabulary", type=click.IntRange(100), default=None,
+              help="Draw titles, names and other text from this many distinct words, by Zipf's law "
+                   "(as real text: 200000 for a national catalogue). Default: a few hundred words.")
+def synth(out: Path, books: int, seed: int, fmt: str, vocabulary: int | None) -> None:
     """Write a realistic synthetic catalogue of BOOKS books to OUT."""
     from .catalogue import synth as synthetic
 
     started = time.monotonic()
-    counts = synthetic.write(out, books, seed, fmt)
+    counts = synthetic.write(out, books, seed, fmt, vocabulary)
     click.echo(", ".join(f"{name} {count:,}" for name, count in counts.items())
                + f" written to {out} in {time.monotonic() - started:.1f} s")

@@ -1,7 +1,8 @@
 """The documentation stays true: the MkDocs site builds strictly, its command-line reference
 is generated from the commands, every `catalogue` command and option the docs and the README
 write exists, every site.yaml key the loader knows is documented (and the starter's
-site.yaml lists it) and no other, and the README stays a front door."""
+site.yaml lists it) and no other, the README stays a front door, and the design pages stay
+short and hold no log of runs."""
 from __future__ import annotations
 
 import re
@@ -15,6 +16,12 @@ from conftest import ROOT
 
 DOCS = ROOT / "docs"
 README_LIMIT = 12_000  # bytes
+# Pages that are design and reference, kept short enough to be read whole (bytes).
+PAGE_LIMITS = {"docs/architecture.md": 25_000, "docs/performance.md": 12_000}
+# What a log of runs looks like in a page: a section for changes, notes or history, and
+# footnotes (numbered markers, or superscript digits a ledger cites its runs by).
+DIARY_HEADING = re.compile(r"(?im)^#+ .*\b(?:changelog|change log|history|more notes|notes from|journal|diary)\b.*$")
+FOOTNOTE = re.compile(r"\[\^[^\]]+\]|[⁰¹²³⁴⁵⁶⁷⁸⁹]")
 
 
 def written_pages() -> dict[str, str]:
@@ -112,6 +119,33 @@ def test_the_readme_is_a_front_door():
         assert command in text, command
     for target in re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", text):
         assert (ROOT / target).exists(), f"README links to {target}, which does not exist"
+
+
+def test_design_pages_stay_within_their_size():
+    for page, limit in PAGE_LIMITS.items():
+        size = len((ROOT / page).read_bytes())
+        assert size <= limit, f"{page} is {size:,} bytes, more than {limit:,}: mend its sections, move history to git log"
+
+
+def diary_in(pages: dict[str, str]) -> list[str]:
+    """Where the pages log runs rather than describe the project: a changelog or notes
+    section, a footnote."""
+    found = []
+    for page, text in pages.items():
+        found += [f"{page}: section {m[0]!r}" for m in DIARY_HEADING.finditer(text)]
+        found += [f"{page}:{text.count(chr(10), 0, m.start()) + 1}: footnote {m[0]!r}" for m in FOOTNOTE.finditer(text)]
+    return found
+
+
+def test_the_docs_are_no_diary():
+    assert diary_in(written_pages()) == [], "runs and their history go in commit messages, not the docs"
+
+
+def test_a_diary_is_caught():
+    assert diary_in({"x.md": "# X\n\n## Changelog\n\n- faster\n", "y.md": "run ¹\n\n## More notes from the work\n",
+                     "z.md": "a claim[^3]\n\n## Notes on history\n", "ok.md": "# Publishing\n\nLogs go to stderr.\n"}) == [
+        "x.md: section '## Changelog'", "y.md: section '## More notes from the work'", "y.md:1: footnote '¹'",
+        "z.md: section '## Notes on history'", "z.md:1: footnote '[^3]'"]
 
 
 SPEC = ("api", "data", "http", "query")

@@ -4,13 +4,18 @@ For benchmarks and scale tests: Persian text of realistic length, about N/3
 authors, N/10 publishers, a category tree of a few hundred nodes, N/4 users,
 N/2 bookshelves and a few disabled books, with the quirks of the sample data.
 Text is drawn from word lists and written directly (not through a YAML or CSV
-library's slow paths) so that a million books take well under a minute.
+library's slow paths) so that a million books take well under a minute. By default the
+words come from a few hundred; with `vocabulary`, titles, names and the rest draw from that
+many distinct words with Zipf's law (the word of rank r about 1/r as often as the most
+common), as a real catalogue's text is: a few words in many records, most in one or two.
+Prose (bios, abouts), which nothing searches, keeps the few hundred words.
 Every declared collection (resources.py) is written, in the columns of its fields: the
 six above by the makers below, any other from its fields' kinds.
 """
 from __future__ import annotations
 
 import csv
+import itertools
 import json
 import random
 from pathlib import Path
@@ -44,13 +49,42 @@ PAGE_SIZES = (12, 24)
 # the order they are drawn (the random draws follow the order: a seed writes the same files).
 BOOKS_PER = {"authors": 3, "publishers": 10, "users": 4, "bookshelves": 2}
 OTHERS_PER_BOOK = 0.5  # records of a collection no maker knows, per book
+# Letters of made-up words, each as often as in Persian text, roughly (alef, yeh, vav and
+# the common consonants first), and how long a word is (2 to 9 letters, most 4 to 6).
+LETTER_WEIGHTS = {"ا": 12, "ی": 10, "ر": 7, "د": 7, "ن": 7, "م": 6, "و": 6, "ه": 6, "ت": 5, "ب": 5, "س": 4,
+                  "ک": 4, "ش": 3, "ل": 4, "ز": 2, "گ": 2, "ف": 2, "خ": 2, "ج": 1, "ق": 1, "پ": 1, "ح": 1,
+                  "ع": 1, "چ": 1, "ص": 1, "ط": 1, "غ": 1, "ژ": 1, "ث": 1, "ض": 1, "ظ": 1, "ذ": 1}
+WORD_LENGTHS = {2: 2, 3: 6, 4: 10, 5: 10, 6: 8, 7: 5, 8: 3, 9: 1}
+ZIPF_EXPONENT = 1.0
+
+
+class Vocabulary:
+    """`size` distinct words drawn by Zipf's law: the real word lists first (the most common
+    ranks), then made-up words of Persian letters. The same size and seed make the same words."""
+
+    def __init__(self, size: int, seed: int) -> None:
+        rng = random.Random(f"vocabulary {seed}")
+        words = dict.fromkeys(WORDS + FIRST + LAST)
+        letters, weights = list(LETTER_WEIGHTS), list(LETTER_WEIGHTS.values())
+        lengths, length_weights = list(WORD_LENGTHS), list(WORD_LENGTHS.values())
+        while len(words) < size:  # (in batches: a draw of one letter at a time takes seconds)
+            batch = size - len(words)
+            spelled = iter(rng.choices(letters, weights, k=batch * 9))
+            for length in rng.choices(lengths, length_weights, k=batch):
+                words["".join(itertools.islice(spelled, length))] = None
+        self.words = list(words)[:size]
+        self.cumulative = list(itertools.accumulate(1 / rank ** ZIPF_EXPONENT for rank in range(1, size + 1)))
+
+    def draw(self, rng: random.Random, k: int) -> list[str]:
+        return rng.choices(self.words, cum_weights=self.cumulative, k=k)
 
 
 class _Synth:
-    def __init__(self, books: int, seed: int) -> None:
+    def __init__(self, books: int, seed: int, vocabulary: int | None = None) -> None:
         self.rng = random.Random(seed)
         self.book_count = books
         self.ids: dict[str, list[str]] = {}  # of each collection drawn or written so far
+        self.vocabulary = Vocabulary(vocabulary, seed) if vocabulary else None
 
     def draw_ids(self) -> None:
         for collection, per in BOOKS_PER.items():
@@ -66,15 +100,28 @@ class _Synth:
         return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{'89ab'[int(h[16], 16) & 3]}{h[17:20]}-{h[20:32]}"
 
     def words(self, low: int, high: int) -> str:
-        return " ".join(self.rng.choices(WORDS, k=self.rng.randint(low, high)))
+        count = self.rng.randint(low, high)
+        if self.vocabulary is not None:
+            return " ".join(self.vocabulary.draw(self.rng, count))
+        return " ".join(self.rng.choices(WORDS, k=count))
+
+    def name(self, names: tuple[str, ...]) -> str:
+        """A first or last name: from the vocabulary when there is one (a real catalogue's
+        names are as many and as skewed as its words)."""
+        if self.vocabulary is not None:
+            return self.vocabulary.draw(self.rng, 1)[0]
+        return self.rng.choice(names)
 
     def sentences(self, low: int, high: int) -> str:
-        return " ".join(self.words(6, 14) + "." for _ in range(self.rng.randint(low, high)))
+        """Prose (a bio, a book's about): from the few hundred words alone, vocabulary or not
+        (nothing searches it, and a million books' prose drawn by Zipf's law takes a minute)."""
+        return " ".join(" ".join(self.rng.choices(WORDS, k=self.rng.randint(6, 14))) + "."
+                        for _ in range(self.rng.randint(low, high)))
 
     def authors(self) -> Iterator[tuple]:
         rng = self.rng
         for n, id in enumerate(self.ids["authors"]):
-            first, last = rng.choice(FIRST), rng.choice(LAST)
+            first, last = self.name(FIRST), self.name(LAST)
             name = f"{first} {last}"
             if n % 97 == 5:
                 name += " و دیگران"
@@ -85,7 +132,7 @@ class _Synth:
 
     def publishers(self) -> Iterator[tuple]:
         for n, id in enumerate(self.ids["publishers"]):
-            word = self.rng.choice(WORDS)
+            word = self.name(WORDS)
             company = f"نشر {word} {n}" if n % 50 != 7 else f"نشر  {word} {n - 1}"  # spacing twins
             yield id, f"نشر-{word}-{n}", company, "" if n % 2 else self.sentences(1, 2)
 
@@ -199,10 +246,11 @@ KINDS: dict[Callable[[Any], Any], Callable[[_Synth, int], Any]] = {
 }
 
 
-def write(out: Path, books: int, seed: int = 1, fmt: str = "csv") -> dict[str, int]:
-    """Write site.yaml and every collection to out; the number of records of each."""
+def write(out: Path, books: int, seed: int = 1, fmt: str = "csv", vocabulary: int | None = None) -> dict[str, int]:
+    """Write site.yaml and every collection to out; the number of records of each. With
+    `vocabulary`, the text draws from that many words by Zipf's law."""
     out.mkdir(parents=True, exist_ok=True)
-    synth = _Synth(books, seed)
+    synth = _Synth(books, seed, vocabulary)
     synth.draw_ids()
     write_rows = _write_csv if fmt == "csv" else _write_yaml
     counts = {}

@@ -48,3 +48,23 @@ def _takes(field: Field, value) -> None:
     if value in ("", []) and not field.required:
         return
     field.coerce(value)
+
+
+def test_a_vocabulary_is_large_and_zipfian(tmp_path: Path):
+    """With --vocabulary, the titles' words are many and skewed as real text's: the most common
+    word in a large share of the titles, most words in one or two; the same seed, the same files."""
+    import csv
+    from collections import Counter
+
+    synth.write(tmp_path / "a", 3000, seed=5, vocabulary=20_000)
+    synth.write(tmp_path / "b", 3000, seed=5, vocabulary=20_000)
+    assert (tmp_path / "a" / "books.csv").read_bytes() == (tmp_path / "b" / "books.csv").read_bytes()
+    with (tmp_path / "a" / "books.csv").open(encoding="utf-8") as f:
+        titles = [row["title"] for row in csv.DictReader(f)]
+    words = Counter(word for title in titles for word in title.split())
+    assert len(words) > 2_500
+    assert words.most_common(1)[0][1] > 0.05 * sum(words.values())
+    assert sum(1 for n in words.values() if n <= 2) > 0.6 * len(words)
+    with (tmp_path / "a" / "authors.csv").open(encoding="utf-8") as f:
+        names = {row["fullName"].split()[-1] for row in csv.DictReader(f)}
+    assert len(names) > 200  # (the names draw from it too, not from a list of thirty)
