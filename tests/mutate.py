@@ -204,6 +204,7 @@ def main() -> int:
         print(f"not a module of ENGINE: {' '.join(unknown)}", file=sys.stderr)
         return 2
     plan = {m: ENGINE[m] for m in args.modules or ENGINE}
+    command = " ".join(["python tests/mutate.py", *sys.argv[1:]])
     results: dict[str, list[Mutant]] = {}
     offered: dict[str, int] = {}
     with tempfile.TemporaryDirectory(prefix="mutation-") as tmp:
@@ -229,12 +230,11 @@ def main() -> int:
                     print(f"{mutant.verdict}: {mutant.path}:{mutant.line}: {mutant.after.strip()}", flush=True)
             results[module] = made
             killed = sum(m.verdict == "killed" for m in made)
-            print(f"{module}: {killed}/{len(made)} killed of {len(mutants(module))} "
+            print(f"{module}: {killed}/{len(made)} killed of {offered[module]} "
                   f"({time.monotonic() - started:.0f} s)", flush=True)
-    command = " ".join(["python tests/mutate.py", *sys.argv[1:]])
-    text = report(results, offered, command, args.sample)
-    print(text)
-    args.report.write_text(text, encoding="utf-8")
+            # (written after each module: a long run stopped early still leaves what it found)
+            args.report.write_text(report(results, offered, command, args.sample), encoding="utf-8")
+    print(args.report.read_text(encoding="utf-8"))
     return 1 if any(m.verdict != "killed" and m.key not in EXPLAINED for tried in results.values() for m in tried) else 0
 
 
