@@ -594,26 +594,22 @@ def test_pages_past_the_end_far_out(big_server, query):
 # ---- the server as a whole ------------------------------------------------------------------
 
 def test_rebuild_is_served_without_restart(data_dir: Path, tmp_path: Path, kind: str):
+    """A build published over the one a running server serves is served at once."""
     site = tmp_path / "site"
     build(data_dir, site)
     running = Server(site, kind=kind)
     try:
-        served_after_rebuilds(data_dir, running)
+        assert body(running.get("/api/v1/books/"))["count"] == 42
+        (data_dir / "site.yaml").write_text(
+            "base_url: https://ketab.example.ir\npage_sizes: [10]\ncache_control: 'public, max-age=60'\n",
+            encoding="utf-8")
+        build(data_dir, site)
+        after = running.get("/api/v1/books/")
+        assert body(after)["next"] == f"{BASE}/api/v1/books/?limit=10&offset=10"  # new default size
+        twelve = body(running.get("/api/v1/books/?limit=12"))  # (no longer a file: put together)
+        assert twelve["next"] == f"{BASE}/api/v1/books/?limit=12&offset=12" and len(twelve["results"]) == 12
     finally:
         running.stop()
-
-
-def served_after_rebuilds(data_dir: Path, running: Server) -> None:
-    before = running.get("/api/v1/books/")
-    assert body(before)["count"] == 42
-    (data_dir / "site.yaml").write_text(
-        "base_url: https://ketab.example.ir\npage_sizes: [10]\ncache_control: 'public, max-age=60'\n",
-        encoding="utf-8")
-    build(data_dir, running.site)
-    after = running.get("/api/v1/books/")
-    assert body(after)["next"] == f"{BASE}/api/v1/books/?limit=10&offset=10"  # new default size
-    twelve = body(running.get("/api/v1/books/?limit=12"))  # (no longer a file: put together)
-    assert twelve["next"] == f"{BASE}/api/v1/books/?limit=12&offset=12" and len(twelve["results"]) == 12
 
 
 REBUILD_LOOP = """
