@@ -10,11 +10,11 @@ from typing import TYPE_CHECKING
 
 import click
 
-from .api.serving import DEFAULT_LISTEN, DEFAULT_PAGE_SERVICE, DEFAULT_WRITE_SERVICE, LOCAL, PORT, WRITE_PORT, Hosting
+from .api.serving import DEFAULT_LISTEN, LOCAL, PORT, WRITE_PORT
 from .api.urls import API, PREVIEW
 from .catalogue.settings import LINKS
 from .errors import CatalogueError
-from .hosts.registry import servers
+from .hosts.registry import OPTIONS as HOST_OPTIONS, local_options, servers
 
 if TYPE_CHECKING:
     from .hosts.deploy import Comparison
@@ -58,6 +58,14 @@ def _run(action):
         sys.exit(1)
 
 
+def host_options(command):
+    """The options of `catalogue build` the hosts declare (hosts/registry.py), in their order."""
+    for option in reversed(HOST_OPTIONS):
+        command = click.option(f"--{option.name.replace('_', '-')}", option.name, default=option.default,
+                               show_default=True, help=option.help)(command)
+    return command
+
+
 @click.group()
 @click.version_option(package_name="catalogue-generator")
 def main() -> None:
@@ -88,23 +96,15 @@ def init(directory: Path) -> None:
 @click.option("--out", "out_dir", default="site", show_default=True,
               type=click.Path(file_okay=False, path_type=Path), help="Where the site is published.")
 @click.option("--base-url", envvar="CATALOGUE_BASE_URL", help=BASE_URL_HELP)
-@click.option("--listen", default=DEFAULT_LISTEN, show_default=True,
-              help="Address of the server block written to OUT/hosts/nginx/.")
-@click.option("--write-service", default=DEFAULT_WRITE_SERVICE, show_default=True,
-              help="host:port of the write service, where nginx forwards POSTs.")
-@click.option("--page-service", default=DEFAULT_PAGE_SERVICE, show_default=True,
-              help="host:port (or unix:/path) of the page service, where nginx passes the pages no file holds: "
-                   "`catalogue serve --server builtin` on that address.")
+@host_options
 @click.option("--links", type=click.Choice(LINKS), default="api", show_default=True,
               help="api: links are the API's URLs, as DRF wrote them; paths: each link is the URL of its "
                    "file, for a host that serves files and nothing else.")
-def build(data_dir: Path, out_dir: Path, base_url: str | None, listen: str, write_service: str, page_service: str,
-          links: str) -> None:
+def build(data_dir: Path, out_dir: Path, base_url: str | None, links: str, **options: str) -> None:
     """Build and publish the whole API under OUT/api/v1/ (atomically), and OUT/hosts/."""
     from . import compose
 
-    hosting = Hosting(listen, write_service, page_service)
-    summary = _run(lambda: compose.build(data_dir, out_dir, base_url, _Progress(), hosting, links))
+    summary = _run(lambda: compose.build(data_dir, out_dir, base_url, _Progress(), options, links))
     for line in _summary_lines(summary):
         click.echo(line)
     click.echo(f"published: {out_dir}/{API}/")
@@ -185,15 +185,16 @@ def _preview(data_dir: Path, site_dir: Path, token_file: Path, port: int, write_
     """A local build of the data beside the site (the site itself stays as deployed), with
     links where it is served; and the write service that publishes writes into it."""
     from . import compose
+    from .hosts.contract import Local
     from .writes import service
 
     local = base_url or f"http://{LOCAL}:{port}"
     preview = site_dir / PREVIEW
-    hosting = Hosting(f"{LOCAL}:{port}", f"{LOCAL}:{write_port}")
-    summary = _run(lambda: compose.build(data_dir, preview, local, _Progress(), hosting))
+    options = local_options(Local(port, LOCAL, f"{LOCAL}:{write_port}"))
+    summary = _run(lambda: compose.build(data_dir, preview, local, _Progress(), options))
     click.echo(f"built {data_dir} into {preview} for {local}: {_summary_lines(summary)[1]}", err=True)
     return preview, service.Config(data_dir, preview, token_file, port=write_port, base_url=local,
-                                   listen=hosting.listen)
+                                   listen=options["listen"])
 
 
 @main.command("write-service")

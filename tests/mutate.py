@@ -44,30 +44,34 @@ REPORT = ROOT / "mutation-report.md"
 NODE = ["tests/hosts/test_query_js.py", "-k", "sample or golden or hostile"]
 EDGES = ["tests/hosts/test_conformance.py", "-k", "random_searches and (cloudflare or netlify)"]
 DRF = ["tests/test_drf_query.py", "-k", "sample"]
-# The query engine: each module with its stages. When the engine moves (one module per
-# backend, its JavaScript twin beside it), these paths are what changes.
+BACKENDS = "generator/api/backends"
+# The query engine: each backend (api/backends/, one module per backend with its JavaScript
+# twin beside it) with its stages, and what builds and renders its indexes.
 ENGINE: dict[str, list[list[str]]] = {
-    "generator/api/query.py": [["tests/api/test_assemble.py", "tests/sitebuild/test_queries.py"], NODE, DRF],
-    "generator/api/filters.py": [["tests/api/test_params.py", "tests/api/test_assemble.py", "tests/api/test_openapi.py"],
-                                 NODE, DRF],
-    "generator/api/queryindex.py": [["tests/sitebuild/test_queries.py"], NODE, DRF],
-    "generator/api/params.py": [["tests/api/test_params.py", "tests/api/test_routes.py", "tests/api/test_assemble.py"],
-                                NODE],
+    f"{BACKENDS}/common.py": [["tests/api/backends/test_relations.py", "tests/sitebuild/test_queries.py"], NODE, DRF],
+    f"{BACKENDS}/ordering.py": [["tests/api/backends/test_ordering.py"], NODE, DRF],
+    f"{BACKENDS}/paging.py": [["tests/api/backends/test_pagination.py", "tests/api/test_routes.py",
+                               "tests/api/test_assemble.py"], NODE],
+    f"{BACKENDS}/relations.py": [["tests/api/backends/test_relations.py", "tests/api/test_assemble.py"], NODE, DRF],
+    f"{BACKENDS}/search.py": [["tests/api/backends/test_search.py", "tests/api/test_openapi.py"], NODE, DRF],
+    f"{BACKENDS}/search_index.py": [["tests/api/backends/test_search.py", "tests/sitebuild/test_queries.py"], NODE,
+                                    DRF],
     "generator/sitebuild/queries.py": [["tests/sitebuild/test_queries.py"], NODE],
     "generator/hosts/query.py": [NODE, EDGES],
-    "generator/hosts/templates/query.js.j2": [NODE, EDGES],
+    **{f"{BACKENDS}/{name}.js.j2": [NODE, EDGES]
+       for name in ("common", "ordering", "paging", "relations", "search", "search_index")},
 }
 # Survivors explained: (module, line as it was, line as mutated), each stripped: why no test can
 # tell them apart (equivalent), or why none should.
 EXPLAINED: dict[tuple[str, str, str], str] = {
-    ("generator/api/filters.py", "return []", "return None"):
-        "equivalent: Search.terms(None)'s one caller (query.select) asks `if terms:`, alike for None and []",
+    (f"{BACKENDS}/search.py", "return []", "return None"):
+        "equivalent: Search.terms(None)'s callers ask `if terms:`, alike for None and []",
     ("generator/hosts/query.py",
-     'return templates().get_template("query.js.j2").render(constants=json.dumps(constants(), ensure_ascii=True))',
-     'return templates().get_template("query.js.j2").render(constants=json.dumps(constants(), ensure_ascii=False))'):
+     'return _twins().get_template(f"{module}.js.j2").render(constants=json.dumps(constants, ensure_ascii=True))',
+     'return _twins().get_template(f"{module}.js.j2").render(constants=json.dumps(constants, ensure_ascii=False))'):
         "equivalent: every host reads the script as UTF-8 (it holds other non-ASCII text), and JavaScript "
         "strings take U+2028 and U+2029 as they are (ES2019): the escapes only spell the same strings",
-    ("generator/hosts/templates/query.js.j2", "let stop = blob.indexOf(RECORD, Math.max(end, found + 1));",
+    (f"{BACKENDS}/search_index.js.j2", "let stop = blob.indexOf(RECORD, Math.max(end, found + 1));",
      "let stop = blob.indexOf(RECORD, Math.max(end, found - 1));"):
         "equivalent: a needle is never empty (a term has a character), so end >= found + 1 and the max is end",
 }

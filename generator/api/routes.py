@@ -7,9 +7,9 @@ built-in server calls `resolve()`, which applies the very same patterns. The pat
 are written in the common subset of Python's and PCRE's regular expressions.
 
 Paths are matched after the base_url's path prefix. A collection's query string that
-names a page file plainly names it here (params.plain_page, the same patterns nginx's
+names a page file plainly names it here (api/backends/paging.py's plain_page, the same patterns nginx's
 map holds); every other page is put together by the host from the query string, read as
-Django reads it, each parameter as params.py's objects read it.
+Django reads it, each parameter as its backend reads it (api/backends/).
 """
 from __future__ import annotations
 
@@ -18,14 +18,15 @@ from dataclasses import dataclass
 from urllib.parse import quote
 
 from . import meta
-from .params import plain_page
+from .backends import PAGINATION
 from .serving import ALLOW_READ, allow
 from .urls import API, ID_SHARD, OPENAPI_FILE, RESOURCES, SCHEMA_PATH, VIEWER, Resource, detail_file, root_path
 
 # ---- paths -----------------------------------------------------------------------------
 
 UUID_REST = "[0-9a-f]{%d}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}" % (8 - ID_SHARD)
-SHARD = f"(?P<catalogue_shard>[0-9a-f]{{{ID_SHARD}}})"
+SHARD_DIGITS = f"[0-9a-f]{{{ID_SHARD}}}"
+SHARD = f"(?P<catalogue_shard>{SHARD_DIGITS})"
 REST = f"(?P<catalogue_rest>{UUID_REST})"
 OTHER_ID = "[^/.]+"  # DRF's lookup: one path segment without a dot
 NAMES = "|".join(r.name for r in RESOURCES)
@@ -92,7 +93,7 @@ class Answer:
     it exists and otherwise with `missing_status` and the body of `missing_file` or
     `body`; or, for a collection (`page`: its URL segment), its pre-built page `file` when
     the query string names one plainly and the build wrote it, else the page the host puts
-    together from the query string (params.Paging, api/assemble.py); or `status` with
+    together from the query string (api/backends/paging.py, api/assemble.py); or `status` with
     `body`; or a redirect to `location`; or, for a write, the write service's own answer
     (`forward`). `allow` is the Allow header ("": none)."""
     status: int = 200
@@ -155,12 +156,40 @@ def resolve(method: str, path: str, query: str, prefix: str, bodies: Bodies, acc
     if accept and wants_html(accept):  # (it asks this URL for the JSON itself)
         return Answer(file=VIEWER, allow=route.allow)
     if route.kind in ("root", "schema"):  # (missing: a generation built before there was a schema)
-        return Answer(file=root_path() if route.kind == "root" else OPENAPI_FILE, body=bodies.not_found,
+        return Answer(file=root_path() if route.kind == "root" else OPENAPI_FILE, body=missing_body(route, bodies),
                       allow=route.allow)
     if route.kind == "list":
-        return Answer(file=plain_page(route.resource.name, query), page=route.resource.name, allow=route.allow)
+        return Answer(file=PAGINATION.plain_page(route.resource.name, query), page=route.resource.name, allow=route.allow)
     if route.kind == "detail":
         shard, rest = found["catalogue_shard"], found["catalogue_rest"]
         return Answer(file=detail_file(route.resource.name, shard, shard + rest),
-                      body=bodies.no_match(route.resource), allow=route.allow)
+                      body=missing_body(route, bodies), allow=route.allow)
     return Answer(404, bodies.not_found, allow=route.allow)
+
+
+# ---- a missing file ---------------------------------------------------------------------
+
+FILE_KINDS = ("root", "schema", "detail")  # routes that name one file, answered 404 when it is missing
+
+
+def missing_body(route: Route, bodies: Bodies) -> bytes:
+    """The body of the 404 when the file a route of FILE_KINDS names is missing: DRF's
+    message naming the collection's record for a detail, else the generic one."""
+    return bodies.no_match(route.resource) if route.kind == "detail" else bodies.not_found
+
+
+def missing_files(bodies: Bodies) -> list[tuple[str, bytes]]:
+    """What a host that learns only which file is missing answers (CloudFront's S3 origin
+    gives a 403 for it): each file a route of FILE_KINDS names, as a pattern of its path in
+    the generation, and the body of its 404."""
+    made = []
+    for route in ROUTES:
+        if route.kind not in FILE_KINDS:
+            continue
+        if route.kind == "detail":
+            named = re.escape(detail_file(route.resource.name, "SHARDPART", "IDPART"))
+            pattern = named.replace("SHARDPART", SHARD_DIGITS).replace("IDPART", SHARD_DIGITS + UUID_REST)
+        else:
+            pattern = re.escape(root_path() if route.kind == "root" else OPENAPI_FILE)
+        made.append((pattern, missing_body(route, bodies)))
+    return made

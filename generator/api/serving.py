@@ -78,16 +78,6 @@ def allow(resource: Resource) -> str:
 
 
 @dataclass(frozen=True)
-class Hosting:
-    """Where a server in front of the files listens, and the services it passes requests
-    to: writes (POST) and the pages no file holds. An address is host:port, or
-    unix:<path> for a Unix socket."""
-    listen: str = DEFAULT_LISTEN
-    write_service: str = DEFAULT_WRITE_SERVICE
-    page_service: str = DEFAULT_PAGE_SERVICE
-
-
-@dataclass(frozen=True)
 class SiteInfo:
     """How the site is served; what the build records of it in each generation."""
     base_url: str

@@ -37,6 +37,7 @@ from ..errors import CatalogueError
 from ..system import foreground
 from .contract import Host, Local
 from .files import replace, templates
+from . import router
 from .router import answer_values, javascript, js_regex
 
 NETLIFY = f"{HOSTS}/netlify"  # <site>/hosts/netlify/: the Netlify base directory
@@ -170,7 +171,7 @@ def serve(site: Path, local: Local) -> int:
 
 
 HOST = Host("netlify", "a Netlify Edge Function in front of the files (hosts/netlify/), run here in Deno",
-            lambda site, hosting: write(site), serve, installed)
+            write, serve, installed, parts=(router.write,))
 
 
 if __name__ == "__main__":  # python -m generator.hosts.netlify SITE: fill its publish directory

@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from generator.api import queryindex
-from generator.api.filters import fold
+from generator.api.backends import common, search_index
+from generator.api.backends.common import fold
+from generator.api.urls import QUERY_DIR
 from generator.api.urls import CURRENT
 from generator.catalogue import synth
 from generator.sitebuild import build
@@ -24,7 +25,7 @@ def index_inodes(site: Path) -> dict[str, int]:
     root = (site / CURRENT).resolve()
     found = {}
     for directory, _dirs, names in os.walk(root / "api"):
-        if f"/{queryindex.QUERY_DIR}" in directory:
+        if f"/{QUERY_DIR}" in directory:
             for name in names:
                 path = Path(directory, name)
                 found[str(path.relative_to(root))] = path.stat().st_ino
@@ -61,7 +62,7 @@ def test_a_one_book_edit_rewrites_a_few_index_files(catalogue, tmp_path):
     title = "api/v1/books/_query/search/title"
     expected = {f"{title}/0.txt", f"{title}/keys.txt", "api/v1/books/_query/rank/title/0.u32",
                 "api/v1/books/_query/sorted/title/asc/0.u32", "api/v1/books/_query/sorted/title/desc/0.u32"}
-    expected |= {queryindex.postings_file("books", "title", queryindex.bucket_of(word)) for word in changed}
+    expected |= {search_index.postings_file("books", "title", search_index.bucket_of(word)) for word in changed}
     assert set(rewritten) == expected, (old, rewritten)
     assert set(before) - set(after) <= expected and set(after) - set(before) <= expected
     generation = (site / CURRENT).resolve()
@@ -91,7 +92,7 @@ def test_blocks_read_by_several_processes_give_the_same_files_and_answers(catalo
 
     whole = tmp_path / "whole"
     build(catalogue, whole)
-    monkeypatch.setattr(queryindex, "BLOCK", 64)
+    monkeypatch.setattr(common, "BLOCK", 64)
     two, one = tmp_path / "two", tmp_path / "one"
     build(catalogue, two, processes=2)
     build(catalogue, one, processes=1)
@@ -106,9 +107,9 @@ def test_blocks_read_by_several_processes_give_the_same_files_and_answers(catalo
         for _ in range(40):
             query = probes.query(name)
             got = put_together(blocked, name, query)
-            monkeypatch.setattr(queryindex, "BLOCK", 65536)
+            monkeypatch.setattr(common, "BLOCK", 65536)
             assert got == put_together(single, name, query), query
-            monkeypatch.setattr(queryindex, "BLOCK", 64)
+            monkeypatch.setattr(common, "BLOCK", 64)
 
 
 def test_a_paths_site_filters_as_an_api_site_does(tmp_path: Path):
