@@ -122,10 +122,10 @@ def wait_for_port(port: int, process: subprocess.Popen, what: str, seconds: floa
 class Server:
     """`catalogue serve` serving a built site with the server `kind`; POSTs go to the write
     service on write_port (by default a free port where nothing listens); its temporary files go
-    to `scratch` when one is given."""
+    to `scratch` when one is given; `env`: more environment variables for it."""
 
     def __init__(self, site: Path, write_port: int | None = None, *extra: str, kind: str = "builtin",
-                 scratch: Path | None = None) -> None:
+                 scratch: Path | None = None, env: dict[str, str] | None = None) -> None:
         if kind == "nginx":
             find_nginx()  # fails with the install hint
         self.kind = kind
@@ -137,7 +137,7 @@ class Server:
             **dying_with_parent([sys.executable, "-m", "generator", "serve", "--server", kind, "--site", str(site),
                                  "--port", str(self.port), "--write-port", str(self.write_port), *extra]),
             stdout=self.log.open("ab"), stderr=subprocess.STDOUT,
-            env=None if scratch is None else {**os.environ, "TMPDIR": str(scratch)})
+            env={**os.environ, **({"TMPDIR": str(scratch)} if scratch else {}), **(env or {})})
         wait_for_port(self.port, self.process, kind)
 
     def request(self, method: str, path: str, headers: dict | None = None, body: bytes | None = None) -> Answer:

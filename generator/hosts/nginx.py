@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 from ..api import meta, routes
 from ..api.backends import PAGINATION
 from ..api.serving import (DEFAULT_LISTEN, DEFAULT_PAGE_SERVICE, DEFAULT_WRITE_SERVICE, LOCAL, MAX_BODY, SiteInfo,
-                           headers)
+                           headers, write_timeout)
 from ..api.urls import (ACCEPTED, API, CURRENT, HOSTS, META, OPENAPI_FILE, PAGE_NOT_BUILT, RESOURCES, VIEWER,
                         detail_file, page_file, root_path)
 from ..errors import CatalogueError
@@ -101,6 +101,7 @@ def server_config(site: Path, serving: SiteInfo, hosting: Hosting) -> str:
         allow_routes=[route for route in routes.ROUTES if route.kind in ("root", "schema", "list", "other")],
         meta=META, page_not_built=f"/{PAGE_NOT_BUILT}",
         headers=headers(serving.cache_control), write_service=check_address(hosting.write_service), max_body=MAX_BODY,
+        write_timeout=f"{round(write_timeout() * 1000)}ms",
         options_root=quoted(meta.options_root()), method_not_allowed=method,
         not_found=quoted(meta.NOT_FOUND), write_unavailable=quoted(meta.WRITE_UNAVAILABLE),
         too_large=quoted(meta.TOO_LARGE),

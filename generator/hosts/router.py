@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 
 from ..api import meta, pageindex, routes
 from ..api.backends import PAGINATION
-from ..api.serving import FORWARDED, GZIP_MIN, HTML_TYPE, JSON_TYPE, MAX_BODY, SiteInfo, headers
+from ..api.serving import FORWARDED, GZIP_MIN, HTML_TYPE, JSON_TYPE, MAX_BODY, WRITE_TIMEOUT, SiteInfo, headers
 from ..api.urls import API, HOSTS, OPENAPI_FILE, PAGE_BUCKET, SITE_INFO, VIEWER, detail_file, page_file, page_index_file, root_path
 from . import query, querystring
 from .files import replace, templates
@@ -128,7 +128,8 @@ def answer_values(cache_control: str) -> dict:
             "too_large_text": json.dumps(meta.PAGE_TOO_LARGE), "too_many_reads": json.dumps(meta.TOO_MANY_READS), "gzip_min": GZIP_MIN,
             "json_type": json.dumps(JSON_TYPE), "html_type": json.dumps(HTML_TYPE),
             "too_large": json.dumps(meta.TOO_LARGE.decode()),
-            "write_unavailable": json.dumps(meta.WRITE_UNAVAILABLE.decode()), "forwarded": json.dumps(FORWARDED)}
+            "write_unavailable": json.dumps(meta.WRITE_UNAVAILABLE.decode()), "forwarded": json.dumps(FORWARDED),
+            "write_timeout": WRITE_TIMEOUT}
 
 
 

@@ -166,7 +166,7 @@ def test_the_worker_over_r2_answers_as_the_built_in_server(site, deployed):
     answers = _ask_worker(site, deployed, REQUESTS)
     served = Server(site)
     try:
-        for (method, target, headers), got in zip(REQUESTS, answers):
+        for (method, target, headers), got in zip(REQUESTS, answers, strict=True):
             expected = served.request(method, target, headers)
             assert got["status"] == expected.status, target
             assert got["body"].encode() == expected.body, target

@@ -43,10 +43,11 @@ def documents(generation) -> dict[str, list[dict]]:
 def test_javascript_answers_queries_as_python_does(built, tmp_path):
     probes = Probes(documents(built), seed=3)
     requests = [(name, probes.query(name)) for name in COLLECTIONS for _ in range(80)]
+    requests += [("books", probes.combined()) for _ in range(80)]
     requests += [("books", q) for q in ("search=%00", "authors=nope", "authors=", "search=" + "x" * 1001,
                                         "search=%22%22", "ordering=-", "search=%E2%80%A8&authors=%E2%80%A8")]
     got = run_node(module(tmp_path), built, requests)
-    for (name, query), answer in zip(requests, got):
+    for (name, query), answer in zip(requests, got, strict=True):
         assert answer == put_together(built, name, query), (name, query)
 
 
@@ -92,10 +93,11 @@ def test_javascript_answers_as_python_across_many_blocks(tmp_path, monkeypatch):
         generation = (tmp_path / "site" / CURRENT).resolve()
         probes = Probes(documents(generation), seed=9)
         requests = [(name, probes.query(name)) for name in COLLECTIONS for _ in range(40)]
+        requests += [("books", probes.combined()) for _ in range(40)]
         requests += [("books", f"ordering={o}&offset={n}&limit=7") for o in ("pages,-title", "-price,pages", "pages")
                      for n in (0, 15, 16, 31, 100)]
         got = run_node(module(tmp_path), generation, requests)
-        for (name, query), answer in zip(requests, got):
+        for (name, query), answer in zip(requests, got, strict=True):
             assert answer == put_together(generation, name, query), (name, query)
     finally:
         query_js.javascript.cache_clear()
@@ -141,7 +143,7 @@ def test_javascript_answers_as_python_on_hostile_values(tmp_path, normalise):
             requests += [("books", urlencode({"search": a + " " + b})) for a in HOSTILE_SEARCHES[:6]
                          for b in HOSTILE_SEARCHES[6:12]]
             got = run_node(module(tmp_path), generation, requests)
-            for (name, query), answer in zip(requests, got):
+            for (name, query), answer in zip(requests, got, strict=True):
                 assert answer == put_together(generation, name, query), (block, query)
             assert any(b'"count":0,' not in answer[1] for answer in got)
         finally:

@@ -4,6 +4,7 @@ files, not the index; an unchanged catalogue rewrites none."""
 from __future__ import annotations
 
 import csv
+import json
 import os
 from pathlib import Path
 
@@ -109,3 +110,26 @@ def test_blocks_read_by_several_processes_give_the_same_files_and_answers(catalo
             monkeypatch.setattr(common, "BLOCK", 65536)
             assert got == put_together(single, name, query), query
             monkeypatch.setattr(common, "BLOCK", 64)
+
+
+def test_a_paths_site_filters_as_an_api_site_does(tmp_path: Path):
+    """A site built with --links paths links an embedded record by its file (…/ab/<id>.json),
+    an embedded author or publisher by nothing else: its filter indexes read the ids from
+    those links (queryindex.related_id), and select what an API site's do."""
+    from conftest import SAMPLE
+    from query_probes import SETTINGS, ident
+
+    data = with_settings(SAMPLE, tmp_path / "data")
+    build(data, tmp_path / "api")
+    build(data, tmp_path / "paths", links="paths")
+    api, paths = ((tmp_path / name / CURRENT).resolve() for name in ("api", "paths"))
+    books = json.loads(put_together(api, "books", "limit=100")[1])["results"]
+    asked = 0
+    for relation in SETTINGS["filters"]["books"]:
+        for id in sorted({ident(r) for book in books for r in book[relation]})[:3]:
+            query = f"{relation}={id}&limit=100"
+            selected = [[book["id"] for book in json.loads(put_together(site, "books", query)[1])["results"]]
+                        for site in (api, paths)]
+            assert selected[0] == selected[1] and selected[0], query
+            asked += 1
+    assert asked >= 9
