@@ -119,6 +119,11 @@ async function object(state, uri) {
   const found = key === null ? null : await stored(state.generation, key);
   const {htmlType, jsonType, cacheControl} = state.distribution;
   if (found === null) {
+    // An object of a generation that a build published past and collected while it was read
+    // is no missing object: answerWhole answers the request again from the one published since.
+    if (await realpath(path.join(site, given.current)).catch(() => null) !== state.generation) {
+      throw new Error(`${key}: the generation it was read from was replaced`);
+    }
     return {status: 403, body: Buffer.from(ACCESS_DENIED),
             headers: {"content-type": "application/xml", "x-amz-request-id": randomUUID()}};
   }

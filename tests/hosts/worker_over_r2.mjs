@@ -1,4 +1,4 @@
-// For tests/hosts/test_cloudflare.py and test_publish.py: the generated Worker in workerd over a local R2 bucket.
+// For tests/hosts/test_cloudflare.py and test_bucket_publish.py: the generated Worker in workerd over a local R2 bucket.
 // Reads {packages (where node_modules/miniflare is), worker, prefix, compatibilityDate, writeService, objects: [[key, file]],
 // requests: [[method, target, headers, body]]} from standard input, puts each file into the bucket under its key, asks the Worker each
 // request and writes the answers ({status, headers, body}) as JSON.

@@ -201,7 +201,7 @@ def test_a_stop_while_a_rebuild_settles_ends_the_thread(monkeypatch):
         while not rebuilder._stopping and time.monotonic() < deadline:
             time.sleep(0.01)
 
-    monkeypatch.setattr(rebuild, "time", types.SimpleNamespace(sleep=settle, monotonic=time.monotonic))
+    monkeypatch.setattr(rebuild, "time", types.SimpleNamespace(sleep=settle, monotonic=time.monotonic, time=time.time))
     rebuilder.start()
     assert rebuilder.wait_idle(30)
     rebuilder.request()
