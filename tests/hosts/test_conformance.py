@@ -653,7 +653,13 @@ def test_readers_see_whole_answers_while_builds_publish(tmp_path: Path, data_dir
     for thread in threads:
         thread.start()
     try:
-        subprocess.run([sys.executable, "-c", REBUILD_LOOP, str(data_dir), str(site), "10"], cwd=ROOT, check=True)
+        # (eleven builds: the last of host0, which every host serves once it has it; the local
+        # CloudFront deploys each generation it sees first, slower than a build, and may skip
+        # every host0 build of the loop)
+        subprocess.run([sys.executable, "-c", REBUILD_LOOP, str(data_dir), str(site), "11"], cwd=ROOT, check=True)
+        deadline = time.monotonic() + 60  # (a bound against a hang, not a measure)
+        while "host0.example" not in seen and time.monotonic() < deadline:
+            time.sleep(0.02)
     finally:
         stop.set()
         for thread in threads:
