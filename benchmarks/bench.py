@@ -37,7 +37,7 @@ from pathlib import Path
 
 import orjson
 
-from workload import BASE_URL, CATALOGUE, catalogue
+from workload import build_command, catalogue
 
 DELETE = """
 import os, shutil, sys, time
@@ -119,8 +119,7 @@ def run_build(data: Path, out: Path, quiet: Quiet) -> dict:
     seconds, the peak RSS and PSS of its process tree, and the seconds its collector then took."""
     quiet.wait()
     started = time.monotonic()
-    process = subprocess.Popen([str(CATALOGUE), "build", "--data", str(data), "--out", str(out),
-                                "--base-url", BASE_URL], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    process = subprocess.Popen(build_command(data, out), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     peak = [0, 0]
 
     def sample():

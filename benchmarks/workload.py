@@ -13,6 +13,15 @@ SEED = 5  # the seed of the catalogues the performance figures are measured on
 BASE_URL = "http://127.0.0.1:18099"  # a local build's links: where it would be served
 
 
+def build_command(data: Path, out: Path) -> list[str]:
+    """`catalogue build` as a user runs it: the command and the options, a process of its own."""
+    return [str(CATALOGUE), "build", "--data", str(data), "--out", str(out), "--base-url", BASE_URL]
+
+
+def user_build(data: Path, out: Path) -> None:
+    subprocess.run(build_command(data, out), check=True, stdout=subprocess.DEVNULL)
+
+
 def catalogue(work: Path, books: int) -> Path:
     """The data directory of the synthetic catalogue of this many books (CSV files)."""
     data = work / f"data-{books}-seed{SEED}"
