@@ -109,8 +109,12 @@ def main() -> None:
     (run / "tmp").mkdir(parents=True, exist_ok=True)
     port = free_port()
     (run / "nginx.conf").write_text(BARE.format(run=run, port=port, root=site / CURRENT))
+    # In a session of its own, as `catalogue serve` runs the generated one's nginx: the kernel
+    # shares the processors among sessions first (autogroup), and a bare nginx in this
+    # session shared one with wrk's two threads, about 2/3 of a core against the other's
+    # whole one on two cores.
     bare = subprocess.Popen([find_nginx(), "-p", str(run), "-c", str(run / "nginx.conf"), "-g", "daemon off;"],
-                            preexec_fn=stop_with_parent)
+                            preexec_fn=stop_with_parent, start_new_session=True)
     try:
         wait_for_port(port, bare, "bare nginx")
         served = {"generated": (generated.port, workers(generated.process.pid)),
