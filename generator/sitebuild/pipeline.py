@@ -116,8 +116,8 @@ def build(data_dir: Path, out_dir: Path, base_url: str | None = None, progress: 
         now, tables = job.fingerprint(before, previous)
         phases.done("read the input")
         if now is not None and now.same_output(before):
-            return site.report(Summary(state.counts(previous), before.files, before.bytes,
-                                       time.monotonic() - started, 0, job.processes, phases.seconds))
+            return Summary(state.counts(previous), before.files, before.bytes, time.monotonic() - started, 0,
+                           job.processes, phases.seconds)  # (not a file touched: nor the report)
         incremental = state.Incremental.between(previous, before, now)
         with (site.new_generation() as generation,
               tempfile.TemporaryDirectory(prefix="scratch-", dir=site.state, ignore_cleanup_errors=True) as scratch):

@@ -9,8 +9,8 @@
                                            detail documents of one id prefix, or a block of pages
     <out>/.build/trash/                    garbage on its way out, deleted in the background
     <out>/.build/lock                      one build at a time
-    <out>/.build/report.json               what the last build did (its Summary): files, bytes,
-                                           files written, seconds of each step
+    <out>/.build/report.json               what the last build that published did (its Summary):
+                                           files, bytes, files written, seconds of each step
 
 A rebuild writes only the files whose bytes changed, into new shard directories
 that it completes with hard links to the unchanged files of the old ones (same
