@@ -14,6 +14,7 @@ request. Prints one table.
 from __future__ import annotations
 
 import argparse
+import http.client
 import json
 import os
 import re
@@ -66,6 +67,26 @@ def wrk(port: int, path: str, seconds: int, headers: dict[str, str]) -> tuple[fl
     return float(re.search(r"Requests/sec:\s+([0-9.]+)", out)[1]), int(re.search(r"([0-9]+) requests in", out)[1])
 
 
+def answer(port: int, path: str, headers: dict[str, str]) -> tuple[int, bytes]:
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        connection.request("GET", path, headers=headers)
+        response = connection.getresponse()
+        return response.status, response.read()
+    finally:
+        connection.close()
+
+
+def check_same(asked: dict, served: dict) -> None:
+    """Both answer each case with a 200 and the same bytes: a bare nginx answering a 404 (a
+    file named wrongly) would be measured at twice the rate of the file."""
+    for case, (path, file, headers) in asked.items():
+        generated, bare = answer(served["generated"][0], path, headers), answer(served["bare"][0], f"/{file}", headers)
+        if generated[0] != 200 or generated != bare:
+            raise SystemExit(f"{case}: the generated configuration answers {generated[0]} ({len(generated[1])} bytes), "
+                             f"the bare one {bare[0]} ({len(bare[1])} bytes): not the same file")
+
+
 def cpu_seconds(pids: list[int]) -> float:
     ticks = 0
     for pid in pids:
@@ -109,16 +130,15 @@ def main() -> None:
     (run / "tmp").mkdir(parents=True, exist_ok=True)
     port = free_port()
     (run / "nginx.conf").write_text(BARE.format(run=run, port=port, root=site / CURRENT))
-    # In a session of its own, as `catalogue serve` runs the generated one's nginx: the kernel
-    # shares the processors among sessions first (autogroup), and a bare nginx in this
-    # session shared one with wrk's two threads, about 2/3 of a core against the other's
-    # whole one on two cores.
+    # In a session of its own, as `catalogue serve` runs the generated one's nginx, so that the
+    # two are scheduled alike: the kernel shares the processors among sessions first (autogroup).
     bare = subprocess.Popen([find_nginx(), "-p", str(run), "-c", str(run / "nginx.conf"), "-g", "daemon off;"],
                             preexec_fn=stop_with_parent, start_new_session=True)
     try:
         wait_for_port(port, bare, "bare nginx")
         served = {"generated": (generated.port, workers(generated.process.pid)),
                   "bare": (port, workers(bare.pid))}
+        check_same(asked, served)
         rates = {(who, case): [] for who in served for case in CASES}
         cost = {key: [] for key in rates}
         for _ in range(args.rounds):
