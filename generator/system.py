@@ -117,7 +117,10 @@ class Supervised:
             with self._lock:
                 if self._stopping.is_set():
                     return
-                self.process = subprocess.Popen(**dying_with_parent(self.command))
+                # (a session of its own: a terminal's Ctrl-C, or a SIGTERM to the whole group, reaches
+                # only the process that started it, which stops it once; twice, uvicorn's second
+                # signal, forced an exit, with a traceback)
+                self.process = subprocess.Popen(**dying_with_parent(self.command), start_new_session=True)
             started = time.monotonic()
             status = self.process.wait()
             if self._stopping.is_set():

@@ -301,6 +301,7 @@ def pytest_terminal_summary(terminalreporter) -> None:
                                     f"CATALOGUE_REQUIRE={program})")
 
 
-HOW = {"cloudflare": "workerd: `make node_modules`, which `make test` runs where npm is; ",
+HOW = {"cloudflare": "workerd: `make node_modules`, which `make test` runs where npm is, or a first "
+                     "`catalogue serve --server cloudflare`; ",
        "deno": "`.venv/bin/pip install deno`; ", "chromium": "the system's chromium package; ",
        "wrangler": "`make node_modules`; ", "rsync": "the system's rsync package; "}

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from generator.hosts import cloudflare
+from generator.hosts import npm
 from generator.hosts.netlify import find_deno
 from generator.hosts.nginx import find_nginx
 from generator.hosts.registry import servers
@@ -28,7 +28,7 @@ from generator.system import dying_with_parent
 
 SERVERS = tuple(servers())  # every host that serves here, in the registry's order
 READ_ONLY = {name for name, host in servers().items() if not host.takes_writes}  # every POST answers 503
-WRANGLER = cloudflare.NODE_MODULES / "wrangler" / "bin" / "wrangler.js"  # (make node_modules)
+WRANGLER = (npm.find("wrangler") or npm.CHECKOUT) / "node_modules/wrangler/bin/wrangler.js"  # (make node_modules)
 # Programs the tests need beyond Python; CI (.ci/run) installs them and names them in
 # CATALOGUE_REQUIRE, and then a test that needs one never skips.
 REQUIRED = set(filter(None, os.environ.get("CATALOGUE_REQUIRE", "").split(",")))

@@ -1,18 +1,27 @@
 """The documentation stays true: the MkDocs site builds strictly, its command-line reference
 is generated from the commands, every `catalogue` command and option the docs and the README
 write exists, every site.yaml key the loader knows is documented (and the starter's
-site.yaml lists it) and no other, the README stays a front door, and the design pages stay
-short and hold no log of runs."""
+site.yaml lists it) and no other, the README stays a front door, the design pages stay
+short and hold no log of runs, and the commands the getting-started and serving pages
+show run as shown."""
 from __future__ import annotations
 
+import contextlib
+import json
+import os
 import re
+import shlex
+import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, SAMPLE
+from servers import REQUIRED, runnable
 
 DOCS = ROOT / "docs"
 README_LIMIT = 12_000  # bytes
@@ -170,3 +179,130 @@ def test_the_code_cites_the_spec_by_its_path():
                 pytest.fail(f"{where}:{line}: cite the spec by its path, docs/spec/{found[0]}")
             for name in cited.findall(text):
                 assert (DOCS / "spec" / f"{name}.md").is_file(), f"{where} cites docs/spec/{name}.md"
+
+
+# ---- the commands the docs show, run as shown ------------------------------------------------
+# Each indented code block of a page, line by line, in a temporary directory, as a reader
+# types them (Datasette's and sqlite-utils' docs tests do the same): `cd`, every `catalogue`
+# command and `make serve` run and must succeed; a server runs in the background until the
+# next server or the end of the page, stopped with Ctrl-C as a reader stops it; each `curl`
+# asks it. What a reader cannot run elsewhere as written is changed in one way only: the
+# fixed ports become free ones. The installation itself (a new virtual environment under
+# ~/) is tests/test_package.py's, which runs the same steps.
+
+ANSWER_WITHIN = 180  # seconds for a server to say it is ready (a first `npm ci` takes about a minute)
+PORT, WRITE_PORT = "8000", "8001"  # the ports the docs show
+
+
+def shown_commands(page: str) -> list[str]:
+    """The command lines of a page's indented code blocks, comments aside; not the lines
+    that show what a command prints (`ready: ...`) nor the installation (`~/...`)."""
+    lines = [re.sub(r"\s+#\s.*$", "", line[4:]).strip() for line in (DOCS / page).read_text(encoding="utf-8").splitlines()
+             if line.startswith("    ") and line.strip()]
+    typed = ("catalogue ", "cd ", "curl ", "make serve")
+    return [line for line in lines if line.startswith(typed)]
+
+
+class Reader:
+    """A shell as a reader has one: a directory, this environment's `catalogue` first on the
+    PATH, and at most one server running in the background."""
+
+    def __init__(self, here: Path) -> None:
+        from servers import free_port, release
+
+        self.here = here
+        self.ports = {PORT: str(free_port()), WRITE_PORT: str(free_port())}
+        for port in self.ports.values():
+            release(int(port))
+        self.env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+        self.server: subprocess.Popen | None = None
+        self.log = here / "server.log"
+
+    def run(self, line: str) -> None:
+        if line.startswith("cd "):
+            self.here = self.here / line[3:].strip()
+        elif line.startswith(("catalogue serve", "make serve")):
+            self.serve(line)
+        else:
+            for shown, port in self.ports.items():
+                line = line.replace(f"127.0.0.1:{shown}/", f"127.0.0.1:{port}/")
+            done = subprocess.run(line, shell=True, cwd=self.here, env=self.env, capture_output=True, timeout=300)
+            said = (done.stdout + done.stderr).decode("utf-8", "replace")
+            assert done.returncode == 0, f"`{line}` exited with {done.returncode}:\n{said}"
+            if line.startswith("curl "):
+                status, body = self.answer(done.stdout, " -i " in f" {line} ")
+                assert status == 200 and json.loads(body), f"`{line}`:\n{said}"
+
+    @staticmethod
+    def answer(out: bytes, with_head: bool) -> tuple[int, bytes]:
+        if not with_head:
+            return 200, out
+        head, _, body = out.partition(b"\r\n\r\n")
+        return int(head.split()[1]), body
+
+    def serve(self, line: str) -> None:
+        self.stop()
+        command = shlex.split(line)
+        if command[0] == "make":  # (the checkout's Makefile, with its .venv, here)
+            command += ["-f", str(ROOT / "Makefile"), "STAMP=", f"BIN={Path(sys.executable).parent}",
+                        f"PORT={self.ports[PORT]}", f"WRITE_PORT={self.ports[WRITE_PORT]}"]
+        else:
+            command += ["--port", self.ports[PORT], "--write-port", self.ports[WRITE_PORT]]
+        self.server = subprocess.Popen(command, cwd=self.here, env=self.env, stdout=subprocess.DEVNULL,
+                                       stderr=self.log.open("wb"), start_new_session=True)
+        deadline = time.monotonic() + ANSWER_WITHIN
+        while "ready: " not in self.log.read_text(encoding="utf-8", errors="replace"):
+            if self.server.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                pytest.fail(f"`{line}` did not get ready:\n{self.log.read_text(encoding='utf-8', errors='replace')}")
+            time.sleep(0.1)
+
+    def stop(self) -> None:
+        """Ctrl-C, as a reader stops it: to the whole group, `make` included, which says it
+        was interrupted in a line of its own and dies of it (catalogue serve exits with 0)."""
+        if self.server is None:
+            return
+        server, self.server = self.server, None
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(server.pid, signal.SIGINT)
+        try:
+            server.wait(30)
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(server.pid, signal.SIGKILL)
+        said = self.log.read_text(encoding="utf-8", errors="replace")
+        after = said.split("(Ctrl-C stops)\n", 1)[1].splitlines()
+        assert "Traceback" not in said and len(after) <= 1, said
+        assert server.returncode == (-signal.SIGINT if server.args[0] == "make" else 0), said
+
+
+def read_as_written(page: str, reader: Reader) -> list[str]:
+    ran = []
+    try:
+        for line in shown_commands(page):
+            if "--server cloudflare" in line and not runnable("cloudflare") and shutil.which("npm") is None:
+                continue  # (no workerd, and no npm to install it: the Worker's own tests say so in their skip line)
+            reader.run(line)
+            ran.append(line)
+    finally:
+        reader.stop()
+    return ran
+
+
+@pytest.fixture
+def reader(tmp_path: Path) -> Reader:
+    if shutil.which("curl") is None and "curl" not in REQUIRED:
+        pytest.skip("curl is not installed")
+    return Reader(tmp_path)
+
+
+def test_getting_started_runs_as_written(reader: Reader):
+    ran = read_as_written("getting-started.md", reader)
+    assert "catalogue init ketab" in ran and "catalogue serve" in ran and any(line.startswith("curl") for line in ran)
+
+
+def test_serving_runs_as_written(reader: Reader):
+    """In a clone (its data/), as the page's `make serve` assumes."""
+    shutil.copytree(SAMPLE, reader.here / "data")
+    ran = read_as_written("serving.md", reader)
+    assert ran[0] == "make serve" and sum(line.startswith("curl") for line in ran) >= 2

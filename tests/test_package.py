@@ -25,11 +25,13 @@ from urllib.parse import quote
 import pytest
 
 from conftest import ROOT
-from servers import free_port, wait_for_port
+from generator.hosts.netlify import find_deno
+from servers import REQUIRED, free_port, wait_for_port
 
 pytestmark = pytest.mark.slow
 
-SOURCES = ("pyproject.toml", "setup.py", "MANIFEST.in", "README.md", "generator", "schemas")
+SOURCES = ("pyproject.toml", "setup.py", "MANIFEST.in", "README.md", "package.json", "package-lock.json", "generator",
+           "schemas")
 # What pip says when it cannot get the build backend (no index, no cache): then, and only
 # then, the test cannot run here.
 OFFLINE = ("No matching distribution found", "Could not find a version", "NewConnectionError",
@@ -136,3 +138,50 @@ def test_jsonschema_is_not_needed_at_run_time(installed: Path, tmp_path: Path):
                             text=True, env=clean_env(), timeout=300)
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines()[-1] == "False"
+
+
+def runtime_here(kind: str) -> str | None:
+    """Why a host's runtime cannot be had here (then the test skips, unless CI requires it)."""
+    if kind == "cloudflare" and not (shutil.which("node") and shutil.which("npm")):
+        return "npm is not installed"
+    if kind == "netlify" and find_deno() is None:
+        return "deno is not installed"
+    return None
+
+
+@pytest.mark.parametrize("kind", ["cloudflare", "netlify"])
+def test_serve_every_runtime_from_anywhere(installed: Path, tmp_path: Path, kind: str):
+    """An installed package finds or installs what it runs, in a directory that is no
+    checkout: workerd installed by npm into the user's cache on first use, saying so in one
+    line (npm may take the packages from its own cache); Deno beside the environment's
+    Python, where `pip install deno` puts it."""
+    missing = runtime_here(kind)
+    if missing is not None:
+        if kind in REQUIRED:
+            pytest.fail(f"{missing}, and CATALOGUE_REQUIRE names {kind}")
+        pytest.skip(missing)
+    if kind == "netlify" and not (installed / "deno").exists():
+        (installed / "deno").symlink_to(find_deno())
+    assert run(installed, tmp_path, "init", "ketab").returncode == 0
+    catalogue, cache = tmp_path / "ketab", tmp_path / "cache"
+    assert run(installed, catalogue, "build").returncode == 0
+    log = tmp_path / "serve.log"
+    port = free_port()
+    server = subprocess.Popen([str(installed / "catalogue"), "serve", "--server", kind, "--port", str(port)],
+                              cwd=catalogue, stdout=subprocess.DEVNULL, stderr=log.open("wb"),
+                              env={**clean_env(), "XDG_CACHE_HOME": str(cache)})
+    try:
+        wait_for_port(port, server, f"catalogue serve --server {kind}", seconds=900)  # (npm installs 370 MB)
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v1/books/?limit=1&offset=1", timeout=30) as answer:
+            assert json.load(answer)["results"][0]["title"] == "سووشون"
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    said = log.read_text(encoding="utf-8").splitlines()
+    if kind == "cloudflare":
+        assert said[0] == (f"installing miniflare and the other npm packages package-lock.json pins into "
+                           f"{cache / 'catalogue/node'} (once, about 370 MB)")
+        assert said[1].startswith("starting the Cloudflare Worker in workerd")
+        assert (cache / "catalogue/node/node_modules/miniflare/package.json").is_file()
+    else:
+        assert said[0].startswith("starting the Netlify Edge Function in Deno")

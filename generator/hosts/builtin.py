@@ -13,6 +13,7 @@ import contextlib
 import hashlib
 import http.client
 import itertools
+import logging
 import os
 import re
 import signal
@@ -403,7 +404,51 @@ def _uvicorn(config: dict):
                 for signum, handler in previous.items():
                     signal.signal(signum, handler)
 
-    return Stopping(uvicorn.Config(**config))
+    server = Stopping(uvicorn.Config(**config))
+    logging.getLogger("uvicorn.error").addFilter(_not_cancelled)
+    return server
+
+
+def _not_cancelled(record: logging.LogRecord) -> bool:
+    """A request cut off by a stop (a second signal, or its grace run out) is no error,
+    though uvicorn logs its CancelledError with a traceback of a dozen lines."""
+    return not (record.exc_info and isinstance(record.exc_info[1], asyncio.CancelledError))
+
+
+_NOT_ASCII = re.compile(rb"[\x80-\xff]")
+LINE_MAX = 64 * 1024  # bytes of a request line held back (h11 refuses a longer head anyway)
+
+
+def percent_encoded(request_line: bytes) -> bytes:
+    """A request line with every byte outside ASCII %-escaped: what a client that escapes sends."""
+    return _NOT_ASCII.sub(lambda byte: b"%%%02X" % byte[0][0], request_line)
+
+
+def _protocol():
+    """uvicorn's h11 protocol, taking raw UTF-8 in a request line as a client's %-escapes
+    (`curl '.../books/?search=هدایت'`, as people type it): h11 refuses any byte outside ASCII
+    there with a plain-text 400, while Django's servers (its own and gunicorn, through WSGI)
+    read such a path and query string as their UTF-8, as nginx reads the path and passes
+    the rest on to this server. Each request line is held until it is whole, escaped, and
+    handed on; a request pipelined behind another reaches h11 as sent."""
+    import h11
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class Escaping(H11Protocol):
+        line = b""  # the start of a request line, held until it is whole
+
+        def data_received(self, data: bytes) -> None:
+            if self.line or (self.conn.their_state is h11.IDLE and not self.conn.trailing_data[0]):
+                data, self.line = self.line + data, b""
+                end = data.find(b"\n")
+                if end < 0 and len(data) < LINE_MAX:
+                    self._unset_keepalive_if_required()
+                    self.line = data
+                    return
+                data = percent_encoded(data[:end]) + data[end:] if end >= 0 else data
+            super().data_received(data)
+
+    return Escaping
 
 
 def serve(site: Path, local: Local) -> int:
@@ -414,10 +459,12 @@ def serve(site: Path, local: Local) -> int:
     app = Server(site, local.write_service)
     socket, host, port = local.socket, local.host, local.port
     where = {"uds": str(socket)} if socket else {"host": host, "port": port}
-    server = _uvicorn(dict(app=app, **where, log_level="warning", lifespan="on",
+    # (no lifespan: the application has nothing to start or stop, and a forced exit left
+    # uvicorn's lifespan task waiting, its cancellation logged with a traceback)
+    server = _uvicorn(dict(app=app, **where, log_level="warning", lifespan="off",
                            timeout_graceful_shutdown=SHUTDOWN_GRACE,
                            server_header=False, date_header=False, access_log=False,
-                           http="h11"))  # (h11 keeps the case of header names; httptools does not)
+                           http=_protocol()))  # (h11 keeps the case of header names; httptools does not)
     address = f"unix:{socket}" if socket else f"http://{host}:{port}{serving.prefix}/{API}/"
     print(f"starting the built-in server for {site} at {address}", file=sys.stderr, flush=True)
     server.run()

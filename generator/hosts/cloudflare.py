@@ -6,8 +6,9 @@ static assets), `assets/` (the directory wrangler uploads: a link to each direct
 site serves of the published generation, so never the build's `.state/`) and
 `wrangler-r2.toml` (the same Worker over an R2 bucket that `catalogue deploy` filled, for
 sites past the assets' file limit). `catalogue serve --server cloudflare` runs that same
-worker.js in workerd, from the `miniflare` npm package that `make node_modules` installs
-into the project, over that same assets/ directory (workerd.mjs).
+worker.js in workerd, from the `miniflare` npm package (the checkout's `make node_modules`,
+else installed into the user's cache on first use: npm.py), over that same assets/
+directory (workerd.mjs).
 """
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ from ..api.serving import SiteInfo
 from ..api.urls import ACCEPTED, API, CURRENT, HOSTS
 from ..errors import CatalogueError
 from ..system import foreground
-from . import router
+from . import npm, router
 from .contract import Host, Local
 from .files import link_published, replace, templates
 
@@ -34,9 +35,8 @@ COMPATIBILITY_DATE = "2025-09-01"
 ASSET_LIMIT = "20,000 files (100,000 on a paid plan)"
 BUCKET = "catalogue"  # the R2 bucket wrangler-r2.toml names until you change it
 RUNNER = Path(__file__).with_name("workerd.mjs")
-NODE_MODULES = Path(__file__).resolve().parents[2] / "node_modules"  # the project's, from `make node_modules`
-INSTALL_HINT = ("workerd is not installed in this project: run `make node_modules` (it needs Node.js and npm; "
-                "it installs the miniflare package, which carries workerd)")
+WORKERD = "miniflare"  # the npm package that carries workerd
+INSTALL_HINT = "workerd runs in Node.js: install Node.js and npm (npm installs workerd on first use)"
 
 # Files a request may read: a Worker on the free plan makes at most 50 subrequests, and a
 # read of a static asset or an R2 object is one (a page put together reads indexes and pages).
@@ -62,20 +62,21 @@ def worker(info: SiteInfo) -> str:
 
 
 def installed() -> bool:
-    return shutil.which("node") is not None and (NODE_MODULES / "miniflare" / "package.json").is_file()
+    return shutil.which("node") is not None and npm.find(WORKERD) is not None
 
 
 def serve(site: Path, local: Local) -> int:
     """Run the site's Worker in workerd in the foreground until Ctrl-C or SIGTERM; its exit status."""
     node = shutil.which("node")
-    if node is None or not installed():
+    if node is None:
         raise CatalogueError(INSTALL_HINT)
+    packages = npm.ensure(WORKERD, lambda line: print(line, file=sys.stderr, flush=True))
     site = site.absolute()
     serving = SiteInfo.of_site(site)
     host, port, write_service = local.host, local.port, local.write_service
     write(site)  # (a site built before this version has no Worker yet)
     (site / ACCEPTED).mkdir(exist_ok=True)  # (workerd's disk service wants it there from the start)
-    options = {"site": str(site), "worker": str(site / CONFIG_DIR / "worker.js"),
+    options = {"packages": str(packages), "site": str(site), "worker": str(site / CONFIG_DIR / "worker.js"),
                "assets": f"{CONFIG_DIR}/{ASSETS_DIR}", "accepted": ACCEPTED,
                "host": host, "port": port, "writeService": f"http://{write_service}",
                "compatibilityDate": COMPATIBILITY_DATE}

@@ -4,7 +4,7 @@ and a CloudFormation template tying them to a private bucket, response headers a
 distribution.
 
     <site>/hosts/cloudfront/function.js     the CloudFront Function (cloudfront-js-2.0)
-    <site>/hosts/cloudfront/pages.mjs       the Lambda@Edge handler (Node.js 20, an ES module)
+    <site>/hosts/cloudfront/pages.mjs       the Lambda@Edge handler (Node.js 22, an ES module)
     <site>/hosts/cloudfront/pages.zip       pages.mjs as Lambda takes it (the same bytes each build)
     <site>/hosts/cloudfront/template.yaml   the stack, with function.js inlined and pages.zip named
 
@@ -78,10 +78,10 @@ ERROR_TTL = 10  # seconds CloudFront keeps a 404 for a missing detail: a new rec
 BUCKET_MISSES = (403, 404)  # S3's statuses for a missing object (403: the distribution may not list)
 RUNNER = Path(__file__).with_name("cloudfront.mjs")
 INSTALL_HINT = "node is not installed: `catalogue serve --server cloudfront` runs the function and the handler in it"
-# The router's comment lines, its indentation and its CommonJS export: a CloudFront Function
-# has no use for them, and they take bytes of its 10 KB. (A line's leading blanks are never
-# inside a string: an ES5 string cannot span lines.)
-_UNUSED = re.compile(r"(?m)^[ \t]*//.*\n|^[ \t]+|^\n|^if \(typeof module !== \"undefined\"\).*\n?")
+# The router's comment lines and its indentation: a CloudFront Function has no use for them,
+# and they take bytes of its 10 KB. (A line's leading blanks are never inside a string: an
+# ES5 string cannot span lines.)
+_UNUSED = re.compile(r"(?m)^[ \t]*//.*\n|^[ \t]+|^\n")
 _DECLARATION = re.compile(r"(?m)^(var [A-Z_]+) = ")  # (a line's first `=`: never in a string)
 
 

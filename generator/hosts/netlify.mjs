@@ -54,13 +54,16 @@ async function staticFile(request) {
 
 function addressed(request) {
   // The request at this server's own address. (fetch's Request refuses TRACE: then what the
-  // function reads of a request, as it arrives.)
+  // function reads of a request, as it arrives.) Its parts named one by one: a Request as the
+  // init would be read for its signal too, which made Deno print a notice of its legacy abort
+  // behaviour on every start.
   const url = new URL(request.url);
+  const parts = {method: request.method, headers: request.headers, body: request.body};
   const here = self + url.pathname + url.search;
   try {
-    return new Request(here, request);
+    return new Request(here, parts);
   } catch (error) {
-    return {method: request.method, url: here, headers: request.headers, body: request.body};
+    return {...parts, url: here};
   }
 }
 

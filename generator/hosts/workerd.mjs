@@ -10,12 +10,14 @@
 // Cloudflare; miniflare's own assets would list the files once, when the Worker starts. A
 // record the write service accepted and no build has published yet is read from
 // <site>/.accepted/, as the other local servers do.
-// Usage: node workerd.mjs '{"site", "worker", "assets", "accepted", "host", "port", "writeService",
-//                            "compatibilityDate"}'
+// Usage: node workerd.mjs '{"packages" (the directory whose node_modules/ holds miniflare), "site",
+//                            "worker", "assets", "accepted", "host", "port", "writeService", "compatibilityDate"}'
+import { createRequire } from "node:module";
 import path from "node:path";
-import { Miniflare } from "miniflare";
 
 const given = JSON.parse(process.argv[2]);
+// (from wherever the packages were installed: the checkout's, or the user's cache)
+const { Miniflare } = createRequire(path.join(given.packages, "package.json"))("miniflare");
 
 // Static assets' answer for a file: its bytes with an ETag, here nginx's (mtime-size in hex).
 const FILES = `export default {

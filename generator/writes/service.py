@@ -195,6 +195,9 @@ def run(config: Config) -> None:
     app = application(config, catalogue, tokens, rebuilder.request)
     server = uvicorn.Server(uvicorn.Config(app, host=config.host, port=config.port, log_level="info",
                                            server_header=False, date_header=False, access_log=True))
+    # (uvicorn's own account of starting and stopping, eight lines, says nothing the line
+    # below and the exit do not: its warnings and errors only; the access log stays)
+    logging.getLogger("uvicorn.error").setLevel(logging.WARNING)
     log.info("writes to %s accepted at http://%s:%d", config.data, config.host, config.port)
     try:
         server.run()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import tomllib
@@ -20,7 +21,7 @@ from click.testing import CliRunner
 from conftest import SAMPLE, published_files
 from generator.cli import main
 from generator.compose import build
-from generator.hosts import cloudflare
+from generator.hosts import cloudflare, npm
 from generator.system import dying_with_parent
 from servers import WRANGLER, Server, free_port, runnable
 
@@ -54,7 +55,8 @@ def test_wrangler_serves_the_published_generation_through_the_worker(site):
 def uploaded_by_wrangler(site: Path, work: Path) -> set[str]:
     """What `wrangler deploy` would upload as the Worker's static assets: the files of the
     assets directory that its dry run reads (its debug log names each entry it read, and
-    each it ignores), as paths relative to that directory."""
+    each it ignores), as paths relative to that directory. Its bundling of worker.js warns
+    of nothing (the router's CommonJS export in an ES module did)."""
     config = site / cloudflare.CONFIG_DIR / "wrangler.toml"
     environment = {**os.environ, "WRANGLER_LOG": "debug", "WRANGLER_SEND_METRICS": "false",
                    "XDG_CONFIG_HOME": str(work / "config")}  # (its logs and settings stay in work/)
@@ -62,6 +64,7 @@ def uploaded_by_wrangler(site: Path, work: Path) -> set[str]:
                           "--config", str(config)], cwd=work, env=environment, capture_output=True, text=True,
                          timeout=120)
     assert run.returncode == 0, run.stdout + run.stderr
+    assert "WARNING" not in run.stdout + run.stderr, run.stdout + run.stderr
     lines = run.stdout.splitlines()
     start = next(i for i, line in enumerate(lines) if "from the assets directory" in line)
     read = {line[1:] for line in lines[start + 1:] if line.startswith("/")}
@@ -93,10 +96,21 @@ def test_a_rebuild_that_publishes_nothing_leaves_the_configuration_alone(site):
     assert [path.stat().st_mtime_ns for path in files] == before
 
 
-def test_serve_without_workerd_says_how_to_install_it(site, monkeypatch, tmp_path):
-    monkeypatch.setattr(cloudflare, "NODE_MODULES", tmp_path / "node_modules")
+def test_serve_without_npm_says_how_to_install_workerd(site, monkeypatch, tmp_path):
+    """Node.js alone (no npm, no workerd in the checkout or the user's cache): what to install."""
+    node = shutil.which("node")
+    here = tmp_path / "bin"
+    here.mkdir()
+    if node is not None:
+        (here / "node").symlink_to(node)
+    monkeypatch.setenv("PATH", str(here))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr(npm, "CHECKOUT", tmp_path)
     result = CliRunner().invoke(main, ["serve", "--server", "cloudflare", "--site", str(site)])
-    assert (result.exit_code, result.output) == (1, cloudflare.INSTALL_HINT + "\n")
+    expected = (cloudflare.INSTALL_HINT if node is None else
+                f"miniflare is not installed and npm is not here to install it: install Node.js and npm, then run "
+                f"this again (it installs miniflare into {tmp_path / 'cache/catalogue/node'} once)")
+    assert (result.exit_code, result.output) == (1, expected + "\n")
 
 
 # ---- the Worker over R2 ------------------------------------------------------------------
@@ -179,7 +193,8 @@ def test_the_worker_over_r2_answers_conditional_requests(site, deployed):
 
 
 def _ask_worker(site: Path, objects: dict[str, Path], requests: list) -> list[dict]:
-    given = {"worker": str(site / cloudflare.CONFIG_DIR / "worker.js"), "prefix": PREFIX,
+    given = {"packages": str(npm.find(cloudflare.WORKERD)), "worker": str(site / cloudflare.CONFIG_DIR / "worker.js"),
+             "prefix": PREFIX,
              "compatibilityDate": cloudflare.COMPATIBILITY_DATE,
              "objects": [[key, str(file)] for key, file in objects.items()], "requests": requests}
     # node in a process group of its own, the workerd miniflare starts with it: all of it goes

@@ -245,7 +245,7 @@ def test_the_template_calls_the_handler_from_each_list_and_on_every_origin_respo
         assert behaviour["LambdaFunctionAssociations"] == [calls["origin-request"], calls["origin-response"]]
     assert config["DefaultCacheBehavior"]["LambdaFunctionAssociations"] == [calls["origin-response"]]
     function = resources["Pages"]["Properties"]
-    assert (function["Runtime"], function["Handler"], function["Code"]) == ("nodejs20.x", "pages.handler", "pages.zip")
+    assert (function["Runtime"], function["Handler"], function["Code"]) == ("nodejs22.x", "pages.handler", "pages.zip")
     assert function["Role"] == {"Fn::GetAtt": ["PagesRole", "Arn"]} and function["Timeout"] <= 30
     archive = (site / cloudfront.PAGES_ZIP).read_bytes()
     with zipfile.ZipFile(io.BytesIO(archive)) as opened:

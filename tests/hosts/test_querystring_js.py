@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from generator.api.querystring import TooManyFields, links_query, parse, read_int
-from generator.hosts import cloudflare
+from generator.hosts import cloudflare, npm
 from generator.hosts.querystring import digit_zeros, javascript, spaces
 from generator.system import dying_with_parent
 from golden_files import GOLDEN, QUERYSTRING
@@ -105,7 +105,7 @@ def run(runtime: str, folder: Path, requests: dict) -> dict:
         command = [find_deno() or "deno", "run", "--quiet", "--no-prompt", "harness.mjs"]
         env = {**os.environ, "DENO_DIR": str(folder / "deno"), "DENO_NO_UPDATE_CHECK": "1"}
     else:
-        command = ["node", "miniflare.mjs", str(cloudflare.NODE_MODULES.parent), cloudflare.COMPATIBILITY_DATE]
+        command = ["node", "miniflare.mjs", str(npm.find(cloudflare.WORKERD) or npm.CHECKOUT), cloudflare.COMPATIBILITY_DATE]
     done = subprocess.run(**dying_with_parent(command), cwd=folder, env=env, capture_output=True, text=True,
                           timeout=120)
     assert done.returncode == 0, done.stderr

@@ -1,11 +1,12 @@
 // For tests/hosts/test_cloudflare.py: the generated Worker in workerd over a local R2 bucket.
-// Reads {worker, prefix, compatibilityDate, objects: [[key, file]], requests: [[method, target, headers]]}
-// from standard input, puts each file into the bucket under its key, asks the Worker each
+// Reads {packages (where node_modules/miniflare is), worker, prefix, compatibilityDate, objects: [[key, file]],
+// requests: [[method, target, headers]]} from standard input, puts each file into the bucket under its key, asks the Worker each
 // request and writes the answers ({status, headers, body}) as JSON.
 import fs from "node:fs";
+import { createRequire } from "node:module";
 import path from "node:path";
-import { Miniflare } from "miniflare";
 const given = JSON.parse(fs.readFileSync(0, "utf8"));
+const { Miniflare } = createRequire(path.join(given.packages, "package.json"))("miniflare");
 const worker = new Miniflare({modules: true, scriptPath: given.worker, modulesRoot: path.dirname(given.worker),
   compatibilityDate: given.compatibilityDate, r2Buckets: ["BUCKET"], bindings: {PREFIX: given.prefix}});
 const bucket = await worker.getR2Bucket("BUCKET");
