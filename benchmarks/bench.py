@@ -85,12 +85,18 @@ class Quiet:
             return 0.0  # (no pressure stall information: nothing to wait for)
 
     def wait(self) -> None:
-        started, calm = time.monotonic(), 0
+        started, calm, said = time.monotonic(), 0, False
         while calm < self.calm:
-            if time.monotonic() - started >= self.most:
-                self.unsettled += time.monotonic() - started
+            waited = time.monotonic() - started
+            if waited >= self.most:
+                self.unsettled += waited
                 return
-            calm = calm + 1 if self.pressure() < self.below else 0
+            pressure = self.pressure()
+            calm = calm + 1 if pressure < self.below else 0
+            if waited >= 30 and not said:
+                print(f"waiting for the disk's I/O pressure to settle ({pressure:.1f}%, at most {self.most:.0f} s)",
+                      file=sys.stderr, flush=True)
+                said = True
             if calm < self.calm:
                 time.sleep(self.every)
 
