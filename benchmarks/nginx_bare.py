@@ -2,9 +2,10 @@
 
     python benchmarks/nginx_bare.py [--books 20000] [--rounds 5] [--seconds 4] [--workdir bench-work]
 
-The same files, built by `catalogue build`, are served twice, by `catalogue serve --server nginx` (the route table:
-query string to file) and by a bare nginx whose only rule is `try_files $uri` (asked for
-the file's own path), both rooted at the site's `current` link, both with one worker,
+The same files, built by `catalogue build`, are served twice, by `catalogue serve --server
+nginx` (the route table: query string to file) and by a bare nginx whose only rule is
+`try_files $uri` (asked for the file's own path), both rooted at the site's `current` link,
+each in a session of its own, both answering the same bytes (checked), both with one worker,
 gzip_static, pcre_jit and a buffered access log: a page deep in the collection (plain and
 gzipped), a book's detail document and the collection's first page. wrk (2 threads, 32 connections) loads them in turns, the two alternating, so that
 the machine's drift falls on both; each figure is the median of the rounds. The workers'

@@ -138,8 +138,10 @@ def build(data_dir: Path, out_dir: Path, base_url: str | None = None, progress: 
             phases.done("publish (flush, swap)")
         site.collect_garbage(keep=[generation.root, replaced], background=background)
         phases.done("garbage")
-        return site.report(Summary(result.published, now.files, now.bytes, time.monotonic() - started,
-                                   result.files + generation.files, job.processes, phases.seconds))
+        summary = Summary(result.published, now.files, now.bytes, time.monotonic() - started,
+                          result.files + generation.files, job.processes, phases.seconds)
+        site.report(summary)
+    return summary
 
 
 def check(data_dir: Path, base_url: str | None = None, progress: Progress | None = None,

@@ -29,7 +29,7 @@ import sys
 import uuid
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Iterator, Protocol, TypeVar
+from typing import Any, Callable, Iterator, Protocol
 
 import orjson
 from isal import isal_zlib
@@ -44,7 +44,6 @@ from . import trash
 # ~120 MB/s with zlib's level 1 and ~520 MB/s with ISA-L's level 1 (the same ratio).
 GZIP_LEVEL = 1
 REPORT = "report.json"  # <out>/.build/report.json
-T = TypeVar("T")
 
 
 class OutputError(CatalogueError):
@@ -190,13 +189,12 @@ class Site:
             self._check_served_names()
             yield self
 
-    def report(self, summary: T) -> T:
+    def report(self, summary: Any) -> None:
         """Keep what a build did (a dataclass) for whoever ran it as a process, `make bench`
-        among them; returns it."""
+        among them."""
         temporary = self.state / f".{REPORT}.new"
         temporary.write_bytes(orjson.dumps(dataclasses.asdict(summary)))
         os.replace(temporary, self.state / REPORT)
-        return summary
 
     def published(self) -> Path | None:
         link = self.out / CURRENT
