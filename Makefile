@@ -85,17 +85,19 @@ clean:
 # `catalogue import` from the built-in server (10K books).
 # Mutation testing, apart from make test: mutmut's mutants of the modules that decide what
 # clients get, one module at a time against its tests (tests/mutation.py; MODULES=... for some,
-# MUTATION_REPORT=file for the markdown report), then the project's own one-line mistakes,
-# which reach the templates' JavaScript too (tests/mutate.py); the survivors are listed.
+# MUTATION_REPORT=file for the markdown report), then the project's own one-line mistakes of
+# the query engine, Python and its JavaScript twin (tests/mutate.py; ENGINE=... for some,
+# SAMPLE=N mutants of each), whose scores and survivors it writes to mutation-report.md.
 mutation: $(TEST_STAMP)
 	@status=0; \
 	$(BIN)/python tests/mutation.py $(MODULES) $(if $(MUTATION_REPORT),--report $(MUTATION_REPORT)) || status=1; \
-	$(BIN)/python tests/mutate.py || status=1; \
+	$(BIN)/python tests/mutate.py $(ENGINE) $(if $(SAMPLE),--sample $(SAMPLE)) || status=1; \
 	exit $$status
 
 bench: $(TEST_STAMP)
 	$(BIN)/python benchmarks/bench.py --sizes $(BENCH_SIZES) --workdir bench-work $(if $(FLOOR_WRITER),--floor-writer $(FLOOR_WRITER))
 	$(BIN)/python benchmarks/write_delay.py --sizes 0,100000 --workdir bench-work
+	$(BIN)/python benchmarks/publish_delay.py --sizes 10000,100000 --workdir bench-work
 	$(BIN)/python benchmarks/serve_rate.py --books 20000 --workdir bench-work
 	$(BIN)/python benchmarks/nginx_bare.py --books 20000 --workdir bench-work
 	$(BIN)/python benchmarks/import_rate.py --books 10000 --workdir bench-work

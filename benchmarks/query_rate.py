@@ -117,7 +117,7 @@ def edge_reads(generation: Path, name: str, query: str) -> tuple[int, int, int, 
     """The files and bytes a host reads to put this page together (each file once), and of
     them the query indexes'."""
     from generator.api import assemble
-    from generator.api.params import Paging
+    from generator.api.backends.paging import Paging
     from generator.api.serving import SiteInfo
 
     info = SiteInfo.of_generation(generation)

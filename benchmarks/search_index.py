@@ -1,7 +1,7 @@
 """The search indexes of a large catalogue alone, without building its site (no disk for
 the pages needed): the books' search fields of query_rate.py's settings indexed from the
 synthetic catalogue's CSV files in one process, then one-word searches answered from the
-files held in memory, as a host's `select` answers them (api/query.py).
+files held in memory, as a host's `select` answers them (api/backends/).
 
     python benchmarks/search_index.py [--books 1000000] [--workdir bench-work] [--repeat 15]
 
@@ -22,7 +22,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 try:  # (the checkout PYTHONPATH names, if it names one, imported before query_rate puts this one first)
-    import generator.api.query  # noqa: F401
+    import generator.api.backends  # noqa: F401
 except ImportError:
     sys.path.insert(0, str(ROOT))
 sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "benchmarks")]
@@ -47,7 +47,8 @@ def documents(data: Path):
 
 
 def main() -> None:
-    from generator.api import query, queryindex
+    from generator.api import backends
+    from generator.api.backends import common, search_index
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--books", type=int, default=1000000)
@@ -60,25 +61,25 @@ def main() -> None:
     files: dict[str, bytes] = {}
     started = time.perf_counter()
     parts = []
-    block = queryindex.BLOCK
+    block = common.BLOCK
     share = -(-len(docs) // block // args.runs) * block  # (runs of whole blocks, as the build's processes take them)
     for first in range(0, max(len(docs), 1), share):
-        collector = queryindex.Collector("books", SEARCH, files.__setitem__, first)
+        collector = search_index.Indexer("books", SEARCH, files.__setitem__, first)
         for at in range(first, min(first + share, len(docs)), 12):
             collector.add(docs[at:min(at + 12, first + share)])
         parts.append(collector.close())
     collected = time.perf_counter() - started
-    queryindex.finish("books", files.__setitem__, parts, {})
+    search_index.finish("books", files.__setitem__, parts)
     seconds = time.perf_counter() - started
     text = {p: len(d) for p, d in files.items() if p.endswith(".txt") and "/keys" not in p and "/heads" not in p}
-    print(f"(generator from {Path(query.__file__).parent.parent.parent})")
+    print(f"(generator from {Path(backends.__file__).parent.parent.parent.parent})")
     print(f"{args.books:,} books: indexed in {seconds:.1f} s in one process ({collected:.1f} s collecting "
           f"{len(parts)} runs, {seconds - collected:.1f} s joining them); {len(files):,} files, "
           f"{sum(map(len, files.values())) / 1e6:.1f} MB, of them the text blocks {len(text)} files, "
           f"{sum(text.values()) / 1e6:.1f} MB")
-    common, rare = words(data)
-    probes = [("a rare title word", rare), ("the most common title word", common),
-              ("a phrase", f'"{common} {rare}"'), ("a letter", "ی")]
+    often, rare = words(data)
+    probes = [("a rare title word", rare), ("the most common title word", often),
+              ("a phrase", f'"{often} {rare}"'), ("a letter", "ی")]
     print(f"{'select, in memory':<32} {'median':>9} {'count':>9} {'index files':>12} {'bytes':>10}")
     for label, term in probes:
         read: dict[str, int] = {}
@@ -91,7 +92,7 @@ def main() -> None:
         for attempt in range(args.repeat + 1):
             read.clear()
             started = time.perf_counter()
-            selection = query.select(reading, "books", [("search", term)], SEARCH, len(docs))
+            selection = backends.select(reading, "books", [("search", term)], SEARCH, len(docs))
             count = selection.count
             if attempt:
                 times.append(time.perf_counter() - started)

@@ -13,7 +13,8 @@ it; tests/test_architecture.py keeps the rule):
     sitebuild       the build: records into a generation of files, incremental, published
                     by one atomic swap
     hosts           serving a built site: nginx, the built-in server, the JavaScript hosts
-                    (Cloudflare, CloudFront, Netlify), deploying to a bucket
+                    (Cloudflare, CloudFront, Netlify), deploying to a bucket (and the write
+                    service's rebuilds there, handed to it by cli)
     writes          POSTs checked as DRF checks them, appended to the data, published by
                     rebuilds
     importer        a live catalogue API read back into a data directory

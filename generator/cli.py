@@ -2,6 +2,7 @@
 the hosts' servers and deploy, the write service, tokens and synthetic catalogues)."""
 from __future__ import annotations
 
+import dataclasses
 import sys
 import threading
 import time
@@ -10,11 +11,11 @@ from typing import TYPE_CHECKING
 
 import click
 
-from .api.serving import DEFAULT_LISTEN, DEFAULT_PAGE_SERVICE, DEFAULT_WRITE_SERVICE, LOCAL, PORT, WRITE_PORT, Hosting
+from .api.serving import DEFAULT_LISTEN, LOCAL, PORT, WRITE_PORT
 from .api.urls import API, PREVIEW
 from .catalogue.settings import LINKS
 from .errors import CatalogueError
-from .hosts.registry import servers
+from .hosts.registry import OPTIONS as HOST_OPTIONS, local_options, servers
 
 if TYPE_CHECKING:
     from .hosts.deploy import Comparison
@@ -29,6 +30,32 @@ SERVERS = servers()
 IMPORT_FORMATS = ("yaml", "csv")  # importer/output.py's FORMATS (tests/test_cli.py compares them)
 
 BASE_URL_HELP = "Override site.yaml's base_url (also read from CATALOGUE_BASE_URL)."
+ENDPOINT_HELP = "An S3-compatible endpoint (R2, MinIO, a local server); default: AWS S3."
+
+
+def _publish_options(command):
+    """The write service's publishing beyond this machine (write-service and serve --data)."""
+    for option in reversed((
+            click.option("--publish", "publish_url", metavar="s3://BUCKET[/PREFIX]",
+                         help="Publish each rebuild to this bucket (as `catalogue deploy` does, only what changed), "
+                              "and bring it up to the published site on start."),
+            click.option("--endpoint-url", help=f"With --publish: {ENDPOINT_HELP[0].lower()}{ENDPOINT_HELP[1:]}"),
+            click.option("--invalidate", "distribution", metavar="DISTRIBUTION_ID",
+                         help="With --publish: after each publish, one CloudFront invalidation of the paths that "
+                              "changed in this distribution."))):
+        command = option(command)
+    return command
+
+
+def _destination(publish_url: str | None, endpoint_url: str | None, distribution: str | None):
+    """The --publish options as the write service takes them (None without --publish)."""
+    from .writes.service import Destination
+
+    if publish_url is None:
+        if endpoint_url or distribution:
+            raise click.UsageError("--endpoint-url and --invalidate go with --publish s3://BUCKET[/PREFIX]")
+        return None
+    return Destination(publish_url, endpoint_url, distribution)
 
 
 class _Progress:
@@ -56,6 +83,14 @@ def _run(action):
     except CatalogueError as exc:
         click.echo(str(exc), err=True)
         sys.exit(1)
+
+
+def host_options(command):
+    """The options of `catalogue build` the hosts declare (hosts/registry.py), in their order."""
+    for option in reversed(HOST_OPTIONS):
+        command = click.option(f"--{option.name.replace('_', '-')}", option.name, default=option.default,
+                               show_default=True, help=option.help)(command)
+    return command
 
 
 @click.group()
@@ -88,23 +123,15 @@ def init(directory: Path) -> None:
 @click.option("--out", "out_dir", default="site", show_default=True,
               type=click.Path(file_okay=False, path_type=Path), help="Where the site is published.")
 @click.option("--base-url", envvar="CATALOGUE_BASE_URL", help=BASE_URL_HELP)
-@click.option("--listen", default=DEFAULT_LISTEN, show_default=True,
-              help="Address of the server block written to OUT/hosts/nginx/.")
-@click.option("--write-service", default=DEFAULT_WRITE_SERVICE, show_default=True,
-              help="host:port of the write service, where nginx forwards POSTs.")
-@click.option("--page-service", default=DEFAULT_PAGE_SERVICE, show_default=True,
-              help="host:port (or unix:/path) of the page service, where nginx passes the pages no file holds: "
-                   "`catalogue serve --server builtin` on that address.")
+@host_options
 @click.option("--links", type=click.Choice(LINKS), default="api", show_default=True,
               help="api: links are the API's URLs, as DRF wrote them; paths: each link is the URL of its "
                    "file, for a host that serves files and nothing else.")
-def build(data_dir: Path, out_dir: Path, base_url: str | None, listen: str, write_service: str, page_service: str,
-          links: str) -> None:
+def build(data_dir: Path, out_dir: Path, base_url: str | None, links: str, **options: str) -> None:
     """Build and publish the whole API under OUT/api/v1/ (atomically), and OUT/hosts/."""
     from . import compose
 
-    hosting = Hosting(listen, write_service, page_service)
-    summary = _run(lambda: compose.build(data_dir, out_dir, base_url, _Progress(), hosting, links))
+    summary = _run(lambda: compose.build(data_dir, out_dir, base_url, _Progress(), options, links))
     for line in _summary_lines(summary):
         click.echo(line)
     click.echo(f"published: {out_dir}/{API}/")
@@ -144,14 +171,21 @@ def check(data_dir: Path, base_url: str | None) -> None:
               help="Listen on this Unix socket instead of the port (the built-in server; nginx's page service).")
 @click.option("--page-service", is_flag=True, hidden=True,
               help="Run as nginx's page service (which nginx's serve waits for): no word of readiness.")
+@_publish_options
 def serve(site_dir: Path, port: int, data_dir: Path | None, token_file: Path | None, write_port: int,
-          base_url: str | None, server_name: str | None, socket: Path | None, page_service: bool) -> None:
-    """Serve a built site in the foreground until Ctrl-C; with --data, a local build of the data and writes."""
+          base_url: str | None, server_name: str | None, socket: Path | None, page_service: bool,
+          publish_url: str | None, endpoint_url: str | None, distribution: str | None) -> None:
+    """Serve a built site in the foreground until Ctrl-C; with --data, a local build of the data and writes
+    (with --publish, each of its rebuilds published to a bucket too)."""
     from .hosts import nginx
     from .hosts.contract import Local, Parts, watch
 
     if data_dir is not None and token_file is None:
         raise click.UsageError("--data needs --tokens: the file of the tokens that may write")
+    destination = _destination(publish_url, endpoint_url, distribution)
+    if destination is not None and (data_dir is None or base_url is None):
+        raise click.UsageError("--publish needs --data (the writes it publishes) and --base-url (the address the "
+                               "bucket is served at: the links of what is published)")
     if server_name is None:
         server_name = "nginx" if nginx.installed() else "builtin"
         click.echo(f"server: {server_name}{'' if server_name == 'nginx' else ' (nginx is not installed)'}", err=True)
@@ -162,7 +196,7 @@ def serve(site_dir: Path, port: int, data_dir: Path | None, token_file: Path | N
 
         _run(lambda: tokens.read(token_file))  # (a missing or broken file is told now, not in the child)
         site_dir, config = _preview(data_dir, site_dir, token_file, port, write_port, base_url)
-        writes = service.supervised(config).start()
+        writes = service.supervised(dataclasses.replace(config, destination=destination)).start()
     run_server = SERVERS[server_name].serve
     local = Local(port, LOCAL, write_service, socket)
     stop = threading.Event()
@@ -185,15 +219,16 @@ def _preview(data_dir: Path, site_dir: Path, token_file: Path, port: int, write_
     """A local build of the data beside the site (the site itself stays as deployed), with
     links where it is served; and the write service that publishes writes into it."""
     from . import compose
+    from .hosts.contract import Local
     from .writes import service
 
     local = base_url or f"http://{LOCAL}:{port}"
     preview = site_dir / PREVIEW
-    hosting = Hosting(f"{LOCAL}:{port}", f"{LOCAL}:{write_port}")
-    summary = _run(lambda: compose.build(data_dir, preview, local, _Progress(), hosting))
+    options = local_options(Local(port, LOCAL, f"{LOCAL}:{write_port}"))
+    summary = _run(lambda: compose.build(data_dir, preview, local, _Progress(), options))
     click.echo(f"built {data_dir} into {preview} for {local}: {_summary_lines(summary)[1]}", err=True)
     return preview, service.Config(data_dir, preview, token_file, port=write_port, base_url=local,
-                                   listen=hosting.listen)
+                                   listen=options["listen"])
 
 
 @main.command("write-service")
@@ -213,22 +248,30 @@ def _preview(data_dir: Path, site_dir: Path, token_file: Path, port: int, write_
 @click.option("--links", type=click.Choice(LINKS),
               help="The links of its rebuilds and answers (as catalogue build --links); default: those of "
                    "the site published in OUT (api when none is).")
+@_publish_options
 def write_service(data_dir: Path, out_dir: Path, token_file: Path, host: str, port: int,
-                  base_url: str | None, listen: str, links: str | None) -> None:
-    """Accept POSTs of users and bookshelves: append them to DATA and publish them."""
+                  base_url: str | None, listen: str, links: str | None, publish_url: str | None,
+                  endpoint_url: str | None, distribution: str | None) -> None:
+    """Accept POSTs of users and bookshelves: append them to DATA and publish them (with --publish,
+    to a bucket too). GET /_status on its address: what waits to be published, and since when."""
+    from .hosts.publish import Publisher
     from .sitebuild.state import published_links
     from .writes import service
 
     links = links or published_links(out_dir) or "api"  # (a rebuild keeps the site's choice)
+    destination = _destination(publish_url, endpoint_url, distribution)
+    publishing = None
+    if destination is not None:
+        publishing = _run(lambda: Publisher(out_dir, destination.url, destination.endpoint, destination.distribution))
     _run(lambda: service.run(service.Config(data_dir, out_dir, token_file, host, port, base_url, listen,
-                                            links=links)))
+                                            links=links, destination=destination), publishing))
 
 
 @main.command()
 @click.argument("target")
 @click.option("--site", "site_dir", default="site", show_default=True,
               type=click.Path(file_okay=False, path_type=Path), help="A built site.")
-@click.option("--endpoint-url", help="An S3-compatible endpoint (R2, MinIO, a local server); default: AWS S3.")
+@click.option("--endpoint-url", help=ENDPOINT_HELP)
 @click.option("--check", is_flag=True, help="List PREFIX/api/ and PREFIX/_meta/ and compare them with the site "
                                             "(sizes, MD5 ETags) instead of trusting the record of the last deploy: "
                                             "upload what is missing or different, delete what the site lacks.")

@@ -6,23 +6,22 @@ recorded of how it is served) and knows nothing of the pipeline.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
+from types import MappingProxyType
 
-from .api.serving import Hosting
 from .sitebuild import Summary
 from .sitebuild import build as build_site
 from .sitebuild.team import Progress
-from .hosts import nginx
-from .hosts.registry import HOSTS
+from .hosts import registry
 
 
 def build(data_dir: Path, out_dir: Path, base_url: str | None = None, progress: Progress | None = None,
-          hosting: Hosting = Hosting(), links: str = "api") -> Summary:
+          host_options: Mapping[str, str] = MappingProxyType({}), links: str = "api") -> Summary:
     """Build and publish the site, then write what each host of hosts/registry.py needs into
-    OUT/hosts/<host>/."""
-    nginx.check_hosting(hosting)  # (before anything is published)
+    OUT/hosts/<host>/, with the options the hosts declare (`host_options`, by name; the
+    others their defaults)."""
+    options = registry.checked(host_options)  # (before anything is published)
     summary = build_site(data_dir, out_dir, base_url, progress, links=links)
-    for host in HOSTS:
-        if host.write is not None:
-            host.write(Path(out_dir), hosting)
+    registry.write(Path(out_dir), options)
     return summary

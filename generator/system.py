@@ -1,6 +1,7 @@
 """Small operating-system helpers that more than one subsystem needs: flushing
-directories and file systems to disk, child processes that end with their parent, and
-a child kept running (restarted with backoff when it dies)."""
+directories and file systems to disk, child processes that end with their parent, a
+child kept running (restarted with backoff when it dies), and moments as status documents
+write them."""
 from __future__ import annotations
 
 import ctypes
@@ -11,6 +12,7 @@ import subprocess
 import sys
 import threading
 import time
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
@@ -22,6 +24,13 @@ def fsync_dir(path: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def moment(seconds: float | None) -> str | None:
+    """A time.time() as a status document gives it: ISO 8601 in UTC, to the millisecond."""
+    if seconds is None:
+        return None
+    return datetime.fromtimestamp(seconds, timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def syncfs(path: Path) -> None:

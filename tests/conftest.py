@@ -131,7 +131,7 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem):
 # alone at the end. Ordered by their seconds on three workers; when two of them were last,
 # the run's end waited 5 s for the last worker.
 LONG_FIRST = ("tests/sitebuild/test_state.py", "tests/hosts/test_openapi_fuzz.py", "tests/hosts/test_hostile_text.py",
-              "tests/hosts/test_deploy.py", "tests/importer/test_from_drf.py", "tests/api/test_filters.py",
+              "tests/hosts/test_deploy.py", "tests/importer/test_from_drf.py", "tests/api/backends/test_search.py",
               "tests/importer/test_freeze.py", "tests/hosts/test_cloudflare.py", "tests/hosts/test_querystring_js.py",
               "tests/test_interrupted.py", "tests/sitebuild/test_edit_sequences.py", "tests/sitebuild/test_team.py",
               "tests/hosts/test_cloudfront.py", "tests/sitebuild/test_publish.py", "tests/test_package.py",
@@ -304,4 +304,5 @@ def pytest_terminal_summary(terminalreporter) -> None:
 HOW = {"cloudflare": "workerd: `make node_modules`, which `make test` runs where npm is, or a first "
                      "`catalogue serve --server cloudflare`; ",
        "deno": "`.venv/bin/pip install deno`; ", "chromium": "the system's chromium package; ",
-       "wrangler": "`make node_modules`; ", "rsync": "the system's rsync package; "}
+       "wrangler": "`make node_modules`; ", "rsync": "the system's rsync package; ",
+       "moto": "the test extra: `make .venv/.installed-test`; "}

@@ -228,7 +228,7 @@ MATCH_TERMS = ["کور", "b", "ab", "", "bc", "x", "بوف کور", "zz"]
 
 
 # Keys files (a column's tokens) and words, for the token index's key matcher (api/query.key_matches),
-# its buckets (api/queryindex.bucket_of) and the splitting of a term into words (str.split()).
+# its buckets (api/backends/search_index.bucket_of) and the splitting of a term into words (str.split()).
 KEY_LISTS = [["ab", "abc", "bab", "کتاب", "کتابها", "𝔘𝔫"], [], ["a"]]
 KEY_WORDS = ["ab", "b", "a", "کتاب", "تاب", "𝔫", "zz"]
 BUCKET_KEYS = ["", "a", "کتاب", " کتاب", "\tبوف  کور", "𝔘𝔫𝔦", "ß", "x" * 40]
@@ -236,15 +236,17 @@ WORD_TERMS = ["a b", " a", "a\u3000\x1cb ", "\u200c", "کتاب\u2028ها", "\x8
 
 
 def _blob(records: list[list[str]]) -> bytes:
-    from generator.api.queryindex import ELEMENT, RECORD
+    from generator.api.backends.search_index import ELEMENT, RECORD
     return (RECORD + RECORD.join("".join(ELEMENT + v for v in values) for values in records) + RECORD).encode()
 
 
 def filters_table() -> dict:
-    """Python's readings of the cases: api/filters.py's and the matcher's, for their JavaScript twins."""
-    from generator.api.filters import Ordering, smart_terms, fold, uuid_text
-    from generator.api.query import key_matches, matches
-    from generator.api.queryindex import bucket_of
+    """Python's readings of the cases: each backend's (api/backends/), for their JavaScript twins."""
+    from generator.api.backends.common import fold
+    from generator.api.backends.ordering import Ordering
+    from generator.api.backends.relations import uuid_text
+    from generator.api.backends.search import smart_terms
+    from generator.api.backends.search_index import bucket_of, key_matches, matches
     return {"keys": [[keys, word, starts, ends,
                       key_matches(("\n" + "".join(k + "\n" for k in keys)).encode(), word, starts, ends)]
                      for keys in KEY_LISTS for word in KEY_WORDS for starts in (False, True) for ends in (False, True)],
@@ -288,17 +290,16 @@ def put_together(generation: Path, name: str, query: str) -> tuple[int, bytes]:
     """The status and body of a collection's page as the Python hosts make it (the file the
     query names plainly when it is there, else api/assemble.py): what every host answers."""
     from generator.api import assemble, meta
-    from generator.api.filters import Rejected
-    from generator.api.params import Paging, plain_page
+    from generator.api.backends import PAGINATION, Rejected
     from generator.api.querystring import TooManyFields
     from generator.api.serving import SiteInfo
 
-    file = plain_page(name, query)
+    file = PAGINATION.plain_page(name, query)
     if file is not None and (generation / file).is_file():
         return 200, (generation / file).read_bytes()
     info = SiteInfo.of_generation(generation)
     try:
-        paging = Paging.read(name, query, info)
+        paging = PAGINATION.read(name, query, info)
     except TooManyFields:
         return 400, meta.TOO_MANY_FIELDS
 

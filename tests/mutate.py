@@ -1,23 +1,33 @@
 """make mutation: plausible one-line mistakes, made one at a time, and whether the tests see them.
 
-    python tests/mutate.py [MODULE=TESTS ...] [--timeout 120] [--report FILE]
+    python tests/mutate.py [MODULE ...] [--sample N] [--seed S] [--timeout 600] [--report FILE]
 
-For each module (a path under generator/) and the tests that check it, every line is
-offered the mistakes a tired developer makes: a comparison turned (`<` `<=` `==` `!=`
-`>` `>=`), `and`/`or` swapped, a `not` dropped, `True`/`False` swapped, a small number
-off by one, `+`/`-` swapped, a `return` of something else (`None`). Each mutant is
-written into the module in a copy of the project (the checkout is never touched), the
-module's tests run (`-x`, a timeout; a timeout counts as killed), and the mutant is
-killed when they fail. The report lists the survivors with their line, so that each is
-killed by a new test or explained as equivalent (the docs' testing page keeps both).
+For each module of the query engine (ENGINE: each Python module and its JavaScript twin,
+a template under generator/hosts/templates/, mutated as text) every line is offered the
+mistakes a tired developer makes: a comparison turned (`<` `<=` `==` `!=` `===` `!==`...),
+`and`/`or` (`&&`/`||`) swapped, a `not` (`!`) dropped, `True`/`False` swapped, a small
+number off by one, `+`/`-` swapped, a set intersection made a union, a `return` of
+something else (`None`, `null`). Each mutant is written into the module in a copy of the
+project (the checkout is never touched) and judged by the module's tests in stages, the
+fast first (a template's by the tests that run it under Node, then workerd and Deno):
+killed when a stage fails, a timeout when a stage outlives --timeout (reported apart: a
+hang is seen, not a failed assertion), survived when every stage passes.
+
+The report (mutation-report.md at the project's root unless --report says otherwise) is
+written afresh each run: per module the mutants tried, killed, timeouts, survivors, the
+score, and each survivor with its one-line explanation from EXPLAINED (an equivalent
+mutant, say) or "unexplained". --sample N tries N mutants of each module drawn with the
+seed (the report says so), for a machine where every mutant would take hours.
 
 Written for this project instead of a general mutation tool: it reaches the templates'
-JavaScript too, through the Python tests that run it, by mutating .j2 files the same way.
+JavaScript, through the tests that run it. tests/mutation.py runs mutmut over the Python
+modules (the query engine's among them); `make mutation` runs both.
 """
 from __future__ import annotations
 
 import argparse
 import os
+import random
 import re
 import shutil
 import subprocess
@@ -28,16 +38,53 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-DEFAULT = {
-    "generator/api/filters.py": ["tests/api/test_filters.py"],
-    "generator/api/query.py": ["tests/api/test_filters.py", "tests/sitebuild/test_queries.py"],
-    "generator/api/params.py": ["tests/api/test_querystring.py", "tests/api/test_routes.py", "tests/api/test_pages.py"],
-    "generator/api/querystring.py": ["tests/api/test_querystring.py"],
+REPORT = ROOT / "mutation-report.md"
+
+# The tests that judge a module's mutants, in stages (each a pytest command line's arguments).
+NODE = ["tests/hosts/test_query_js.py", "-k", "sample or golden or hostile"]
+EDGES = ["tests/hosts/test_conformance.py", "-k", "random_searches and (cloudflare or netlify)"]
+DRF = ["tests/test_drf_query.py", "-k", "sample"]
+BACKENDS = "generator/api/backends"
+# The query engine: each backend (api/backends/, one module per backend with its JavaScript
+# twin beside it) with its stages, and what builds and renders its indexes.
+ENGINE: dict[str, list[list[str]]] = {
+    f"{BACKENDS}/common.py": [["tests/api/backends/test_relations.py", "tests/sitebuild/test_queries.py"], NODE, DRF],
+    f"{BACKENDS}/ordering.py": [["tests/api/backends/test_ordering.py"], NODE, DRF],
+    f"{BACKENDS}/paging.py": [["tests/api/backends/test_pagination.py", "tests/api/test_routes.py",
+                               "tests/api/test_assemble.py"], NODE],
+    f"{BACKENDS}/relations.py": [["tests/api/backends/test_relations.py", "tests/api/test_assemble.py"], NODE, DRF],
+    f"{BACKENDS}/search.py": [["tests/api/backends/test_search.py", "tests/api/test_openapi.py"], NODE, DRF],
+    f"{BACKENDS}/search_index.py": [["tests/api/backends/test_search.py", "tests/sitebuild/test_queries.py"], NODE,
+                                    DRF],
+    "generator/sitebuild/queries.py": [["tests/sitebuild/test_queries.py"], NODE],
+    "generator/hosts/query.py": [NODE, EDGES],
+    **{f"{BACKENDS}/{name}.js.j2": [NODE, EDGES]
+       for name in ("common", "ordering", "paging", "relations", "search", "search_index")},
 }
-SWAPS = [(" < ", " <= "), (" <= ", " < "), (" > ", " >= "), (" >= ", " > "), (" == ", " != "), (" != ", " == "),
-         (" and ", " or "), (" or ", " and "), ("not ", ""), ("True", "False"), ("False", "True"),
-         (" + ", " - "), (" - ", " + "), ("[1:]", "[2:]"), ("[:-1]", "[:-2]")]
+# Survivors explained: (module, line as it was, line as mutated), each stripped: why no test can
+# tell them apart (equivalent), or why none should.
+EXPLAINED: dict[tuple[str, str, str], str] = {
+    (f"{BACKENDS}/search.py", "return []", "return None"):
+        "equivalent: Search.terms(None)'s callers ask `if terms:`, alike for None and []",
+    ("generator/hosts/query.py",
+     'return _twins().get_template(f"{module}.js.j2").render(constants=json.dumps(constants, ensure_ascii=True))',
+     'return _twins().get_template(f"{module}.js.j2").render(constants=json.dumps(constants, ensure_ascii=False))'):
+        "equivalent: every host reads the script as UTF-8 (it holds other non-ASCII text), and JavaScript "
+        "strings take U+2028 and U+2029 as they are (ES2019): the escapes only spell the same strings",
+    (f"{BACKENDS}/search_index.js.j2", "let stop = blob.indexOf(RECORD, Math.max(end, found + 1));",
+     "let stop = blob.indexOf(RECORD, Math.max(end, found - 1));"):
+        "equivalent: a needle is never empty (a term has a character), so end >= found + 1 and the max is end",
+}
+
+PYTHON_SWAPS = [(" < ", " <= "), (" <= ", " < "), (" > ", " >= "), (" >= ", " > "), (" == ", " != "),
+                (" != ", " == "), (" and ", " or "), (" or ", " and "), ("not ", ""), ("True", "False"),
+                ("False", "True"), (" + ", " - "), (" - ", " + "), (" & ", " | "), ("[1:]", "[2:]"),
+                ("[:-1]", "[:-2]")]
+JS_SWAPS = [(" < ", " <= "), (" <= ", " < "), (" > ", " >= "), (" >= ", " > "), (" === ", " !== "),
+            (" !== ", " === "), (" && ", " || "), (" || ", " && "), ("(!", "("), (" !", " "), ("true", "false"),
+            ("false", "true"), (" + ", " - "), (" - ", " + "), (".filter(", ".map("), ("slice(1)", "slice(2)")]
 NUMBER = re.compile(r"(?<![\w.])([0-9]+)(?![\w.])")
+VERDICTS = ("killed", "timeout", "survived")
 
 
 @dataclass
@@ -46,95 +93,166 @@ class Mutant:
     line: int
     before: str
     after: str
-    killed: bool | None = None
+    verdict: str = ""
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return self.path, self.before.strip(), self.after.strip()
 
 
-def mutants(path: str) -> list[Mutant]:
-    found = []
-    in_string = False  # (inside a docstring: words, not code)
+def is_javascript(path: str) -> bool:
+    return path.endswith((".js", ".mjs", ".j2"))
+
+
+def code_lines(path: str):
+    """(number, line, its code without a comment) of the lines that are code: not a docstring,
+    comment, import, definition line or (in a template) a line of Jinja."""
+    javascript = is_javascript(path)
+    in_string = False
     for number, text in enumerate((ROOT / path).read_text(encoding="utf-8").splitlines(), 1):
-        code = text.split("  #")[0]
+        code = text.split("  //" if javascript else "  #")[0]
         stripped = code.strip()
-        quotes = stripped.count('"""')
+        quotes = 0 if javascript else stripped.count('"""')
         if in_string or quotes:
             in_string = in_string != (quotes % 2 == 1)
             continue
-        if not stripped or stripped.startswith(("#", "import ", "from ", "def ", "class ", "@", "//", "*")):
+        skipped = ("//", "/*", "*", "import ", "export ", "function ", "async function ") if javascript else (
+            "#", "import ", "from ", "def ", "class ", "@")
+        if not stripped or stripped.startswith(skipped) or "{{" in code or "{%" in code:
             continue
+        yield number, text, code
+
+
+def mutants(path: str) -> list[Mutant]:
+    javascript = is_javascript(path)
+    nothing = "return null;" if javascript else "return None"
+    found = []
+    for number, text, code in code_lines(path):
         seen = set()
-        for old, new in SWAPS:
+
+        def offer(changed: str) -> None:
+            if changed != text and changed not in seen:
+                seen.add(changed)
+                found.append(Mutant(path, number, text, changed))
+
+        for old, new in JS_SWAPS if javascript else PYTHON_SWAPS:
             if old in code:
-                changed = code.replace(old, new, 1) + text[len(code):]
-                if changed not in seen:
-                    seen.add(changed)
-                    found.append(Mutant(path, number, text, changed))
+                offer(code.replace(old, new, 1) + text[len(code):])
         for match in NUMBER.finditer(code):
-            value = int(match[1])
-            if value < 100000:
-                changed = code[:match.start()] + str(value + 1) + code[match.end():] + text[len(code):]
-                if changed not in seen:
-                    seen.add(changed)
-                    found.append(Mutant(path, number, text, changed))
-        if stripped.startswith("return ") and stripped != "return None":
-            indent = code[:len(code) - len(code.lstrip())]
-            found.append(Mutant(path, number, text, f"{indent}return None"))
+            if int(match[1]) < 100000:
+                offer(code[:match.start()] + str(int(match[1]) + 1) + code[match.end():] + text[len(code):])
+        stripped = code.strip()
+        if stripped.startswith("return ") and stripped not in ("return None", "return null;", "return;"):
+            offer(code[:len(code) - len(code.lstrip())] + nothing)
     return found
 
 
-def run(mutant: Mutant, tests: list[str], copy: Path, timeout: int) -> bool:
+def judge(mutant: Mutant, stages: list[list[str]], copy: Path, timeout: int) -> str:
+    """The mutant written into the copy, its module's stages run until one fails."""
     target = copy / mutant.path
     original = target.read_text(encoding="utf-8")
     lines = original.splitlines(keepends=True)
-    ending = "\n" if lines[mutant.line - 1].endswith("\n") else ""
-    lines[mutant.line - 1] = mutant.after + ending
+    lines[mutant.line - 1] = mutant.after + ("\n" if lines[mutant.line - 1].endswith("\n") else "")
     target.write_text("".join(lines), encoding="utf-8")
     try:
-        done = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-n", "0", *tests],
-                              cwd=copy, capture_output=True, timeout=timeout,
-                              env={**os.environ, "PYTHONPATH": str(copy)})
-        return done.returncode != 0
-    except subprocess.TimeoutExpired:
-        return True
+        for stage in stages:
+            try:
+                if pytest(stage, copy, timeout) != 0:
+                    return "killed"
+            except subprocess.TimeoutExpired:
+                return "timeout"
+        return "survived"
     finally:
         target.write_text(original, encoding="utf-8")
 
 
-def main() -> None:
+def failing_stages(stages: list[list[str]], copy: Path, timeout: int, passed: set[tuple[str, ...]]) -> list[str]:
+    """The stages that fail without a mutant (then no verdict means anything); those found
+    passing are added to `passed` and not run again."""
+    failing = []
+    for stage in stages:
+        if tuple(stage) not in passed:
+            if pytest(stage, copy, timeout) != 0:
+                failing.append(" ".join(stage))
+            else:
+                passed.add(tuple(stage))
+    return failing
+
+
+def pytest(stage: list[str], copy: Path, timeout: int) -> int:
+    """pytest's exit status for one stage, in the copy, in one process, in the order written."""
+    return subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
+                           "-n", "0", *stage], cwd=copy, capture_output=True, timeout=timeout,
+                          env={**os.environ, "PYTHONPATH": str(copy)}).returncode
+
+
+def report(results: dict[str, list[Mutant]], offered: dict[str, int], command: str, sample: int | None) -> str:
+    lines = ["# Mutation report", "",
+             "Written by `tests/mutate.py` (`make mutation`); regenerate it, do not edit it. "
+             "Survivors' explanations live in `EXPLAINED` there.", "",
+             f"Command: `{command}`" + (f"; a sample of {sample} mutants of each module" if sample else ""), "",
+             "| module | mutants | tried | killed | timeout | survived | score |", "|---|---|---|---|---|---|---|"]
+    for module, tried in results.items():
+        counts = {verdict: sum(m.verdict == verdict for m in tried) for verdict in VERDICTS}
+        score = f"{counts['killed'] / len(tried):.0%}" if tried else "n/a"
+        lines.append(f"| `{module}` | {offered[module]} | {len(tried)} | {counts['killed']} | {counts['timeout']} | "
+                     f"{counts['survived']} | {score} |")
+    lines += ["", "Score: killed of tried; a timeout (a stage outlived its time) is counted apart.", "",
+              "## Survivors and timeouts", ""]
+    for tried in results.values():
+        for m in tried:
+            if m.verdict != "killed":
+                why = "a hang, seen" if m.verdict == "timeout" else EXPLAINED.get(m.key, "unexplained")
+                lines.append(f"- {m.verdict}: `{m.path}:{m.line}`: `{m.before.strip()}` → `{m.after.strip()}`: {why}")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("pairs", nargs="*", help="MODULE=TEST[,TEST...] (default: the modules above)")
-    parser.add_argument("--timeout", type=int, default=120)
-    parser.add_argument("--report", type=Path)
+    parser.add_argument("modules", nargs="*", help="modules of ENGINE (default: all)")
+    parser.add_argument("--sample", type=int, help="mutants of each module to try, drawn at random")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--timeout", type=int, default=600, help="seconds for one stage of one mutant")
+    parser.add_argument("--report", type=Path, default=REPORT)
     args = parser.parse_args()
-    plan = {p.split("=")[0]: p.split("=")[1].split(",") for p in args.pairs} or DEFAULT
-    results: list[Mutant] = []
+    unknown = [m for m in args.modules if m not in ENGINE]
+    if unknown:
+        print(f"not a module of ENGINE: {' '.join(unknown)}", file=sys.stderr)
+        return 2
+    plan = {m: ENGINE[m] for m in args.modules or ENGINE}
+    command = " ".join(["python tests/mutate.py", *sys.argv[1:]])
+    results: dict[str, list[Mutant]] = {}
+    offered: dict[str, int] = {}
     with tempfile.TemporaryDirectory(prefix="mutation-") as tmp:
         copy = Path(tmp) / "project"
         shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns(".venv", "node_modules", "site", ".git",
-                                                                   "bench-work", "__pycache__"))
+                                                                   "bench-work", "__pycache__", "mutants"))
         if (ROOT / "node_modules").exists():
-            (copy / "node_modules").symlink_to(ROOT / "node_modules")
-        for module, tests in plan.items():
-            started = time.monotonic()
+            (copy / "node_modules").symlink_to((ROOT / "node_modules").resolve())
+        passed: set[tuple[str, ...]] = set()
+        for module, stages in plan.items():
+            failing = failing_stages(stages, copy, args.timeout, passed)
+            if failing:
+                print(f"{module}: its tests fail without a mutant ({'; '.join(failing)}): no verdict", file=sys.stderr)
+                return 2
             made = mutants(module)
+            offered[module] = len(made)
+            if args.sample and args.sample < len(made):
+                made = sorted(random.Random(f"{args.seed}:{module}").sample(made, args.sample), key=lambda m: m.line)
+            started = time.monotonic()
             for mutant in made:
-                mutant.killed = run(mutant, tests, copy, args.timeout)
-                results.append(mutant)
-                if not mutant.killed:  # (said at once: a long run can be stopped and still told)
-                    print(f"survived: {mutant.path}:{mutant.line}: {mutant.after.strip()}", flush=True)
-            killed = sum(m.killed for m in made)
-            print(f"{module}: {killed}/{len(made)} killed ({time.monotonic() - started:.0f} s)", flush=True)
-    report = ["| module | mutants | killed | survived |", "|---|---|---|---|"]
-    for module in plan:
-        mine = [m for m in results if m.path == module]
-        report.append(f"| `{module}` | {len(mine)} | {sum(m.killed for m in mine)} | "
-                      f"{sum(not m.killed for m in mine)} |")
-    report += ["", "Survivors:", ""]
-    report += [f"- `{m.path}:{m.line}`: `{m.before.strip()}` → `{m.after.strip()}`" for m in results if not m.killed]
-    text = "\n".join(report) + "\n"
-    print(text)
-    if args.report:
-        args.report.write_text(text, encoding="utf-8")
+                mutant.verdict = judge(mutant, stages, copy, args.timeout)
+                if mutant.verdict != "killed":  # (said at once: a long run can be stopped and still told)
+                    print(f"{mutant.verdict}: {mutant.path}:{mutant.line}: {mutant.after.strip()}", flush=True)
+            results[module] = made
+            killed = sum(m.verdict == "killed" for m in made)
+            print(f"{module}: {killed}/{len(made)} killed of {offered[module]} "
+                  f"({time.monotonic() - started:.0f} s)", flush=True)
+            # (written after each module: a long run stopped early still leaves what it found)
+            args.report.write_text(report(results, offered, command, args.sample), encoding="utf-8")
+    print(args.report.read_text(encoding="utf-8"))
+    return 1 if any(m.verdict == "survived" and m.key not in EXPLAINED for tried in results.values() for m in tried) else 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

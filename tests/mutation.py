@@ -48,7 +48,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # The route table, paging and links first (issue: mutation testing as a habit).
 MODULES = {
     "generator/api/routes.py": ["tests/api/test_routes.py", "tests/api/test_urls.py"],
-    "generator/api/params.py": ["tests/api/test_params.py", "tests/api/test_routes.py", "tests/api/test_assemble.py",
+    "generator/api/backends/paging.py": ["tests/api/backends/test_pagination.py", "tests/api/test_routes.py", "tests/api/test_assemble.py",
                                 "tests/api/test_openapi.py"],
     "generator/api/querystring.py": ["tests/api/test_querystring.py"],
     "generator/api/pages.py": ["tests/api/test_pages.py"],
@@ -72,6 +72,14 @@ MODULES = {
     # (the built-in server's other tests run it in a process of its own, tests/servers.py)
     "generator/hosts/builtin.py": ["tests/hosts/test_builtin_inprocess.py"],
     "generator/api/schemas.py": ["tests/api/test_schemas.py"],
+    # The query engine's Python (tests/mutate.py mutates it and its JavaScript twin as text, judged
+    # also by the tests that run the JavaScript and by DRF): the tests in this process.
+    "generator/api/backends/common.py": ["tests/api/backends/test_relations.py", "tests/sitebuild/test_queries.py"],
+    "generator/api/backends/ordering.py": ["tests/api/backends/test_ordering.py"],
+    "generator/api/backends/relations.py": ["tests/api/backends/test_relations.py", "tests/api/test_assemble.py"],
+    "generator/api/backends/search.py": ["tests/api/backends/test_search.py", "tests/api/test_openapi.py"],
+    "generator/api/backends/search_index.py": ["tests/api/backends/test_search.py", "tests/sitebuild/test_queries.py"],
+    "generator/sitebuild/queries.py": ["tests/sitebuild/test_queries.py"],
 }
 STATUSES = ("killed", "survived", "timeout", "suspicious", "no_tests", "skipped", "segfault")
 USAGE_ERROR = "usage error"  # pytest refused the command mutmut gave it (its exit status 4)

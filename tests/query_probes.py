@@ -2,8 +2,9 @@
 §3–5), drawn at random from a catalogue's own records: words and pieces of titles and
 names, whole ISBNs and slug beginnings, quoted phrases, commas, several terms at once
 (some served by two different authors of one book), orderings valid and not, filters by
-ids spelled every way Django reads a UUID, ids of no record and no UUID at all, all
-mixed with limit, offset and unknown parameters. The DRF comparison and the JavaScript
+ids spelled every way Django reads a UUID, ids of no record and no UUID at all, two and
+three filters together and two values of one, all mixed with limit, offset and unknown
+parameters. The DRF comparison and the JavaScript
 hosts' golden table both draw from here.
 """
 from __future__ import annotations
@@ -45,6 +46,11 @@ def query_catalogue(kind: str, work: Path, books: int, seed: int) -> Path:
         synth.write(work / "plain", books, seed=seed)
         return with_settings(work / "plain", work / "data")
     return with_settings(SAMPLE, work / "data", **({"search_normalise": "persian"} if kind == "persian" else {}))
+
+
+def ident(related: dict) -> str:
+    """The id of a related record, as its link ends."""
+    return related["url"].rstrip("/").rsplit("/", 1)[-1]
 
 
 class Probes:
@@ -107,7 +113,7 @@ class Probes:
         related = [r for d in self.docs["books"] for r in d.get(relation) or []]
         if not related:
             return UNKNOWN if canonical else self.id_spelling(UNKNOWN)
-        id = self.rng.choice(related)["url"].rstrip("/").rsplit("/", 1)[-1]
+        id = ident(self.rng.choice(related))
         return id if canonical else self.id_spelling(id)
 
     def query(self, name: str) -> str:
@@ -117,12 +123,8 @@ class Probes:
             params.append(("search", self.search() if name == "books" else self._other_search(name)))
         if name in SETTINGS["ordering"] and rng.random() < 0.5:
             params.append(("ordering", self.ordering(SETTINGS["ordering"][name])))
-        if name == "books" and rng.random() < 0.4:
-            relation = rng.choice(SETTINGS["filters"]["books"])
-            params.append((relation, self.filter_value(relation)))
-            if rng.random() < 0.3:  # (one spelling that may be refused: with two, Django's message
-                # names whichever a frozenset happens to give first)
-                params.append((relation, self.filter_value(relation, canonical=True)))
+        if name == "books" and rng.random() < 0.6:
+            params += self.filters()
         if name == "bookshelf" and rng.random() < 0.4:
             users = [d["user"]["id"] for d in self.docs["bookshelf"]] or [UNKNOWN]
             params.append(("user", self.id_spelling(rng.choice(users))))
@@ -132,6 +134,40 @@ class Probes:
             params.append(("offset", str(rng.choice([0, 1, 3, 12, 40]))))
         if rng.random() < 0.15:
             params.append(("utm_source", "x y"))
+        rng.shuffle(params)
+        return urlencode(params)
+
+    def filters(self) -> list[tuple[str, str]]:
+        """One, two or three of the books' relation filters, often ids of one book's related
+        records (so that their intersection is neither empty nor the union of their records),
+        some relations given two values (django-filter keeps the records of either); one value
+        at most in an odd spelling (with two refused, Django's message names whichever a
+        frozenset happens to give first)."""
+        rng = self.rng
+        book = rng.choice(self.docs["books"])
+        params = []
+        for relation in rng.sample(SETTINGS["filters"]["books"], rng.choice([1, 2, 2, 3, 3])):
+            own = [ident(r) for r in book.get(relation) or []]
+            for _ in range(rng.choice([1, 1, 2])):
+                value = rng.choice(own) if own and rng.random() < 0.75 else self.filter_value(relation, canonical=True)
+                params.append((relation, value))
+        if rng.random() < 0.3:
+            at = rng.randrange(len(params))
+            params[at] = (params[at][0], self.id_spelling(params[at][1]))
+        return params
+
+    def combined(self) -> str:
+        """A books query with everything DRF combines: filters (Probes.filters), a search
+        for a word of a record they keep or of any, an ordering, a page off the grid."""
+        rng = self.rng
+        params = self.filters()
+        kept = [d for d in self.docs["books"] if any(ident(r) == value for key, value in params
+                                                      for r in d.get(key) or [])]
+        if rng.random() < 0.6:
+            words = (rng.choice(kept)["title"].split() if kept and rng.random() < 0.7 else []) or [self.term()]
+            params.append(("search", rng.choice(words)))
+        params.append(("ordering", self.ordering(SETTINGS["ordering"]["books"])))
+        params += [("limit", str(rng.choice([1, 2, 5, 7]))), ("offset", str(rng.choice([0, 1, 3, 5])))]
         rng.shuffle(params)
         return urlencode(params)
 

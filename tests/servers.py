@@ -8,6 +8,7 @@ from __future__ import annotations
 import gzip
 import importlib.util
 import http.client
+import json
 import os
 import shutil
 import signal
@@ -38,6 +39,7 @@ INSTALLED = {**{name: host.installed for name, host in servers().items()},
              "deno": lambda: find_deno() is not None,
              "wrangler": lambda: shutil.which("node") is not None and WRANGLER.is_file(),
              "rsync": lambda: shutil.which("rsync") is not None,
+             "moto": lambda: importlib.util.find_spec("moto") is not None and importlib.util.find_spec("boto3"),
              "chromium": lambda: shutil.which("chromium") is not None and importlib.util.find_spec("playwright")}
 
 
@@ -120,10 +122,10 @@ def wait_for_port(port: int, process: subprocess.Popen, what: str, seconds: floa
 class Server:
     """`catalogue serve` serving a built site with the server `kind`; POSTs go to the write
     service on write_port (by default a free port where nothing listens); its temporary files go
-    to `scratch` when one is given."""
+    to `scratch` when one is given; `env`: more environment variables for it."""
 
     def __init__(self, site: Path, write_port: int | None = None, *extra: str, kind: str = "builtin",
-                 scratch: Path | None = None) -> None:
+                 scratch: Path | None = None, env: dict[str, str] | None = None) -> None:
         if kind == "nginx":
             find_nginx()  # fails with the install hint
         self.kind = kind
@@ -135,7 +137,7 @@ class Server:
             **dying_with_parent([sys.executable, "-m", "generator", "serve", "--server", kind, "--site", str(site),
                                  "--port", str(self.port), "--write-port", str(self.write_port), *extra]),
             stdout=self.log.open("ab"), stderr=subprocess.STDOUT,
-            env=None if scratch is None else {**os.environ, "TMPDIR": str(scratch)})
+            env={**os.environ, **({"TMPDIR": str(scratch)} if scratch else {}), **(env or {})})
         wait_for_port(self.port, self.process, kind)
 
     def request(self, method: str, path: str, headers: dict | None = None, body: bytes | None = None) -> Answer:
@@ -187,14 +189,36 @@ def process_exists(pid: int) -> bool:
 class WriteService:
     """`catalogue write-service` in a process of its own, its log kept in a file."""
 
-    def __init__(self, data: Path, site: Path, token_file: Path, port: int | None = None) -> None:
+    def __init__(self, data: Path, site: Path, token_file: Path, port: int | None = None, *extra: str) -> None:
         self.port = port or free_port()
         self.log = site.parent / f"write-service-{self.port}.log"
         self.process = subprocess.Popen(
             **dying_with_parent([sys.executable, "-m", "generator", "write-service", "--data", str(data),
-                                 "--out", str(site), "--tokens", str(token_file), "--port", str(self.port)]),
+                                 "--out", str(site), "--tokens", str(token_file), "--port", str(self.port), *extra]),
             stdout=self.log.open("ab"), stderr=subprocess.STDOUT)
         wait_for_port(self.port, self.process, "the write service")
+
+    def create_user(self, token: str, username: str) -> bytes:
+        """POST a user to the service itself: the 201's body."""
+        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
+        try:
+            connection.request("POST", "/api/v1/user/", json.dumps({"username": username}).encode(),
+                               {"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
+            answer = connection.getresponse()
+            body = answer.read()
+        finally:
+            connection.close()
+        assert answer.status == 201, body
+        return body
+
+    def status(self) -> dict:
+        """Its status document (GET /_status on its own address)."""
+        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
+        try:
+            connection.request("GET", "/_status")
+            return json.loads(connection.getresponse().read())
+        finally:
+            connection.close()
 
     def stop(self) -> None:
         if self.process.poll() is None:

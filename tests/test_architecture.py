@@ -181,7 +181,7 @@ def test_a_collection_named_elsewhere_is_caught(tmp_path: Path):
 
 # ---- docstrings and comments name files that exist --------------------------------------------
 # A path written in generator/'s docstrings and comments (`api/urls.py`, `templates/pages.js.j2`,
-# `hosts/templates/query.js.j2`, `generator/...`, `tests/...`, `schemas/...`, or a module's file
+# `hosts/templates/router.js.j2`, `generator/...`, `tests/...`, `schemas/...`, or a module's file
 # alone, `contract.py`) names a file of the project, found from the folder of the file that
 # names it or one of the folders above it, or `module.name`: a module and something it defines.
 # A dotted name of the package (`generator.api.routes`, `api.routes.resolve`, `compose.build`)
@@ -288,14 +288,107 @@ def test_a_wrong_reference_is_caught(tmp_path: Path):
     shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
     (copy / "api" / "sneaky.py").write_text(
         '"""Routes from api/routes.py, not api/nowhere.py; see templates/pages.js.j2."""\n'
-        "# hosts/templates/pages.js.j2 is right, api/query.nothing_here is not\n"
-        "# params.py is here, contract.py is not; generator.api.routes.resolve is, api.rutes is not,\n"
+        "# hosts/templates/pages.js.j2 is right, api/pages.nothing_here is not\n"
+        "# urls.py is here, contract.py is not; generator.api.routes.resolve is, api.rutes is not,\n"
         "# and api.routes.resolved is not either; hosts/nginx/catalogue.conf and catalogue.conf are a site's\n")
     assert [wrong for wrong in wrong_references(copy, tmp_path) if "sneaky" in wrong] == [
         "generator/api/sneaky.py:1: api/nowhere.py",
         "generator/api/sneaky.py:1: templates/pages.js.j2",
-        "generator/api/sneaky.py:2: api/query.nothing_here",
+        "generator/api/sneaky.py:2: api/pages.nothing_here",
         "generator/api/sneaky.py:3: contract.py",
         "generator/api/sneaky.py:3: api.rutes",
         "generator/api/sneaky.py:4: api.routes.resolved",
     ]
+
+
+# ---- query backends are units ----------------------------------------------------------------
+# Each query backend lives in api/backends/ (the registry, __init__.py, lists them): a module
+# with its JavaScript twin beside it, and the index files it writes and reads named only there
+# (`*_file` functions). Everything else iterates the registry: it imports `api.backends` or its
+# shared `common`, never a backend's own module, and subclasses no Backend.
+BACKENDS_DIR = PACKAGE / "api" / "backends"
+SHARED = {"__init__", "common"}  # (the registry and what every backend uses)
+
+
+def backend_modules(package: Path) -> list[Path]:
+    return sorted(p for p in (package / "api" / "backends").glob("*.py") if p.stem not in SHARED)
+
+
+def twinless(package: Path) -> list[str]:
+    """The modules of api/backends/ without a JavaScript twin beside them, and twins without a module."""
+    folder = package / "api" / "backends"
+    twins = {p.name.split(".")[0] for p in folder.iterdir() if p.name.endswith((".js", ".js.j2"))}
+    stems = {p.stem for p in folder.glob("*.py")} - {"__init__"}
+    return sorted([f"{stem}.py has no twin" for stem in stems - twins] + [f"{twin}.js has no module" for twin in twins - stems])
+
+
+def backends_named_by_hand(package: Path) -> list[str]:
+    """Modules outside api/backends/ that import a backend's own module, or define a backend."""
+    folder = package / "api" / "backends"
+    own = {f"generator.api.backends.{p.stem}" for p in backend_modules(package)}
+    found = []
+    for path in modules(package):
+        if folder in path.parents:
+            continue
+        name = dotted(path, package)
+        for target in sorted(imported(path, package)):
+            if any(target == module or target.startswith(module + ".") for module in own):
+                found.append(f"{name} imports {target}: iterate api.backends.BACKENDS instead")
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef) and any(getattr(b, "id", getattr(b, "attr", "")) == "Backend"
+                                                      for b in node.bases):
+                found.append(f"{name} defines the backend {node.name}: backends live in api/backends/")
+    return found
+
+
+def index_files_elsewhere(package: Path) -> list[str]:
+    """Uses of a backend's index file names (its `*_file` functions) outside its own module:
+    a format's writer and reader live together."""
+    folder = package / "api" / "backends"
+    owners = {}
+    for path in backend_modules(package):
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.FunctionDef) and node.name.endswith("_file"):
+                owners[node.name] = path
+    found = []
+    for path in modules(package):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            used = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
+            if used in owners and owners[used] != path and (folder in path.parents or used != "page_file"):
+                found.append(f"{path.relative_to(package)} uses {used} of {owners[used].name}")
+    return sorted(set(found))
+
+
+def test_every_backend_module_has_its_javascript_twin_beside_it():
+    assert backend_modules(PACKAGE) and twinless(PACKAGE) == []
+
+
+def test_backends_live_in_the_registry_and_nothing_names_one_by_hand():
+    from generator.api.backends import BACKENDS
+    assert backends_named_by_hand(PACKAGE) == []
+    assert {type(b).__module__ for b in BACKENDS} <= {f"generator.api.backends.{p.stem}" for p in backend_modules(PACKAGE)}
+    assert len({b.name for b in BACKENDS}) == len(BACKENDS)
+    assert all((BACKENDS_DIR / f"{b.name}.py").is_file() for b in BACKENDS)  # (its twin: <name>.js.j2)
+
+
+def test_index_files_are_written_and_read_by_their_backend_alone():
+    assert index_files_elsewhere(PACKAGE) == []
+
+
+def test_a_backend_out_of_place_is_caught(tmp_path: Path):
+    copy = tmp_path / "generator"
+    shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    (copy / "api" / "backends" / "sneaky_backend.py").write_text('"""x"""\n')
+    (copy / "api" / "backends" / "ordering.js.j2").unlink()
+    (copy / "hosts" / "sneaky.py").write_text(
+        '"""x"""\nfrom ..api.backends.search import Search\nfrom ..api.backends import common\n'
+        "from ..api.backends.ordering import rank_file\n\n\nclass Mine(common.Backend):\n"
+        "    def f(self):\n        return rank_file('books', 'title', 0)\n")
+    assert twinless(copy) == ["ordering.py has no twin", "sneaky_backend.py has no twin"]
+    assert backends_named_by_hand(copy) == [
+        "generator.hosts.sneaky imports generator.api.backends.ordering: iterate api.backends.BACKENDS instead",
+        "generator.hosts.sneaky imports generator.api.backends.ordering.rank_file: iterate api.backends.BACKENDS instead",
+        "generator.hosts.sneaky imports generator.api.backends.search: iterate api.backends.BACKENDS instead",
+        "generator.hosts.sneaky imports generator.api.backends.search.Search: iterate api.backends.BACKENDS instead",
+        "generator.hosts.sneaky defines the backend Mine: backends live in api/backends/"]
+    assert index_files_elsewhere(copy) == ["hosts/sneaky.py uses rank_file of ordering.py"]

@@ -349,3 +349,17 @@ def test_version_comes_from_the_package_metadata():
     result = run("--version")
     assert result.exit_code == 0
     assert result.output.endswith(f", version {version('catalogue-generator')}\n")
+
+
+@pytest.mark.parametrize("args, message", [
+    (["write-service", "--tokens", "t", "--endpoint-url", "http://e"],
+     "--endpoint-url and --invalidate go with --publish s3://BUCKET[/PREFIX]"),
+    (["serve", "--publish", "s3://b"], "--publish needs --data (the writes it publishes) and --base-url"),
+    (["write-service", "--tokens", "t", "--publish", "https://b"],
+     "deploy target 'https://b': give it as s3://BUCKET or s3://BUCKET/PREFIX"),
+])
+def test_publish_options_are_refused_where_they_cannot_work(args: list[str], message: str, tmp_path: Path):
+    """Before anything starts: the bucket's options without a bucket, a publish without the
+    writes or the address it publishes for, a target that is no bucket."""
+    result = CliRunner().invoke(main, args + ["--out" if args[0] == "write-service" else "--site", str(tmp_path)])
+    assert result.exit_code != 0 and message in result.output

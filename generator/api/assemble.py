@@ -18,8 +18,7 @@ import orjson
 
 from . import pageindex
 from .pages import TAIL
-from .params import Paging
-from .query import select
+from .backends import Paging, select
 from .urls import PAGE_BUCKET, page_file, page_index_file
 
 Reader = Callable[[str], "bytes | None"]
@@ -66,9 +65,9 @@ def head(count: int, base: str, links: tuple[str | None, str | None]) -> bytes:
 def answer(read: Reader, wanted: Paging, page_size: int, base: str, query: dict | None = None) -> Iterator[bytes]:
     """The page's bytes, in pieces (a large page is never held whole): the head, the records
     a piece per page file they come from, and TAIL. With the site's `query` settings, the
-    request's search, ordering and filters pick the records (api/query.py). Raises
+    request's query backends pick the records (api/backends/). Raises
     FileNotFoundError when a file it needs is missing (a generation built before there were
-    indexes), filters.Rejected for a request DRF answers with 400."""
+    indexes), backends.Rejected for a request DRF answers with 400."""
     blocks = Blocks(read, wanted.name, page_size)
     count = blocks.count(wanted.offset)
     selection = select(read, wanted.name, wanted.pairs, query, blocks.count(0)) if query else None

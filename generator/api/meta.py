@@ -97,7 +97,7 @@ SERVICE_UNAVAILABLE = detail("Service temporarily unavailable, try again later."
 # A host that cannot read or send so large a page (an edge runtime's caps: docs/spec/query.md §1).
 PAGE_TOO_LARGE = "This host answers pages of at most {largest} records: ask for limit={largest} or less."
 # An edge host may read only so many files a request; a search over a very large collection
-# can need more (api/queryindex.py: a term matching many keys, a phrase, reads a text file
+# can need more (api/backends/search_index.py: a term matching many keys, a phrase, reads a text file
 # per field per 65,536 records).
 TOO_MANY_READS = ("This host reads at most {most} files to answer one request, and this search, ordering "
                   "or filter needs more on a collection this large; the built-in server and nginx answer it.")

@@ -9,7 +9,7 @@ The document is per site: its server is the base_url and the page sizes it names
 site.yaml's. The build writes it into each generation (urls.OPENAPI_FILE), beside the
 pages it describes, and every host serves it at urls.SCHEMA_PATH.
 
-Parameters are described as DRF reads them (each by its object in params.py): any limit
+Parameters are described as DRF reads them (each by its backend, api/backends/): any limit
 and offset are accepted (what is not a usable number means the default), and every page
 is answered, pre-built or put together when asked for.
 """
@@ -23,9 +23,7 @@ import orjson
 from ..catalogue.fields import USERNAME_MAX, USERNAME_RE, Field, text, username
 from ..catalogue.settings import Settings
 from . import meta
-from .params import PAGINATION
-from .filters import Ordering, RelationFilter, Search
-from ..catalogue.querying import FILTERS, NORMALISE, ORDERING, SEARCH, is_to_many, relations
+from .backends import BACKENDS
 from .render import encode
 from .routes import ROUTES, Route
 from .schemas import load_schemas
@@ -269,32 +267,24 @@ CONDITIONAL_HEADERS = [
      "description": "An HTTP date: 304 when the file has not changed since."},
 ]
 CONDITIONAL = [{"$ref": PARAMETERS + p["name"]} for p in CONDITIONAL_HEADERS]
-PAGE_PARAMETERS = [{"$ref": PARAMETERS + p.name} for p in PAGINATION]
 
 
-def page_parameters(settings: Settings) -> list[dict[str, Any]]:
-    """Each query parameter of a collection, as its object (params.py) describes itself."""
-    return [p.openapi(settings.page_sizes, settings.default_page_size, settings.max_limit) for p in PAGINATION]
+def shared_parameters(settings: Settings) -> list[dict[str, Any]]:
+    """The query parameters every collection's list takes (components), as their backends
+    (api/backends/) describe them."""
+    return [p for backend in BACKENDS for p in backend.shared_openapi(settings)]
 
 
 def query_parameters(resource: Resource, settings: Settings) -> list[dict[str, Any]]:
-    """The search, ordering and filter parameters a collection takes (site.yaml), as their
-    objects (filters.py) describe themselves."""
-    query, name = settings.query, resource.name
-    found = []
-    for relation in query.get(FILTERS, {}).get(name, []):
-        target = relations(resource)[relation]
-        found.append(RelationFilter(relation, is_to_many(resource, relation)).openapi(target.label.lower()))
-    if query.get(SEARCH, {}).get(name):
-        found.append(Search().openapi(query[SEARCH][name], query.get(NORMALISE)))
-    if query.get(ORDERING, {}).get(name):
-        found.append(Ordering().openapi(query[ORDERING][name]))
-    return found
+    """The query parameters of a collection's list: the shared ones by reference, then those
+    its backends take as site.yaml configures them."""
+    shared = [{"$ref": PARAMETERS + p["name"]} for p in shared_parameters(settings)]
+    return shared + [p for backend in BACKENDS for p in backend.openapi(resource, settings)]
 
 
 def rejects(resource: Resource, settings: Settings) -> bool:
     """Whether a request to the collection's list may be refused (a search or filter value)."""
-    return bool(settings.query.get(SEARCH, {}).get(resource.name) or settings.query.get(FILTERS, {}).get(resource.name))
+    return any(backend.rejects(resource.name, settings.query) for backend in BACKENDS)
 
 
 ID = {"name": "id", "in": "path", "required": True,
@@ -400,7 +390,7 @@ def paths(settings: Settings) -> dict[str, Any]:
             r = route.resource
             schema, options = ref(f"{component_name(r.schema)}Page"), meta.options_list(r)
             summary = f"A page of the {r.name} collection."
-            path, parameters, shared = route.pattern, PAGE_PARAMETERS + query_parameters(r, settings), []
+            path, parameters, shared = route.pattern, query_parameters(r, settings), []
         else:
             r = route.resource
             schema, options = ref(component_name(r.schema)), meta.options_detail(r)
@@ -450,7 +440,7 @@ def document(settings: Settings) -> dict[str, Any]:
         "components": {
             "schemas": components_schemas(),
             "headers": header_components(settings),
-            "parameters": {p["name"]: p for p in [*page_parameters(settings), ID, *CONDITIONAL_HEADERS]},
+            "parameters": {p["name"]: p for p in [*shared_parameters(settings), ID, *CONDITIONAL_HEADERS]},
             "responses": {"MethodNotAllowed": {
                 "description": "A method the path does not allow (the Allow header names those it does).",
                 "content": _json(ref("Error"))}},

@@ -7,9 +7,9 @@ built-in server calls `resolve()`, which applies the very same patterns. The pat
 are written in the common subset of Python's and PCRE's regular expressions.
 
 Paths are matched after the base_url's path prefix. A collection's query string that
-names a page file plainly names it here (params.plain_page, the same patterns nginx's
+names a page file plainly names it here (api/backends/paging.py's plain_page, the same patterns nginx's
 map holds); every other page is put together by the host from the query string, read as
-Django reads it, each parameter as params.py's objects read it.
+Django reads it, each parameter as its backend reads it (api/backends/).
 """
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from urllib.parse import quote
 
 from . import meta
-from .params import plain_page
+from .backends import PAGINATION
 from .serving import ALLOW_READ, allow
 from .urls import API, ID_SHARD, OPENAPI_FILE, RESOURCES, SCHEMA_PATH, VIEWER, Resource, detail_file, root_path
 
@@ -93,7 +93,7 @@ class Answer:
     it exists and otherwise with `missing_status` and the body of `missing_file` or
     `body`; or, for a collection (`page`: its URL segment), its pre-built page `file` when
     the query string names one plainly and the build wrote it, else the page the host puts
-    together from the query string (params.Paging, api/assemble.py); or `status` with
+    together from the query string (api/backends/paging.py, api/assemble.py); or `status` with
     `body`; or a redirect to `location`; or, for a write, the write service's own answer
     (`forward`). `allow` is the Allow header ("": none)."""
     status: int = 200
@@ -159,7 +159,7 @@ def resolve(method: str, path: str, query: str, prefix: str, bodies: Bodies, acc
         return Answer(file=root_path() if route.kind == "root" else OPENAPI_FILE, body=missing_body(route, bodies),
                       allow=route.allow)
     if route.kind == "list":
-        return Answer(file=plain_page(route.resource.name, query), page=route.resource.name, allow=route.allow)
+        return Answer(file=PAGINATION.plain_page(route.resource.name, query), page=route.resource.name, allow=route.allow)
     if route.kind == "detail":
         shard, rest = found["catalogue_shard"], found["catalogue_rest"]
         return Answer(file=detail_file(route.resource.name, shard, shard + rest),

@@ -4,6 +4,7 @@ a build records of how its site is served.
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -32,6 +33,25 @@ GZIP_MIN = 4096
 ACCEPTS_GZIP = r"(?:^|,)\s*gzip\s*(?:;\s*q\s*=\s*(?P<q>[0-9.]+))?\s*(?:,|$)"
 # The request headers a write takes from a host to the write service (Content-Length is set anew).
 FORWARDED = ("authorization", "content-type", "accept", "user-agent")
+# Seconds a host waits for the write service's answer to a write before it answers 503: a
+# service that took the connection and never answers must not hold the client for ever. The
+# environment variable sets another for the servers `catalogue serve` runs (the Worker's
+# binding of the same name, the Edge Function's variable; nginx's proxy_read_timeout).
+WRITE_TIMEOUT = 60
+WRITE_TIMEOUT_VARIABLE = "CATALOGUE_WRITE_TIMEOUT"
+
+
+def write_timeout() -> float:
+    """The seconds a host waits for the write service here (WRITE_TIMEOUT unless set)."""
+    value = os.environ.get(WRITE_TIMEOUT_VARIABLE, "")
+    try:
+        seconds = float(value) if value else WRITE_TIMEOUT
+    except ValueError:
+        seconds = 0
+    if not seconds > 0:
+        raise CatalogueError(f"{WRITE_TIMEOUT_VARIABLE}={value!r}: give the seconds to wait for the write "
+                             f"service, a number above 0 (unset: {WRITE_TIMEOUT})")
+    return seconds
 
 
 JSON_TYPE = "application/json"
@@ -55,16 +75,6 @@ def headers(cache_control: str) -> dict[str, str]:
 def allow(resource: Resource) -> str:
     """The Allow header of a resource's list."""
     return ALLOW_WRITE if resource.writable else ALLOW_READ
-
-
-@dataclass(frozen=True)
-class Hosting:
-    """Where a server in front of the files listens, and the services it passes requests
-    to: writes (POST) and the pages no file holds. An address is host:port, or
-    unix:<path> for a Unix socket."""
-    listen: str = DEFAULT_LISTEN
-    write_service: str = DEFAULT_WRITE_SERVICE
-    page_service: str = DEFAULT_PAGE_SERVICE
 
 
 @dataclass(frozen=True)

@@ -49,7 +49,7 @@ ID_SHARD = 2  # leading characters of an id that name its shard directory
 DEFAULT_LIMIT = "default"  # pages/default links to the default page size's pages
 WRITABLE = {r.name: r.collection for r in RESOURCES if r.writable}  # resource -> data file stem
 PAGE_INDEX = ".idx"  # a block of pages' index, beside them (api/pageindex.py)
-QUERY_DIR = "_query"  # api/v1/<name>/_query/: the query indexes (api/queryindex.py), read by hosts, never served
+QUERY_DIR = "_query"  # api/v1/<name>/_query/: the query backends' indexes (api/backends/), read by hosts, never served
 
 
 class Urls:

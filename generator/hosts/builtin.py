@@ -28,12 +28,11 @@ from typing import TYPE_CHECKING
 from isal import isal_zlib
 
 from ..api import assemble, meta
-from ..api.params import Paging
-from ..api.filters import Rejected
+from ..api.backends import PAGINATION, Rejected
 from ..api.querystring import TooManyFields
 from ..api.routes import Answer, Bodies, resolve
 from ..api.serving import (ACCEPTS_GZIP, DEFAULT_WRITE_SERVICE, FORWARDED, GZIP_MIN, MAX_BODY, SiteInfo,
-                           content_type, headers)
+                           content_type, headers, write_timeout)
 from ..api.urls import ACCEPTED, QUERY_DIR, API, CURRENT, PAGE_INDEX, PAGE_NOT_BUILT
 from .contract import Host, Local
 
@@ -71,7 +70,7 @@ class Generation:
 
 
 class Indexes:
-    """The index files last read (api/queryindex.py, api/pageindex.py), kept in memory up to
+    """The index files last read (api/backends/, api/pageindex.py), kept in memory up to
     a bound: a search of a million records reads tens of megabytes of them, and every page
     put together one page index."""
 
@@ -129,6 +128,7 @@ class Server:
         _import_asgi()
         self.site = site.absolute()
         self.write_service = write_service
+        self.write_timeout = write_timeout()
         self.bodies = Bodies()
         self.indexes = Indexes()
         self._published: tuple[str, Generation] | None = None
@@ -198,7 +198,7 @@ class Server:
             return self._file(generation, answer, headers, request)
         info = generation.info
         try:
-            paging = Paging.read(answer.page, query, info)
+            paging = PAGINATION.read(answer.page, query, info)
         except TooManyFields:
             return Response(meta.TOO_MANY_FIELDS, 400, headers, media_type=JSON)
         reads = Reads(generation.root, self.indexes)
@@ -257,7 +257,8 @@ class Server:
         forwarded = {name: value for name, value in request.items() if name in FORWARDED}
         forwarded["content-length"] = str(len(body))
         try:
-            status, reply, answered = await _in_daemon_thread(_post, self.write_service, target, body, forwarded)
+            status, reply, answered = await _in_daemon_thread(_post, self.write_service, target, body, forwarded,
+                                                              self.write_timeout)
         except OSError:
             return Response(meta.WRITE_UNAVAILABLE, 503, headers, media_type=JSON)
         for name in ("Location", "WWW-Authenticate"):  # (named as Django names them)
@@ -282,7 +283,7 @@ def _cased(send):
 
 async def _in_daemon_thread(call, *args):
     """call(*args)'s result, from a daemon thread. A POST waits there for the write service,
-    up to a minute: stopping the server abandons it, as nginx's fast shutdown drops what is
+    up to its timeout (a minute): stopping the server abandons it, as nginx's fast shutdown drops what is
     in flight (a worker thread of the event loop's kind would be waited for at exit, and a
     stop asked for would have waited that minute)."""
     loop = asyncio.get_running_loop()
@@ -307,9 +308,9 @@ async def _in_daemon_thread(call, *args):
     return result
 
 
-def _post(address: str, target: str, body: bytes, headers: dict) -> tuple[int, bytes, dict]:
+def _post(address: str, target: str, body: bytes, headers: dict, timeout: float) -> tuple[int, bytes, dict]:
     host, _, port = address.rpartition(":")
-    connection = http.client.HTTPConnection(host.strip("[]"), int(port), timeout=60)
+    connection = http.client.HTTPConnection(host.strip("[]"), int(port), timeout=timeout)
     try:
         connection.request("POST", target, body, headers)
         response = connection.getresponse()

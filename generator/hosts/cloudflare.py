@@ -21,7 +21,7 @@ from email.utils import formatdate
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from ..api.serving import SiteInfo
+from ..api.serving import SiteInfo, write_timeout
 from ..api.urls import ACCEPTED, API, CURRENT, HOSTS
 from ..errors import CatalogueError
 from ..system import foreground
@@ -79,6 +79,7 @@ def serve(site: Path, local: Local) -> int:
     options = {"packages": str(packages), "site": str(site), "worker": str(site / CONFIG_DIR / "worker.js"),
                "assets": f"{CONFIG_DIR}/{ASSETS_DIR}", "accepted": ACCEPTED,
                "host": host, "port": port, "writeService": f"http://{write_service}",
+               "writeTimeout": str(write_timeout()),
                "compatibilityDate": COMPATIBILITY_DATE}
     print(f"starting the Cloudflare Worker in workerd for {site} at "
           f"http://{host}:{port}{urlsplit(serving.base_url).path}/{API}/", file=sys.stderr, flush=True)
@@ -89,4 +90,4 @@ def serve(site: Path, local: Local) -> int:
 
 
 HOST = Host("cloudflare", "a Cloudflare Worker in front of static assets or R2 (hosts/cloudflare/), run here in workerd",
-            lambda site, hosting: write(site), serve, installed)
+            write, serve, installed, parts=(router.write,))

@@ -57,6 +57,7 @@ from ..errors import CatalogueError
 from ..system import foreground
 from .contract import Host, Local
 from .files import replace, replace_bytes, templates
+from . import router
 from .router import answer_values, javascript, js_regex
 
 DIRECTORY = f"{HOSTS}/cloudfront"  # <site>/hosts/cloudfront/
@@ -294,7 +295,7 @@ def serve(site: Path, local: Local) -> int:
 
 HOST = Host("cloudfront", "CloudFront and S3: a CloudFront Function, a Lambda@Edge handler for the pages no file "
             "holds and a CloudFormation stack (hosts/cloudfront/), run here in Node",
-            lambda site, hosting: write(site), serve, installed, takes_writes=False)
+            write, serve, installed, takes_writes=False, parts=(router.write,))
 
 
 if __name__ == "__main__":

@@ -1,7 +1,9 @@
 """What a host is, for the registry (registry.py) that the CLI, compose and the tests
 loop over: a name, what it writes into a built site (`<site>/hosts/<name>/`), and
-optionally how it serves a site here and whether its runtime is installed, as Sphinx's
-builders or Datasette's publish hooks each declare theirs.
+optionally how it serves a site here, whether its runtime is installed, the parts it
+shares with other hosts (the JavaScript router), and the options of `catalogue build`
+it reads, each with its check, as Sphinx's builders or Datasette's publish hooks each
+declare theirs.
 
 The end of this module is `catalogue serve`'s word that it is ready, said once every
 part of it answers.
@@ -15,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from ..api.serving import DEFAULT_WRITE_SERVICE, LOCAL, PORT, Hosting, SiteInfo
+from ..api.serving import DEFAULT_WRITE_SERVICE, LOCAL, PORT, SiteInfo
 from ..api.urls import API, RESOURCES, WRITABLE
 from ..errors import CatalogueError
 
@@ -33,14 +35,31 @@ def _always() -> bool:
     return True
 
 
+def _any(value: str) -> None:
+    """Every value will do."""
+
+
+@dataclass(frozen=True)
+class Option:
+    """An option of `catalogue build` a host reads (`--write-service` for `write_service`):
+    its value is given to the host's `write` by that name."""
+    name: str
+    default: str
+    help: str
+    check: Callable[[str], object] = _any  # raises CatalogueError, naming the fix, for a value it cannot use
+    local: Callable[[Local], str] | None = None  # its value for a build served here (serve --data); None: default
+
+
 @dataclass(frozen=True)
 class Host:
     name: str
     summary: str  # one line, for --help and the docs
-    write: Callable[[Path, Hosting], object] | None = None  # what it needs in the built site
+    write: Callable[..., object] | None = None  # write(site, **its options): what it needs in the built site
     serve: Callable[[Path, Local], int] | None = None  # serves the site in the foreground; the exit status
     installed: Callable[[], bool] = _always  # whether serve() can run here
     takes_writes: bool = True  # whether it passes POSTs to a write service (else answers each 503)
+    options: tuple[Option, ...] = ()
+    parts: tuple[Callable[[Path], object], ...] = ()  # shared files it uses, written into the site before it
 
 
 # ---- ready -------------------------------------------------------------------------------

@@ -12,8 +12,9 @@ What changed is known without reading the tree: a build never rewrites a file in
 and keeps every unchanged file's inode, size and modification time (hard links between
 generations), so a deploy stats the tree and compares each file with what the last
 deploy to the same target recorded (`<site>/.deploy/`). New and changed files go up
-first (shards, then the skeleton that links to them), then what the new build no longer
-has is deleted. Each finished upload is journalled at once, so an interrupted deploy
+first, in stages a reader never catches half-way (details, then the pages that link to
+them with their indexes, then the skeleton that names both: stage()), then what the new
+build no longer has is deleted. Each finished upload is journalled at once, so an interrupted deploy
 resumes where it stopped. Credentials come from boto3's usual chain.
 
 That record is trusted only while the bucket is the one it describes. Each deploy that
@@ -41,7 +42,8 @@ from typing import Callable
 from urllib.parse import urlsplit
 
 from ..api.serving import SiteInfo, content_type
-from ..api.urls import API, BY_NAME, CURRENT, OPENAPI_FILE, PUBLISHED, SCHEMA_PATH, Shard, key_of, shard_of
+from ..api.urls import (API, BY_NAME, CURRENT, OPENAPI_FILE, PAGE_INDEX, PUBLISHED, QUERY_DIR, SCHEMA_PATH, Shard,
+                        key_of, shard_of)
 from ..errors import CatalogueError
 
 DEPLOY_DIR = ".deploy"  # <site>/.deploy/: what each target last received
@@ -91,32 +93,68 @@ class Report:
 def tree(root: Path) -> dict[str, Signature]:
     """Every file a host is given of a published generation (its shards followed), by
     relative path: what its served directories hold, never the build's state beside them."""
-    found = {}
+    return scan(root)[0]
+
+
+def scan(root: Path, linked: dict[str, str] | None = None) -> tuple[dict[str, Signature], dict[str, str], set[str]]:
+    """tree(), but for the linked directories (shards) that name the store directory `linked`
+    has for them: those are not read, and are returned apart (a build never changes a
+    published store directory, it makes a new one, so the record's files of such a directory
+    are still its files: a deploy after a small change reads a few shards, not the whole
+    site). Also the store directory each linked directory names."""
+    linked = linked or {}
+    found: dict[str, Signature] = {}
+    links: dict[str, str] = {}
+    kept: set[str] = set()
+    inside = str(root.resolve()) + os.sep
+
+    def walk(directory: str, relative: str) -> None:
+        with os.scandir(directory) as entries:
+            for entry in entries:
+                path = f"{relative}/{entry.name}"
+                if not entry.is_dir():
+                    stat = entry.stat()
+                    found[path] = (stat.st_ino, stat.st_mtime_ns, stat.st_size)
+                    continue
+                if entry.is_symlink() and not (target := os.path.realpath(entry.path)).startswith(inside):
+                    links[path] = os.path.basename(target)
+                    if linked.get(path) == links[path]:
+                        kept.add(path)
+                        continue
+                walk(entry.path, path)
+
     for top in PUBLISHED:
-        for directory, _, names in os.walk(root / top, followlinks=True):
-            relative = os.path.relpath(directory, root)
-            for name in names:
-                stat = os.stat(os.path.join(directory, name))
-                found[f"{relative}/{name}"] = (stat.st_ino, stat.st_mtime_ns, stat.st_size)
-    return found
+        if (root / top).is_dir():
+            walk(str(root / top), top)
+    return found, links, kept
+
+
+def record_name(target: Target, endpoint: str | None) -> str:
+    """What names a target's files in <site>/.deploy/: the endpoint as given, the bucket and prefix."""
+    return hashlib.sha256(f"{endpoint}|{target.bucket}|{target.prefix}".encode()).hexdigest()[:16]
 
 
 class Record:
     """What a target has received: the last finished deploy (with the marker token it
-    wrote), and the journal of the one under way (replayed when a deploy was interrupted)."""
+    wrote), and the journal of the one under way (replayed when a deploy was interrupted).
+    It stays true in memory too, so a process that deploys again and again (the write
+    service's publisher) reads it once."""
 
     def __init__(self, site: Path, target: Target, endpoint: str | None) -> None:
-        name = hashlib.sha256(f"{endpoint}|{target.bucket}|{target.prefix}".encode()).hexdigest()[:16]
+        name = record_name(target, endpoint)
         self.directory = site / DEPLOY_DIR
         self.manifest = self.directory / f"{name}.json"
         self.journal = self.directory / f"{name}.journal"
         self.known: dict[str, list[int]] = {}
         self.marker: str | None = None
+        self.links: dict[str, str] = {}  # what scan() found linked when the files were known
         if self.manifest.is_file():
             saved = json.loads(self.manifest.read_text(encoding="utf-8"))
             # (a record of an older version is the files alone, and no marker: the next
             # deploy compares the bucket with the site once)
             self.known, self.marker = (saved["files"], saved["marker"]) if "files" in saved else (saved, None)
+            self.links = saved.get("links", {})
+        self._held: dict[str, set[str]] | None = None
         if self.journal.is_file():
             self._replay(self.journal.read_text(encoding="utf-8").splitlines())
         self.directory.mkdir(exist_ok=True)
@@ -131,15 +169,35 @@ class Record:
                 continue  # (the line being written when it was interrupted)
             if isinstance(entry, dict):
                 self.marker = entry["marker"]
-            elif entry[1] is None:
-                self.known.pop(entry[0], None)
+                self.links = entry.get("links", self.links)
             else:
-                self.known[entry[0]] = entry[1]
+                self._know(*entry)
+
+    def _know(self, path: str, signature: list[int] | None) -> None:
+        if signature is None:
+            self.known.pop(path, None)
+        else:
+            self.known[path] = signature
+        if self._held is not None:
+            files = self._held.setdefault(path.rpartition("/")[0], set())
+            (files.discard if signature is None else files.add)(path)
+
+    def held(self) -> dict[str, set[str]]:
+        """The known files by directory."""
+        if self._held is None:
+            self._held = {}
+            for path in self.known:
+                self._held.setdefault(path.rpartition("/")[0], set()).add(path)
+        return self._held
 
     def _write(self, entry: object) -> None:
         with self._lock:
+            if self._file.closed:  # (a deploy after the last one finished)
+                self._file = self.journal.open("a", encoding="utf-8")
             self._file.write(json.dumps(entry) + "\n")
             self._file.flush()
+            if isinstance(entry, list):
+                self._know(*entry)
 
     def done(self, path: str, signature: Signature | None) -> None:
         self._write([path, None if signature is None else list(signature)])
@@ -149,13 +207,31 @@ class Record:
         self.marker = marker
         self._write({"marker": marker})
 
-    def finish(self, now: dict[str, Signature]) -> None:
+    def close(self) -> None:
+        """Stop journalling (what was journalled stays, for the next deploy to replay)."""
         self._file.close()
+
+    def finish(self, links: dict[str, str], now: dict[str, Signature] | None = None) -> None:
+        """The deploy is done: the bucket holds the known files (or `now`, every file, after a
+        deploy that listed the bucket). The journal ends with the marker and links, and the
+        manifest is written again (the journal emptied) once the journal has grown to half its size."""
+        if now is not None:
+            self.known, self._held = {path: list(signature) for path, signature in now.items()}, None
+        self.links = links
+        self._write({"marker": self.marker, "links": links})
+        self._file.close()
+        if now is None and self.journal.stat().st_size * 2 < self._size():
+            return
         temporary = self.manifest.with_suffix(".new")
-        temporary.write_text(json.dumps({"marker": self.marker, "files": {k: list(v) for k, v in now.items()}}),
-                             encoding="utf-8")
+        temporary.write_text(json.dumps({"marker": self.marker, "links": links, "files": self.known}), encoding="utf-8")
         os.replace(temporary, self.manifest)
         self.journal.unlink()
+
+    def _size(self) -> int:
+        try:
+            return self.manifest.stat().st_size
+        except FileNotFoundError:
+            return 0
 
 
 def deploy(site: Path, url: str, endpoint: str | None = None,
@@ -176,32 +252,82 @@ def deploy(site: Path, url: str, endpoint: str | None = None,
                              "same deploy again to go on from there.") from None
 
 
+@dataclass
+class Plan:
+    """What a deploy is to do: the generation's files, what changed and what is gone since
+    the record it goes on from (or, listed, against the bucket)."""
+    target: Target
+    info: SiteInfo
+    root: Path
+    now: dict[str, Signature]  # (every file, or with a trusted record those of the shards read)
+    links: dict[str, str]  # (scan()'s)
+    record: Record
+    found: str | None  # the bucket's marker
+    changed: list[str]
+    gone: list[str]
+    compared: Comparison | None
+
+    def invalidate(self) -> list[str]:
+        """The URL paths a CDN in front must forget once this deploy is done."""
+        return invalidations(self.changed + self.gone, urlsplit(self.info.base_url).path)
+
+
 def _deploy(client, site: Path, url: str, endpoint: str | None, progress: Callable[[str], None],
             check: bool, force: bool) -> Report:
-    target = Target.parse(url)
+    return carry_out(client, plan(client, site, Target.parse(url), endpoint, check, force), progress)
+
+
+def plan(client, site: Path, target: Target, endpoint: str | None, check: bool = False,
+         force: bool = False, record: Record | None = None) -> Plan:
+    """The delta of the published generation against this target's record (the deploy's
+    own, never a listing: only the shards that changed are read), or against the bucket's
+    listing when the record is not trusted. `record`: the one a previous plan used, kept."""
     info = SiteInfo.of_site(site)
     root = (site / CURRENT).resolve()
-    now = tree(root)
-    record = Record(site, target, endpoint)
     found = bucket_marker(client, target)
-    reason = why_list(record, found, check, force)
-    if reason is None:
-        changed = sorted(path for path, signature in now.items() if record.known.get(path) != list(signature))
-        gone, compared = sorted(set(record.known) - set(now)), None
-    else:
-        compared = compare(root, now, listing(client, target), reason, force)
-        changed, gone = sorted(compared.missing + compared.different), compared.extra
-    fresh = None
-    if changed or gone or found is None:  # (before the first change: see the module's docstring)
-        fresh = put_marker(client, target)
-        if compared is None:
-            record.claim(fresh)  # (interrupted, it goes on from its record; a listing one lists again)
-    upload_all(client, target, root, now, changed, info.cache_control, record, progress)
-    delete_all(client, target, gone, record)
-    record.marker = fresh or found  # (nothing changed: the bucket holds the site, trust it from now on)
-    record.finish(now)
-    return Report(uploaded=len(changed), deleted=len(gone), unchanged=len(now) - len(changed),
-                  invalidate=invalidations(changed + gone, urlsplit(info.base_url).path), compared=compared)
+    record = record or Record(site, target, endpoint)
+    try:
+        reason = why_list(record, found, check, force)
+        if reason is None:
+            now, links, kept = scan(root, record.links)
+            changed = sorted(path for path, signature in now.items() if record.known.get(path) != list(signature))
+            held = record.held()
+            gone = sorted(path for directory in held.keys() - kept for path in held[directory] if path not in now)
+            compared = None
+        else:
+            now, links, _ = scan(root)
+            compared = compare(root, now, listing(client, target), reason, force)
+            changed, gone = sorted(compared.missing + compared.different), compared.extra
+    except BaseException:
+        record.close()
+        raise
+    return Plan(target, info, root, now, links, record, found, changed, gone, compared)
+
+
+class Stopped(Exception):
+    """A deploy was asked to stop before it was done: what it did is journalled."""
+
+
+def carry_out(client, plan: Plan, progress: Callable[[str], None], stop: threading.Event | None = None) -> Report:
+    """Upload what changed (in stages a reader never catches half-way), then delete what is
+    gone, each step journalled; then the record of the finished deploy. Once `stop` is set,
+    no upload starts (Stopped)."""
+    target, record = plan.target, plan.record
+    try:
+        fresh = None
+        if plan.changed or plan.gone or plan.found is None:  # (before the first change: see the module's docstring)
+            fresh = put_marker(client, target)
+            if plan.compared is None:
+                record.claim(fresh)  # (interrupted, it goes on from its record; a listing one lists again)
+        upload_all(client, target, plan.root, plan.now, plan.changed, plan.info.cache_control, record, progress,
+                   stop)
+        delete_all(client, target, plan.gone, record)
+    finally:
+        record.close()
+    record.marker = fresh or plan.found  # (nothing changed: the bucket holds the site, trust it from now on)
+    record.finish(plan.links, None if plan.compared is None else plan.now)
+    return Report(uploaded=len(plan.changed), deleted=len(plan.gone), unchanged=len(record.known) - len(plan.changed),
+                  invalidate=plan.invalidate(), compared=plan.compared)
 
 
 def put_marker(client, target: Target) -> str:
@@ -269,13 +395,44 @@ def md5(path: Path) -> str:
     return digest.hexdigest()
 
 
+def stage(path: str) -> int:
+    """When a changed file goes up: 0, the details, which pages link to; 1, the pages in
+    blocks and the indexes that say where each record lies in them (see order()); 2, the
+    skeleton (the API root, first pages, _meta), which names all of them. A reader between
+    two stages finds every file a file it can reach names."""
+    return order(path)[0]
+
+
+def order(path: str) -> tuple[int, int, str, bool]:
+    """A changed file's place in the uploads: its stage, then (in stage 1) block by block,
+    each block's index after its pages (an index gives byte positions inside the pages of its
+    block: a page put together from an index and pages of two generations is wrong only while
+    that block's few files go up), and the query indexes after every page."""
+    shard = Shard.parse(shard_of(path) or "")
+    if shard is not None and shard.limit is None:
+        return (0, 0, "", False)
+    if f"/{QUERY_DIR}/" in path:
+        return (1, 1, path, False)
+    if shard is not None or "/pages/" in path:  # (pages/default/ too: its own objects in a bucket)
+        return (1, 0, path.rpartition("/")[0], path.endswith(PAGE_INDEX))
+    return (2, 0, "", False)
+
+
+STAGES = 3
+
+
 def upload_all(client, target: Target, root: Path, now: dict[str, Signature], changed: list[str],
-               cache_control: str, record: Record, progress: Callable[[str], None]) -> None:
-    """Shards first, the skeleton (root, first pages) last: a link never names a missing object."""
-    stages = ([p for p in changed if shard_of(p) is not None], [p for p in changed if shard_of(p) is None])
+               cache_control: str, record: Record, progress: Callable[[str], None],
+               stop: threading.Event | None = None) -> None:
+    """Each stage's files (see stage()) once the stage before is in the bucket, in order()."""
+    stages: list[list[str]] = [[] for _ in range(STAGES)]
+    for path in sorted(changed, key=order):
+        stages[stage(path)].append(path)
     uploaded, last = [0], [time.monotonic()]
 
     def upload(path: str) -> None:
+        if stop is not None and stop.is_set():
+            raise Stopped
         extra = {"ContentType": content_type(path.removesuffix(".gz")), "CacheControl": cache_control}
         if path.endswith(".gz"):
             extra["ContentEncoding"] = "gzip"
@@ -286,9 +443,9 @@ def upload_all(client, target: Target, root: Path, now: dict[str, Signature], ch
             last[0] = time.monotonic()
             progress(f"  uploaded {uploaded[0]:,} of {len(changed):,}")
 
-    for stage in stages:
+    for paths in stages:
         with ThreadPoolExecutor(WORKERS) as pool:
-            list(pool.map(upload, stage))  # (re-raises the first failure)
+            list(pool.map(upload, paths))  # (re-raises the first failure)
 
 
 def delete_all(client, target: Target, gone: list[str], record: Record) -> None:

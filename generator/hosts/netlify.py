@@ -31,12 +31,13 @@ import shutil
 import sys
 from pathlib import Path
 
-from ..api.serving import ACCEPTS_GZIP, SiteInfo
+from ..api.serving import ACCEPTS_GZIP, WRITE_TIMEOUT_VARIABLE, SiteInfo, write_timeout
 from ..api.urls import ACCEPTED, API, CURRENT, HOSTS, PUBLISHED
 from ..errors import CatalogueError
 from ..system import foreground
 from .contract import Host, Local
 from .files import replace, templates
+from . import router
 from .router import answer_values, javascript, js_regex
 
 NETLIFY = f"{HOSTS}/netlify"  # <site>/hosts/netlify/: the Netlify base directory
@@ -124,7 +125,8 @@ def edge_function(info: SiteInfo, key: str) -> str:
     """The Edge Function (an ES module) for a site served as `info` says."""
     return templates().get_template("netlify.js.j2").render(
         router=javascript(info.prefix), reads=READS, file_header=json.dumps(FILE_HEADER), key=json.dumps(key),
-        write_service=json.dumps(WRITE_SERVICE), accepts_gzip=js_regex(ACCEPTS_GZIP, whole=False)[0],
+        write_service=json.dumps(WRITE_SERVICE), write_timeout_variable=json.dumps(WRITE_TIMEOUT_VARIABLE),
+        accepts_gzip=js_regex(ACCEPTS_GZIP, whole=False)[0],
         **answer_values(info.cache_control))
 
 
@@ -157,7 +159,8 @@ def serve(site: Path, local: Local) -> int:
     (site / ACCEPTED).mkdir(exist_ok=True)
     write_service = local.write_service.rsplit(":", 1)[0]
     options = {"site": str(site), "current": CURRENT, "accepted": ACCEPTED, "function": function.as_uri(),
-               "host": local.host, "port": local.port, "env": {WRITE_SERVICE: f"http://{local.write_service}"}}
+               "host": local.host, "port": local.port, "env": {WRITE_SERVICE: f"http://{local.write_service}",
+                                                               WRITE_TIMEOUT_VARIABLE: str(write_timeout())}}
     # Deno may listen here, read the site, and reach this server (the function's reads) and the write service.
     command = [deno, "run", "--quiet", "--no-prompt", "--no-config", f"--allow-read={site}",
                f"--allow-net={local.host}:{local.port},127.0.0.1:{local.port},{write_service}",
@@ -168,7 +171,7 @@ def serve(site: Path, local: Local) -> int:
 
 
 HOST = Host("netlify", "a Netlify Edge Function in front of the files (hosts/netlify/), run here in Deno",
-            lambda site, hosting: write(site), serve, installed)
+            write, serve, installed, parts=(router.write,))
 
 
 if __name__ == "__main__":  # python -m generator.hosts.netlify SITE: fill its publish directory

@@ -15,17 +15,20 @@ import shutil
 import socket
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 from urllib.parse import urlsplit
 
-from ..api import meta, params, routes
-from ..api.serving import DEFAULT_PAGE_SERVICE, DEFAULT_WRITE_SERVICE, LOCAL, MAX_BODY, Hosting, SiteInfo, headers
+from ..api import meta, routes
+from ..api.backends import PAGINATION
+from ..api.serving import (DEFAULT_LISTEN, DEFAULT_PAGE_SERVICE, DEFAULT_WRITE_SERVICE, LOCAL, MAX_BODY, SiteInfo,
+                           headers, write_timeout)
 from ..api.urls import (ACCEPTED, API, CURRENT, HOSTS, META, OPENAPI_FILE, PAGE_NOT_BUILT, RESOURCES, VIEWER,
                         detail_file, page_file, root_path)
 from ..errors import CatalogueError
 from ..system import Supervised, command, foreground
-from .contract import Host, Local
+from .contract import Host, Local, Option
 from .files import replace, templates
 
 CONFIG_DIR = f"{HOSTS}/nginx"  # <site>/hosts/nginx/: what the build writes for deployment
@@ -35,6 +38,16 @@ SAFE_PATH = re.compile(r"[A-Za-z0-9._~/-]*")
 INSTALL_HINT = ("nginx is not installed (or not on PATH): install it with the system's package manager, "
                 "for example `apt-get install nginx-light` on Debian or Ubuntu, `dnf install nginx` on "
                 "Fedora, or `brew install nginx` on macOS")
+
+
+@dataclass(frozen=True)
+class Hosting:
+    """Where nginx listens, and the services it passes requests to: writes (POST) and the
+    pages no file holds. An address is host:port, or unix:<path> for a Unix socket."""
+    listen: str = DEFAULT_LISTEN
+    write_service: str = DEFAULT_WRITE_SERVICE
+    page_service: str = DEFAULT_PAGE_SERVICE
+
 
 def quoted(body: bytes, variables: tuple[str, ...] = ()) -> str:
     """A body as the inside of an nginx single-quoted string; nginx has no escape for `$`."""
@@ -75,7 +88,7 @@ def server_config(site: Path, serving: SiteInfo, hosting: Hosting) -> str:
     plain = [{"key": f'"~^{spelling.pattern.replace("(?P<", "(?<")}$"' if spelling.pattern else '""',
               "file": "/".join(f"${part}" if part.startswith("catalogue_") else part
                                for part in (spelling.limit, spelling.bucket, spelling.offset))}
-             for spelling in params.plain_spellings()]
+             for spelling in PAGINATION.plain_spellings()]
     return templates().get_template("server.conf.j2").render(
         base_url=serving.base_url, listen=hosting.listen, server_name=parts.hostname, root=root,
         prefix=prefix, prefix_re=re.escape(prefix), resources=resources, plain=plain,
@@ -88,6 +101,7 @@ def server_config(site: Path, serving: SiteInfo, hosting: Hosting) -> str:
         allow_routes=[route for route in routes.ROUTES if route.kind in ("root", "schema", "list", "other")],
         meta=META, page_not_built=f"/{PAGE_NOT_BUILT}",
         headers=headers(serving.cache_control), write_service=check_address(hosting.write_service), max_body=MAX_BODY,
+        write_timeout=f"{round(write_timeout() * 1000)}ms",
         options_root=quoted(meta.options_root()), method_not_allowed=method,
         not_found=quoted(meta.NOT_FOUND), write_unavailable=quoted(meta.WRITE_UNAVAILABLE),
         too_large=quoted(meta.TOO_LARGE),
@@ -127,11 +141,6 @@ def check_address(address: str, service: str = "write service", socket: bool = F
         raise CatalogueError(f"{service} address {address!r}: give it as host:port, for example {example}"
                              + (", or as unix:/path/to/socket" if socket else ""))
     return address
-
-
-def check_hosting(hosting: Hosting) -> None:
-    check_address(hosting.write_service)
-    _upstream(hosting.page_service)
 
 
 def _upstream(address: str) -> str:
@@ -266,9 +275,19 @@ def hold_port() -> socket.socket:
     return probe
 
 
-def write(site: Path, hosting: Hosting) -> Path:
-    return write_configs(site, hosting)
+def write(site: Path, listen: str, write_service: str, page_service: str) -> Path:
+    return write_configs(site, Hosting(listen, write_service, page_service))
 
 
+# `catalogue build`'s options of the server block (what `serve` runs here names its own).
+OPTIONS = (
+    Option("listen", DEFAULT_LISTEN, "Address of the server block written to OUT/hosts/nginx/.",
+           local=lambda local: f"{local.host}:{local.port}"),
+    Option("write_service", DEFAULT_WRITE_SERVICE, "host:port of the write service, where nginx forwards POSTs.",
+           check_address, local=lambda local: local.write_service),
+    Option("page_service", DEFAULT_PAGE_SERVICE,
+           "host:port (or unix:/path) of the page service, where nginx passes the pages no file holds: "
+           "`catalogue serve --server builtin` on that address.", _upstream),
+)
 HOST = Host("nginx", "nginx in front of the files (hosts/nginx/: a server block and a standalone nginx.conf), "
-                     "with the built-in server as its page service", write, serve, installed)
+                     "with the built-in server as its page service", write, serve, installed, options=OPTIONS)

@@ -1,67 +1,43 @@
-"""api/filters.py and api/query.py for the hosts that run JavaScript: templates/query.js.j2
-(`qySelect`, and the readings of search, ordering and filter values it is made of),
-included by templates/pages.js.j2.
-
-The tables the two languages must share are generated here from the Python modules: the
-white space DRF splits terms at, what str.lower() makes of each character (so that both
-fold case with this Python's Unicode, not the JavaScript engine's), the Persian folding,
-the words of each 400 and the query indexes' file names.
+"""The query backends (api/backends/) for the hosts that run JavaScript: each backend's
+JavaScript twin, the file beside its module, rendered with the constants its Python side
+gives (the white space DRF splits terms at, what str.lower() makes of each character, the
+words of each 400, its index files' names), in the registry's order, then the JavaScript
+registry `QY_BACKENDS` that `qySelect` (common.js.j2) iterates. Included by
+templates/answers.js.j2 before templates/pages.js.j2.
 """
 from __future__ import annotations
 
 import functools
 import json
+from pathlib import Path
 
-from ..api import filters, queryindex
-from ..api.query import ORDERING_PARAM, SEARCH_PARAM
-from ..catalogue.querying import LOOKUPS, SEP, is_to_many, relations
-from ..catalogue.resources import RESOURCES
-from .files import templates
-
-SIGMA = "\u03a3"  # lower-cased by its context (final or not): the JavaScript decides it as Python does
+from ..api import backends
+from ..api.backends import BACKENDS, common
 
 
 @functools.cache
 def javascript() -> str:
     """The declarations, without imports or exports (a host's script or module includes them)."""
-    return templates().get_template("query.js.j2").render(constants=json.dumps(constants(), ensure_ascii=True))
+    parts = [render("common", common.constants())]
+    parts += [render(backend.name, backend.constants()) for backend in BACKENDS]
+    parts.append(f"const QY_BACKENDS = [{', '.join(js_name(backend.name) for backend in BACKENDS)}];\n")
+    return "\n".join(parts)
 
 
-def constants() -> dict:
-    return {
-        "spaces": filters.SPACES, "spaceClass": "".join(f"\\u{ord(c):04x}" for c in filters.SPACES),
-        "lower": lower_table(), "persian": {chr(k): v or "" for k, v in filters.PERSIAN.items()},
-        "maxSearch": filters.MAX_SEARCH, "search": SEARCH_PARAM.name, "ordering": ORDERING_PARAM.name,
-        "messages": {"nul": [filters.NUL_MESSAGE], "tooLong": filters.TOO_LONG, "invalid": filters.INVALID_UUID,
-                     "unknownMany": filters.UNKNOWN_MANY, "unknownOne": filters.UNKNOWN_ONE},
-        "block": queryindex.BLOCK, "buckets": queryindex.BUCKETS, "head": queryindex.HEAD, "whole": queryindex.WHOLE,
-        "idPrefix": queryindex.ID_PREFIX, "lookups": LOOKUPS, "sep": SEP,
-        "many": {r.name: {relation: is_to_many(r, relation) for relation in relations(r)} for r in RESOURCES},
-        "files": {"text": queryindex.text_file("{name}", "{column}", "{block}"),
-                  "keys": queryindex.keys_file("{name}", "{column}"),
-                  "heads": queryindex.keys_file("{name}", "{column}", heads=True),
-                  "any": queryindex.any_file("{name}", "{column}"),
-                  "postings": queryindex.postings_file("{name}", "{column}", "{bucket}"),
-                  "rank": queryindex.rank_file("{name}", "{field}", "{block}"),
-                  "sorted": queryindex.sorted_file("{name}", "{field}", False, "{block}").replace("/asc/", "/{direction}/"),
-                  "filter": queryindex.filter_file("{name}", "{relation}", "{prefix}")},
-    }
+def js_name(module: str) -> str:
+    """The object a backend's twin declares: `QY_SEARCH` for search.js.j2."""
+    return f"QY_{module.upper()}"
 
 
-# Every character with a lower case lies in the first two planes (the last, U+1E921, an Adlam
-# capital): drawn from them alone, the table costs each build a hundredth of a second, not a
-# tenth (tests/hosts/test_querystring_js.py draws it from every code point and compares).
-CASED_BELOW = 0x20000
+def render(module: str, constants: dict) -> str:
+    return _twins().get_template(f"{module}.js.j2").render(constants=json.dumps(constants, ensure_ascii=True))
 
 
-def lower_table(below: int = CASED_BELOW) -> dict[str, str]:
-    """Every character str.lower() changes, but the capital sigma, and what it makes of it."""
-    table = {}
-    for code in range(below):
-        if 0xD800 <= code <= 0xDFFF:
-            continue
-        char = chr(code)
-        lowered = char.lower()
-        if lowered != char and char != SIGMA:
-            table[char] = lowered
-    return table
+@functools.cache
+def _twins():
+    """The twins beside the backends' modules, as templates (StrictUndefined: a constant a twin
+    names and its module does not give fails the build)."""
+    import jinja2
+
+    return jinja2.Environment(loader=jinja2.FileSystemLoader(Path(backends.__file__).parent), autoescape=False,
+                              undefined=jinja2.StrictUndefined, keep_trailing_newline=True)

@@ -1,5 +1,6 @@
 """The route table as one small JavaScript router, for hosts that run JavaScript in front
-of the files (a Worker, a CloudFront Function, an Edge Function).
+of the files (a Worker, a CloudFront Function, an Edge Function): a part those hosts use
+(their `parts`, contract.py), written once into `<site>/hosts/router/` for any other.
 
 Rendered from api/routes.py: the same regular expressions (named groups turned into
 numbered ones, so that it stays ES5), the same bodies, the same file names (api/urls.py's
@@ -16,11 +17,11 @@ import re
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from ..api import meta, pageindex, params, routes
-from ..api.serving import FORWARDED, GZIP_MIN, HTML_TYPE, JSON_TYPE, MAX_BODY, SiteInfo, headers
+from ..api import meta, pageindex, routes
+from ..api.backends import PAGINATION
+from ..api.serving import FORWARDED, GZIP_MIN, HTML_TYPE, JSON_TYPE, MAX_BODY, WRITE_TIMEOUT, SiteInfo, headers
 from ..api.urls import API, HOSTS, OPENAPI_FILE, PAGE_BUCKET, SITE_INFO, VIEWER, detail_file, page_file, page_index_file, root_path
 from . import query, querystring
-from .contract import Host
 from .files import replace, templates
 
 ROUTER = f"{HOSTS}/router/router.js"  # <site>/hosts/router/router.js: for the JavaScript hosts
@@ -67,7 +68,7 @@ def javascript(prefix: str) -> str:
         if p["kind"] == "detail":
             p["source"], p["id"] = p["source"][:-len(id_pattern) - 1] + '"', True
     plain = []
-    for spelling in params.plain_spellings():
+    for spelling in PAGINATION.plain_spellings():
         source, groups = js_regex(spelling.pattern)
         parts = [groups[part] if part in groups else part for part in (spelling.limit, spelling.bucket, spelling.offset)]
         plain.append([json.loads(source), *parts])
@@ -123,12 +124,12 @@ def answer_values(cache_control: str) -> dict:
             "index": json.dumps({"bucket": PAGE_BUCKET, "header": pageindex.HEADER.size}),
             "page_file": json.dumps(page_file("{name}", "{limit}", "{bucket}", "{offset}")),
             "index_file": json.dumps(page_index_file("{name}", "{limit}", "{bucket}", "{offset}")),
-            "limit": params.LIMIT.name, "offset": params.OFFSET.name,
             "too_many_fields": json.dumps(meta.TOO_MANY_FIELDS.decode()),
             "too_large_text": json.dumps(meta.PAGE_TOO_LARGE), "too_many_reads": json.dumps(meta.TOO_MANY_READS), "gzip_min": GZIP_MIN,
             "json_type": json.dumps(JSON_TYPE), "html_type": json.dumps(HTML_TYPE),
             "too_large": json.dumps(meta.TOO_LARGE.decode()),
-            "write_unavailable": json.dumps(meta.WRITE_UNAVAILABLE.decode()), "forwarded": json.dumps(FORWARDED)}
+            "write_unavailable": json.dumps(meta.WRITE_UNAVAILABLE.decode()), "forwarded": json.dumps(FORWARDED),
+            "write_timeout": WRITE_TIMEOUT}
 
 
-HOST = Host("router", "the route table as a JavaScript router (hosts/router/), for hosts that run code in front of files", lambda site, hosting: write(site))
+

@@ -11,7 +11,8 @@
 // record the write service accepted and no build has published yet is read from
 // <site>/.accepted/, as the other local servers do.
 // Usage: node workerd.mjs '{"packages" (the directory whose node_modules/ holds miniflare), "site",
-//                            "worker", "assets", "accepted", "host", "port", "writeService", "compatibilityDate"}'
+//                            "worker", "assets", "accepted", "host", "port", "writeService",
+//                            "writeTimeout" (seconds, a string), "compatibilityDate"}'
 import { createRequire } from "node:module";
 import path from "node:path";
 
@@ -62,7 +63,7 @@ worker = new Miniflare({
       scriptPath: given.worker,
       modulesRoot: path.dirname(given.worker), // (module names are relative to it, and may not climb out)
       serviceBindings: { ASSETS: "files" },
-      bindings: { WRITE_SERVICE: given.writeService },
+      bindings: { WRITE_SERVICE: given.writeService, WRITE_TIMEOUT: given.writeTimeout },
     },
     {
       name: "files",

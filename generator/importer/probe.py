@@ -4,7 +4,7 @@ service a few such queries to see that the settings describe it.
 
 The queries are drawn from the records just read: a word of each text field, each field
 descending, a filter by each relation. Each is answered twice,
-by the service and by the site's own request-time code (api/query.py) over query
+by the service and by the site's own request-time code (api/backends/) over query
 indexes made in memory from the same records, and the counts and the records of the
 first page must agree.
 """
@@ -14,12 +14,10 @@ from pathlib import Path
 from typing import Callable
 from urllib.parse import urlencode
 
-from ..api.query import ORDERING_PARAM, SEARCH_PARAM, select
-from ..api.queryindex import filter_targets, index_files, related_id, related_records, values_of
+from ..api.backends import BACKENDS, common, index_files, select
 from ..api.querystring import parse
 from ..catalogue.load import read_settings
-from ..catalogue.querying import (FILTERS, NORMALISE, ORDERING, SEARCH, SEP, query_settings, relations, scalars,
-                                  search_field, sort_kind)
+from ..catalogue.querying import FILTERS, NORMALISE, ORDERING, SEARCH, query_settings
 from ..catalogue.resources import RESOURCES, Resource
 from ..errors import CatalogueError, Problems, meant
 
@@ -54,9 +52,8 @@ def probe(query: dict, documents: dict[str, list[dict]], ask: Ask) -> list[str]:
     differences = []
     for resource in RESOURCES:
         name = resource.name
-        targets = {relation: [related_id(d) for d in documents[target]]
-                   for relation, target in filter_targets(name, query).items()}
-        files = index_files(name, query, documents[name], targets)
+        files = index_files(name, query, documents[name],
+                            lambda target: [common.related_id(d) for d in documents[target]])
         for asked in probes(resource, documents[name]):
             live = ask(f"{name}/?{asked}&limit={LIMIT}")
             ours = select(files.get, name, parse(asked), query, len(documents[name]))
@@ -69,26 +66,9 @@ def probe(query: dict, documents: dict[str, list[dict]], ask: Ask) -> list[str]:
 
 
 def probes(resource: Resource, documents: list[dict]) -> list[str]:
-    """Queries a client might send, from the middle record's values: a word of each text
-    field and related record's text field, each field descending, a filter by each
-    relation. Every field, not only those the settings name: a service that searches,
-    orders or filters by one the settings leave out answers otherwise."""
+    """Queries a client might send, each backend's (its `probes`), drawn from the records.
+    Every field, not only those the settings name: a service that searches, orders or
+    filters by one the settings leave out answers otherwise."""
     if not documents:
         return []
-    record = documents[len(documents) // 2]
-    words = []
-    fields = [(None, f) for f in scalars(resource) if sort_kind(resource, f) == "text"]
-    fields += [(r, f) for r, target in relations(resource).items() for f in scalars(target)
-               if sort_kind(target, f) == "text"]
-    for relation, field in fields:
-        found = search_field(f"{relation}{SEP}{field}" if relation else field)
-        values = [v for v in values_of(record, found) if v.split()]
-        if values and values[0].split()[0] not in words:
-            words.append(values[0].split()[0])
-    asked = [urlencode({SEARCH_PARAM.name: word}) for word in words]
-    asked += [urlencode({ORDERING_PARAM.name: f"-{field}"}) for field in scalars(resource)]
-    for relation in relations(resource):
-        related = next((r for d in documents for r in related_records(d, relation)), None)
-        if related is not None:
-            asked.append(urlencode({relation: related_id(related)}))
-    return asked
+    return [urlencode(pairs) for backend in BACKENDS for pairs in backend.probes(resource, documents)]

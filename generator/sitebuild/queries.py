@@ -1,8 +1,9 @@
-"""The build's query indexes (api/queryindex.py): made after the pages, from the pages of
-the default size the new generation holds (records encoded once, read back here one page
-at a time), and written only where a file's bytes changed; an unchanged one is linked
-from the previous generation. A collection of several blocks of records is read by as
-many processes as the build uses, each a run of whole blocks.
+"""The build's query indexes: what each query backend (api/backends/) writes, made after the
+pages from the pages of the default size the new generation holds (records encoded once,
+read back here one page at a time), and written only where a file's bytes changed; an
+unchanged one is linked from the previous generation. A collection of several blocks of
+records is read by as many processes as the build uses, each a run of whole blocks, every
+backend's indexer fed the same pages; each backend then finishes from its runs' parts.
 """
 from __future__ import annotations
 
@@ -14,8 +15,7 @@ from typing import Iterator
 
 import orjson
 
-from ..api import queryindex
-from ..api.queryindex import Collector, Partial, blocks, configured, filter_targets, finish, related_id
+from ..api.backends import common, configured, indexing
 from ..api.urls import PAGE_BUCKET, page_file
 from ..catalogue.settings import Settings
 from .publish import Generation, Site
@@ -50,9 +50,15 @@ class Job:
 
 
 def write_query_indexes(job: Job, processes: int) -> None:
-    """Every query index file of the collections site.yaml configures."""
+    """Every index file of the collections site.yaml configures a query backend for."""
     query = job.settings.query
     ids: dict[str, list[str]] = {}
+
+    def ids_of(target: str) -> list[str]:
+        if target not in ids:
+            ids[target] = [common.related_id(d) for page in job.pages(target) for d in page]
+        return ids[target]
+
     for name in configured(query):
         runs = _runs(job.counts[name], processes)
         if len(runs) > 1:
@@ -60,28 +66,27 @@ def write_query_indexes(job: Job, processes: int) -> None:
                 parts = list(pool.map(_collect, [job] * len(runs), [name] * len(runs), runs))
         else:
             parts = [_collect(job, name, runs[0])]
-        targets = {}
-        for relation, target in filter_targets(name, query).items():
-            if target not in ids:
-                ids[target] = [related_id(d) for page in job.pages(target) for d in page]
-            targets[relation] = ids[target]
-        finish(name, job.flush, parts, targets)
+        for at, backend in enumerate(indexing(name, query)):
+            backend.finish(name, query, job.flush, [part[at] for part in parts], ids_of)
 
 
 def _runs(count: int, processes: int) -> list[tuple[int, int]]:
     """Runs of whole blocks of records, one a process."""
-    numbers = list(blocks(count))
+    numbers = list(common.blocks(count))
     share = -(-len(numbers) // max(1, min(processes, len(numbers))))
-    size = queryindex.BLOCK
+    size = common.BLOCK
     return [(numbers[i] * size, (numbers[min(i + share, len(numbers)) - 1] + 1) * size)
             for i in range(0, len(numbers), share)]
 
 
-def _collect(job: Job, name: str, run: tuple[int, int]) -> Partial:
-    collector = Collector(name, job.settings.query, job.flush, run[0])
+def _collect(job: Job, name: str, run: tuple[int, int]) -> list:
+    """Each indexing backend's part of a run of records (in the order of indexing())."""
+    query = job.settings.query
+    indexers = [backend.indexer(name, query, job.flush, run[0]) for backend in indexing(name, query)]
     for page in job.pages(name, *run):
-        collector.add(page)
-    return collector.close()
+        for indexer in indexers:
+            indexer.add(page)
+    return [indexer.close() for indexer in indexers]
 
 
 def _same(path: Path, data: bytes) -> bool:

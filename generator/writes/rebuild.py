@@ -5,6 +5,8 @@ A write asks for a build; one thread runs them, one at a time, each as a separat
 not do, and its memory goes back to the system when it ends). Writes that arrive
 while a build runs are published by the next one, which starts as soon as the
 running one ends: a burst costs at most the build running when it began and one more.
+After each build that published, `published` is called before the next build starts (the
+write service's publishing beyond this machine, when it has one).
 """
 from __future__ import annotations
 
@@ -14,17 +16,22 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from ..system import command
+from ..system import command, moment
 from .accepted import Accepted
 
 SETTLE = 0.05  # seconds a build waits for the rest of a burst before it starts
 
 
 class Rebuilder:
-    def __init__(self, command: list[str], log: Callable[[str], None], accepted: Accepted | None = None) -> None:
+    def __init__(self, command: list[str], log: Callable[[str], None], accepted: Accepted | None = None,
+                 published: Callable[[], None] = lambda: None) -> None:
         self.command = command
         self._log = log
         self._accepted = accepted
+        self._published = published
+        self._since: float | None = None  # when the oldest write no build has started for asked for one
+        self._building: float | None = None  # the same, of the writes the build under way publishes
+        self._last: dict | None = None
         self._wanted = threading.Event()
         self._idle = threading.Event()  # nothing wanted, nothing running
         self._idle.set()
@@ -34,11 +41,12 @@ class Rebuilder:
 
     @classmethod
     def of(cls, data: Path, out: Path, base_url: str | None, listen: str, write_service: str,
-           log: Callable[[str], None], links: str = "api") -> "Rebuilder":
+           log: Callable[[str], None], links: str = "api", published: Callable[[], None] = lambda: None,
+           ) -> "Rebuilder":
         """Builds as the site's own were made: the same links (a `--links paths` site stays one)."""
         return cls(command("build", "--data", str(data), "--out", str(out), "--listen", listen,
                            "--write-service", write_service, "--links", links, base_url=base_url),
-                   log, Accepted(out))
+                   log, Accepted(out), published)
 
     def start(self) -> None:
         self._thread.start()
@@ -47,6 +55,13 @@ class Rebuilder:
         with self._lock:
             self._idle.clear()
             self._wanted.set()
+            self._since = self._since or time.time()
+
+    def status(self) -> dict:
+        """Whether a write waits for a build, since when, and how the last build went."""
+        with self._lock:
+            waiting = [t for t in (self._since, self._building) if t is not None]
+            return {"pending": bool(waiting), "since": moment(min(waiting, default=None)), "last": self._last}
 
     def wait_idle(self, timeout: float) -> bool:
         """Until every build asked for has run (for tests and benchmarks); False on timeout."""
@@ -71,14 +86,23 @@ class Rebuilder:
                 if self._stopping:
                     return
                 self._wanted.clear()
+                self._building, self._since = self._since or time.time(), None
             started = time.monotonic()
             waited = self._accepted.waiting() if self._accepted else set()
             done = subprocess.run(self.command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
             seconds = time.monotonic() - started
+            with self._lock:
+                self._last = {"at": moment(time.time()), "published": done.returncode == 0,
+                              "seconds": round(seconds, 3)}
             if done.returncode == 0:
                 if self._accepted:
                     self._accepted.published(waited)
                 self._log(f"rebuilt and published in {seconds:.2f} s")
+                self._published()  # (before the build stops counting as pending: nothing seems done in between)
             else:
                 self._log(f"the rebuild failed (exit status {done.returncode}); the site stays as it was:\n"
                           f"{done.stdout.strip()}")
+            with self._lock:
+                if done.returncode != 0:  # (still waiting: for the next write, or someone mending the data)
+                    self._since = min(self._since or self._building, self._building)
+                self._building = None

@@ -8,6 +8,12 @@ as it will be published, and the rebuilder is asked to publish it.
 
 Tokens are compared by their hashes and never written anywhere: the access log has
 the request line only, and no error message repeats a header.
+
+With a destination (--publish), each rebuild is published beyond this machine too, by
+what the service is given to do it (Publishing: hosts/publish.py, composed by the CLI).
+GET STATUS_PATH on the service's own address answers what waits for a rebuild and for the
+publish, and since when (never forwarded by a host: only POSTs of the writable
+collections are).
 """
 from __future__ import annotations
 
@@ -16,7 +22,7 @@ import logging
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Protocol
 from urllib.parse import urlsplit
 
 import anyio
@@ -39,8 +45,36 @@ from .rebuild import Rebuilder
 from .tokens import Tokens
 
 STATE_DIR = ".write-service"  # <out>/.write-service/: the append journal
+STATUS_PATH = "/_status"  # GET: the service's status document
 JSON_TYPE = "application/json"
 log = logging.getLogger("catalogue.write")
+
+
+@dataclass(frozen=True)
+class Destination:
+    """Where rebuilds are published beyond this machine: a bucket (s3://BUCKET[/PREFIX]), its
+    S3-compatible endpoint (R2, MinIO; None: AWS), the CloudFront distribution in front."""
+    url: str
+    endpoint: str | None = None
+    distribution: str | None = None
+
+    def options(self) -> list[str]:
+        """As `catalogue write-service` takes it."""
+        given = {"--publish": self.url, "--endpoint-url": self.endpoint, "--invalidate": self.distribution}
+        return [part for option, value in given.items() if value is not None for part in (option, value)]
+
+
+class Publishing(Protocol):
+    """Publishing each rebuild beyond this machine: started and stopped with the service,
+    told after each rebuild that published (before the next starts), asked for its status."""
+
+    def start(self) -> None: ...
+
+    def rebuilt(self) -> None: ...
+
+    def status(self) -> dict: ...
+
+    def stop(self) -> None: ...
 
 
 @dataclass
@@ -54,6 +88,7 @@ class Config:
     listen: str = DEFAULT_LISTEN  # of the nginx server block the rebuilds write
     max_body: int = MAX_BODY
     links: str = "api"  # the site's link style (catalogue build --links), kept by its rebuilds
+    destination: Destination | None = None
 
 
 def _json(status: int, body: bytes, headers: dict[str, str] | None = None) -> Response:
@@ -114,7 +149,8 @@ def _parse(body: bytes) -> object:
         raise ParseError(f"JSON parse error - {exc}") from None
 
 
-def application(config: Config, catalogue: Catalogue, tokens: Tokens, published: Callable[[], None]) -> Starlette:
+def application(config: Config, catalogue: Catalogue, tokens: Tokens, published: Callable[[], None],
+                status: Callable[[], dict] = lambda: {}) -> Starlette:
     accepted = Accepted(config.out)
 
     class Collection(HTTPEndpoint):
@@ -153,6 +189,10 @@ def application(config: Config, catalogue: Catalogue, tokens: Tokens, published:
                 return _json(404, meta.NOT_FOUND)
             return _detail(405, f'Method "{request.method}" not allowed.')
 
+    async def status_document(request: Request) -> Response:
+        return Response(json.dumps(status(), ensure_ascii=False, indent=2) + "\n", 200,
+                        {"Cache-Control": "no-store"}, media_type=JSON_TYPE)
+
     async def not_found(request: Request, exc: Exception) -> Response:
         return _json(404, meta.NOT_FOUND)
 
@@ -161,7 +201,8 @@ def application(config: Config, catalogue: Catalogue, tokens: Tokens, published:
         return _json(500, meta.SERVER_ERROR)
 
     # (the API's own path: the root link is its index.json file's in a `--links paths` site)
-    routes = [Route(urlsplit(catalogue.urls.base).path + f"/{API}/" + "{resource}/", Collection)]
+    routes = [Route(urlsplit(catalogue.urls.base).path + f"/{API}/" + "{resource}/", Collection),
+              Route(STATUS_PATH, status_document, methods=["GET"])]
     return Starlette(routes=routes, exception_handlers={404: not_found, 500: server_error})
 
 
@@ -170,12 +211,14 @@ def supervised(config: Config) -> Supervised:
     ours (for `catalogue serve --data`)."""
     return Supervised(command("write-service", "--data", str(config.data), "--out", str(config.out),
                               "--tokens", str(config.tokens), "--host", config.host, "--port", str(config.port),
-                              "--listen", config.listen, "--links", config.links, base_url=config.base_url),
+                              "--listen", config.listen, "--links", config.links,
+                              *(config.destination.options() if config.destination else ()), base_url=config.base_url),
                       "the write service", lambda message: print(message, file=sys.stderr, flush=True))
 
 
-def run(config: Config) -> None:
-    """Serve writes until SIGINT or SIGTERM; publishes what the data holds first."""
+def run(config: Config, publishing: Publishing | None = None) -> None:
+    """Serve writes until SIGINT or SIGTERM; publishes what the data holds first (and, with
+    publishing, brings the destination up to it)."""
     import uvicorn
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s", stream=sys.stderr)
@@ -189,10 +232,17 @@ def run(config: Config) -> None:
     catalogue = Catalogue(config.data, config.base_url, journal, config.links)
     catalogue.refresh()  # (refuses to start on data that does not load)
     rebuilder = Rebuilder.of(config.data, config.out, config.base_url, config.listen,
-                             f"{config.host}:{config.port}", log.info, config.links)
+                             f"{config.host}:{config.port}", log.info, config.links,
+                             publishing.rebuilt if publishing else lambda: None)
+    if publishing:
+        publishing.start()
     rebuilder.start()
     rebuilder.request()  # records written before a crash, or while the service was down
-    app = application(config, catalogue, tokens, rebuilder.request)
+
+    def status() -> dict:
+        return {"rebuild": rebuilder.status(), "publish": publishing.status() if publishing else None}
+
+    app = application(config, catalogue, tokens, rebuilder.request, status)
     server = uvicorn.Server(uvicorn.Config(app, host=config.host, port=config.port, log_level="info",
                                            server_header=False, date_header=False, access_log=True))
     # (uvicorn's own account of starting and stopping, eight lines, says nothing the line
@@ -203,3 +253,5 @@ def run(config: Config) -> None:
         server.run()
     finally:
         rebuilder.stop()
+        if publishing:
+            publishing.stop()

@@ -13,7 +13,7 @@ import pytest
 
 from generator.api import assemble, pageindex
 from generator.api.pages import TAIL
-from generator.api.params import Paging
+from generator.api.backends.paging import Paging
 from generator.api.serving import SiteInfo
 from generator.api.urls import PAGE_BUCKET, page_file, page_index_file
 

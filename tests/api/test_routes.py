@@ -9,7 +9,7 @@ import random
 import pytest
 
 from generator.api import querystring, routes
-from generator.api.params import Paging, plain_page, plain_spellings
+from generator.api.backends.paging import Paging, plain_page, plain_spellings
 from generator.api.routes import Bodies, resolve
 from generator.api.serving import SiteInfo
 from generator.api.urls import DEFAULT_LIMIT, PAGE_BUCKET

@@ -128,6 +128,47 @@ def test_a_generator_bug_fails_the_build_and_publishes_nothing(tmp_path: Path, m
     assert site_state(out) == before
 
 
+BROKEN_TITLE = "کتابی که سندش شکسته است"
+
+
+def break_books_titled(monkeypatch, title: str) -> None:
+    """A generator bug for one record: the document of a book of this title gets pages -1."""
+    original = render.Renderer._document_maker
+
+    def buggy(self, resource):
+        make = original(self, resource)
+
+        def book(record):
+            document = make(record)
+            if document is not None and document.get("title") == title:
+                document["pages"] = -1  # the schema wants 0 or more
+            return document
+        return book if resource.name == "books" else make
+
+    monkeypatch.setattr(render.Renderer, "_document_maker", buggy)
+
+
+def test_an_incremental_build_checks_the_records_it_changed(tmp_path: Path, data_dir: Path, monkeypatch):
+    """A record changed since the last build so that its document breaks its schema is refused
+    by the next (incremental) build as a first build refuses it, and nothing is published."""
+    out = tmp_path / "site"
+    build(data_dir, out)
+    before = site_state(out)
+    break_books_titled(monkeypatch, BROKEN_TITLE)
+    books = data_dir / "books.csv"
+    text = books.read_text(encoding="utf-8")
+    assert text.count(",بوف کور,") == 1
+    books.write_text(text.replace(",بوف کور,", f",{BROKEN_TITLE},"), encoding="utf-8")
+    with pytest.raises(GeneratorBug) as again:
+        build(data_dir, out)
+    assert site_state(out) == before
+    with pytest.raises(GeneratorBug) as first:
+        build(data_dir, tmp_path / "fresh")
+    for caught in (again, first):
+        assert str(caught.value).startswith("1 schema violation in generated documents"), str(caught.value)
+        assert "api/v1/books/da/da99fab8-d6b7-4fad-80de-aec36a1b4137.json at /pages:" in str(caught.value)
+
+
 def test_the_report_names_each_violation_and_counts_the_rest():
     checker = SchemaChecker()
     checker.check("book", render.encode({**good_book(), "pages": -1}), "one.json")

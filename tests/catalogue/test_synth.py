@@ -38,7 +38,7 @@ def test_a_collection_no_maker_knows_is_made_from_its_fields_kinds():
     rows = list(made.from_kinds(reviews))
     assert len(rows) == 10
     for row in rows:
-        for field, value in zip(reviews.fields, row):
+        for field, value in zip(reviews.fields, row, strict=True):
             _takes(field, value)
         assert row[1] in books and set(row[2]) <= set(categories)
 

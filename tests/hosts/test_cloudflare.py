@@ -166,7 +166,7 @@ def test_the_worker_over_r2_answers_as_the_built_in_server(site, deployed):
     answers = _ask_worker(site, deployed, REQUESTS)
     served = Server(site)
     try:
-        for (method, target, headers), got in zip(REQUESTS, answers):
+        for (method, target, headers), got in zip(REQUESTS, answers, strict=True):
             expected = served.request(method, target, headers)
             assert got["status"] == expected.status, target
             assert got["body"].encode() == expected.body, target
@@ -192,9 +192,10 @@ def test_the_worker_over_r2_answers_conditional_requests(site, deployed):
     assert again[0]["headers"]["etag"] == etag
 
 
-def _ask_worker(site: Path, objects: dict[str, Path], requests: list) -> list[dict]:
+def _ask_worker(site: Path, objects: dict[str, Path], requests: list, prefix: str = PREFIX,
+                write_service: str = "") -> list[dict]:
     given = {"packages": str(npm.find(cloudflare.WORKERD)), "worker": str(site / cloudflare.CONFIG_DIR / "worker.js"),
-             "prefix": PREFIX,
+             "prefix": prefix, "writeService": write_service,
              "compatibilityDate": cloudflare.COMPATIBILITY_DATE,
              "objects": [[key, str(file)] for key, file in objects.items()], "requests": requests}
     # node in a process group of its own, the workerd miniflare starts with it: all of it goes

@@ -109,7 +109,7 @@ def test_the_function_decides_as_the_golden_request_table(site):
     answers = {}
     for prefix, code in codes.items():
         entries = [entry for entry in table if entry["request"][3] == prefix]
-        answers.update(zip(map(id, entries), run(code, [request_event(entry) for entry in entries])))
+        answers.update(zip(map(id, entries), run(code, [request_event(entry) for entry in entries]), strict=True))
     for entry in table:
         expected, got = entry["answer"], answers[id(entry)]
         built = expected["file"] is not None and (site / CURRENT / expected["file"]).is_file()
@@ -370,7 +370,7 @@ QUERIES = ["limit=5&offset=3&utm_source=x", "offset=480", "limit=24&offset=24&li
 def test_the_handler_answers_pages_as_the_python_hosts(site, handler_module):
     answers = handle(handler_module, [origin_event("GET", "/_pages/books", query) for query in QUERIES], str(site / CURRENT))
     info = SiteInfo.of_site(site)
-    for query, answer in zip(QUERIES, answers):
+    for query, answer in zip(QUERIES, answers, strict=True):
         status, body, sent = made(answer)
         assert (status, body) == put_together(site / CURRENT, "books", query), query
         assert answer["bodyEncoding"] == "text" and isinstance(answer["status"], str)
@@ -541,7 +541,7 @@ def through_cloudfront(site: Path, client, requests: list[tuple]) -> list[tuple[
                if "uri" in got and not got["uri"].startswith(cloudfront.PAGES)]
     responded = iter(zip(objects, handle(site / cloudfront.PAGES_MODULE, [event for _, event in objects])))
     answers = []
-    for request, got in zip(requests, decided):
+    for request, got in zip(requests, decided, strict=True):
         if "statusCode" in got:
             answers.append((got["statusCode"], got["body"].encode(), {k: v["value"] for k, v in got["headers"].items()}))
             continue
@@ -618,7 +618,7 @@ REQUESTS = [
 @needs_node
 def test_the_function_and_the_bucket_answer_as_the_built_in_server(site, origin, builtin):
     answers = through_cloudfront(site, origin, [request[:3] for request in REQUESTS])
-    for request, (status, body, sent) in zip(REQUESTS, answers):
+    for request, (status, body, sent) in zip(REQUESTS, answers, strict=True):
         method, path, query, *extra = request
         served = builtin.request(method, path + (f"?{query}" if query else ""), extra[0] if extra else None)
         assert (status, body) == (served.status, served.body), request

@@ -376,8 +376,9 @@ def test_a_record_of_an_older_version_and_a_cut_journal(tmp_path):
     third = deploy.Record(tmp_path, target, "http://e")
     assert (third.known["api/b"], third.known["api/e"]) == ([4, 5, 6], [2, 2, 2])
     third._file.close()
-    again.finish({"api/b": (4, 5, 6)})
-    assert json.loads(again.manifest.read_text()) == {"marker": "token-1", "files": {"api/b": [4, 5, 6]}}
+    again.finish({"api/s": "store-1"}, {"api/b": (4, 5, 6)})
+    assert json.loads(again.manifest.read_text()) == {"marker": "token-1", "links": {"api/s": "store-1"},
+                                                       "files": {"api/b": [4, 5, 6]}}
     assert not again.journal.exists()
     assert again.manifest.parent == tmp_path / deploy.DEPLOY_DIR
     assert deploy.Record(tmp_path, deploy.Target.parse("s3://b/q"), "http://e").known == {}  # (another target's)

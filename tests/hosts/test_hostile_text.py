@@ -228,7 +228,7 @@ def test_every_book_card_shows_the_text_stored_and_runs_nothing(page, hostile):
         card = page.locator("#card")
         card.locator("h2").wait_for()
         assert card.locator("h2").text_content() == book["title"]
-        rows = dict(zip(card.locator("dt").all_text_contents(), card.locator("dd").all()))
+        rows = dict(zip(card.locator("dt").all_text_contents(), card.locator("dd").all(), strict=True))
         assert rows["نویسندگان"].locator("a").all_text_contents() == [a["fullName"] for a in book["authors"]]
         assert rows["ناشران"].locator("a").all_text_contents() == [p["company"] for p in book["publishers"]]
         if book["categories"]:

@@ -184,7 +184,7 @@ def test_the_function_answers_the_golden_request_table(tmp_path, site, origin):
     assert done.returncode == 0, done.stderr
     answers = json.loads(done.stdout)
     assert len(answers) == len(table)
-    for entry, got in zip(table, answers):
+    for entry, got in zip(table, answers, strict=True):
         status, body, location = expected(site, entry)
         headers = got["headers"]
         assert (got["status"], got["body"].encode(), headers.get("location")) == (status, body, location), entry

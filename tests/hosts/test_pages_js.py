@@ -103,5 +103,5 @@ def test_javascript_puts_pages_together_as_python_does(built, tmp_path):
     if books > 10000:  # across the first blocks' seam, and the last page of a block
         requests += [("books", f"limit=30&offset={o}") for o in (9990, 9996, 10001, 19999, books - 7)]
     got = run_node(module(tmp_path), generation, requests)
-    for (name, query), answer in zip(requests, got):
+    for (name, query), answer in zip(requests, got, strict=True):
         assert answer == put_together(generation, name, query), (name, query)

@@ -1,5 +1,5 @@
-"""The JavaScript hosts' search, ordering and filters (templates/query.js.j2, inside
-templates/pages.js.j2) answer as the Python hosts' (api/query.py), byte for byte: random
+"""The JavaScript hosts' search, ordering and filters (each backend's twin beside it in
+api/backends/, inside templates/pages.js.j2) answer as the Python hosts' (api/backends/), byte for byte: random
 probes drawn from the records (tests/query_probes.py), on the sample with and without
 search_normalise and on a synthetic catalogue, run in Node against the built files. Also
 what each answer read: the files and bytes an edge host fetches for it."""
@@ -43,10 +43,11 @@ def documents(generation) -> dict[str, list[dict]]:
 def test_javascript_answers_queries_as_python_does(built, tmp_path):
     probes = Probes(documents(built), seed=3)
     requests = [(name, probes.query(name)) for name in COLLECTIONS for _ in range(80)]
+    requests += [("books", probes.combined()) for _ in range(80)]
     requests += [("books", q) for q in ("search=%00", "authors=nope", "authors=", "search=" + "x" * 1001,
                                         "search=%22%22", "ordering=-", "search=%E2%80%A8&authors=%E2%80%A8")]
     got = run_node(module(tmp_path), built, requests)
-    for (name, query), answer in zip(requests, got):
+    for (name, query), answer in zip(requests, got, strict=True):
         assert answer == put_together(built, name, query), (name, query)
 
 
@@ -81,10 +82,10 @@ def test_javascript_reads_values_as_the_golden_table_says(tmp_path):
 def test_javascript_answers_as_python_across_many_blocks(tmp_path, monkeypatch):
     """Records in blocks of 16: searches over many files, orderings whose runs of ties cross
     them, filters; the JavaScript reads them as the Python does."""
-    from generator.api import queryindex
+    from generator.api.backends import common
     from generator.hosts import query as query_js
 
-    monkeypatch.setattr(queryindex, "BLOCK", 16)
+    monkeypatch.setattr(common, "BLOCK", 16)
     query_js.javascript.cache_clear()
     try:
         synth.write(tmp_path / "plain", 200, seed=4)
@@ -92,10 +93,11 @@ def test_javascript_answers_as_python_across_many_blocks(tmp_path, monkeypatch):
         generation = (tmp_path / "site" / CURRENT).resolve()
         probes = Probes(documents(generation), seed=9)
         requests = [(name, probes.query(name)) for name in COLLECTIONS for _ in range(40)]
+        requests += [("books", probes.combined()) for _ in range(40)]
         requests += [("books", f"ordering={o}&offset={n}&limit=7") for o in ("pages,-title", "-price,pages", "pages")
                      for n in (0, 15, 16, 31, 100)]
         got = run_node(module(tmp_path), generation, requests)
-        for (name, query), answer in zip(requests, got):
+        for (name, query), answer in zip(requests, got, strict=True):
             assert answer == put_together(generation, name, query), (name, query)
     finally:
         query_js.javascript.cache_clear()
@@ -114,7 +116,7 @@ def test_javascript_answers_as_python_on_hostile_values(tmp_path, normalise):
     ones: the token index read alike, and every lookup, also across blocks of 4 records."""
     import csv
 
-    from generator.api import queryindex
+    from generator.api.backends import common
     from generator.hosts import query as query_js
 
     synth.write(tmp_path / "plain", 40, seed=6)
@@ -130,9 +132,9 @@ def test_javascript_answers_as_python_on_hostile_values(tmp_path, normalise):
         rows[at * 2][column] = title
     with books.open("w", encoding="utf-8", newline="") as f:
         csv.writer(f, lineterminator="\n").writerows(rows)
-    original = queryindex.BLOCK
+    original = common.BLOCK
     for block in (original, 4):
-        queryindex.BLOCK = block
+        common.BLOCK = block
         query_js.javascript.cache_clear()
         try:
             compose.build(data, tmp_path / f"site-{block}")
@@ -141,9 +143,9 @@ def test_javascript_answers_as_python_on_hostile_values(tmp_path, normalise):
             requests += [("books", urlencode({"search": a + " " + b})) for a in HOSTILE_SEARCHES[:6]
                          for b in HOSTILE_SEARCHES[6:12]]
             got = run_node(module(tmp_path), generation, requests)
-            for (name, query), answer in zip(requests, got):
+            for (name, query), answer in zip(requests, got, strict=True):
                 assert answer == put_together(generation, name, query), (block, query)
             assert any(b'"count":0,' not in answer[1] for answer in got)
         finally:
-            queryindex.BLOCK = original
+            common.BLOCK = original
             query_js.javascript.cache_clear()

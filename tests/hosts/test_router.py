@@ -36,7 +36,7 @@ def test_the_router_answers_as_the_golden_request_table(tmp_path):
     (tmp_path / "router-prefixed.js").write_text(javascript("/catalogue") + export, encoding="utf-8")
     done = subprocess.run(["node", "-e", RUN, str(tmp_path / "router")], input=json.dumps(table),
                           capture_output=True, text=True, check=True)
-    for entry, got in zip(table, json.loads(done.stdout)):
+    for entry, got in zip(table, json.loads(done.stdout), strict=True):
         answer = {**DEFAULTS, **got}
         expected = entry["answer"]
         assert {"status": answer["status"], "body": answer["body"], "file": answer["file"],

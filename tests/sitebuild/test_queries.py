@@ -4,14 +4,16 @@ files, not the index; an unchanged catalogue rewrites none."""
 from __future__ import annotations
 
 import csv
+import json
 import os
 from pathlib import Path
 
 import pytest
 import yaml
 
-from generator.api import queryindex
-from generator.api.filters import fold
+from generator.api.backends import common, search_index
+from generator.api.backends.common import fold
+from generator.api.urls import QUERY_DIR
 from generator.api.urls import CURRENT
 from generator.catalogue import synth
 from generator.sitebuild import build
@@ -23,7 +25,7 @@ def index_inodes(site: Path) -> dict[str, int]:
     root = (site / CURRENT).resolve()
     found = {}
     for directory, _dirs, names in os.walk(root / "api"):
-        if f"/{queryindex.QUERY_DIR}" in directory:
+        if f"/{QUERY_DIR}" in directory:
             for name in names:
                 path = Path(directory, name)
                 found[str(path.relative_to(root))] = path.stat().st_ino
@@ -60,7 +62,7 @@ def test_a_one_book_edit_rewrites_a_few_index_files(catalogue, tmp_path):
     title = "api/v1/books/_query/search/title"
     expected = {f"{title}/0.txt", f"{title}/keys.txt", "api/v1/books/_query/rank/title/0.u32",
                 "api/v1/books/_query/sorted/title/asc/0.u32", "api/v1/books/_query/sorted/title/desc/0.u32"}
-    expected |= {queryindex.postings_file("books", "title", queryindex.bucket_of(word)) for word in changed}
+    expected |= {search_index.postings_file("books", "title", search_index.bucket_of(word)) for word in changed}
     assert set(rewritten) == expected, (old, rewritten)
     assert set(before) - set(after) <= expected and set(after) - set(before) <= expected
     generation = (site / CURRENT).resolve()
@@ -90,7 +92,7 @@ def test_blocks_read_by_several_processes_give_the_same_files_and_answers(catalo
 
     whole = tmp_path / "whole"
     build(catalogue, whole)
-    monkeypatch.setattr(queryindex, "BLOCK", 64)
+    monkeypatch.setattr(common, "BLOCK", 64)
     two, one = tmp_path / "two", tmp_path / "one"
     build(catalogue, two, processes=2)
     build(catalogue, one, processes=1)
@@ -105,6 +107,29 @@ def test_blocks_read_by_several_processes_give_the_same_files_and_answers(catalo
         for _ in range(40):
             query = probes.query(name)
             got = put_together(blocked, name, query)
-            monkeypatch.setattr(queryindex, "BLOCK", 65536)
+            monkeypatch.setattr(common, "BLOCK", 65536)
             assert got == put_together(single, name, query), query
-            monkeypatch.setattr(queryindex, "BLOCK", 64)
+            monkeypatch.setattr(common, "BLOCK", 64)
+
+
+def test_a_paths_site_filters_as_an_api_site_does(tmp_path: Path):
+    """A site built with --links paths links an embedded record by its file (…/ab/<id>.json),
+    an embedded author or publisher by nothing else: its filter indexes read the ids from
+    those links (queryindex.related_id), and select what an API site's do."""
+    from conftest import SAMPLE
+    from query_probes import SETTINGS, ident
+
+    data = with_settings(SAMPLE, tmp_path / "data")
+    build(data, tmp_path / "api")
+    build(data, tmp_path / "paths", links="paths")
+    api, paths = ((tmp_path / name / CURRENT).resolve() for name in ("api", "paths"))
+    books = json.loads(put_together(api, "books", "limit=100")[1])["results"]
+    asked = 0
+    for relation in SETTINGS["filters"]["books"]:
+        for id in sorted({ident(r) for book in books for r in book[relation]})[:3]:
+            query = f"{relation}={id}&limit=100"
+            selected = [[book["id"] for book in json.loads(put_together(site, "books", query)[1])["results"]]
+                        for site in (api, paths)]
+            assert selected[0] == selected[1] and selected[0], query
+            asked += 1
+    assert asked >= 9

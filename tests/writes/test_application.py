@@ -454,3 +454,54 @@ def test_a_hand_edit_of_a_yml_file_is_seen(data_dir, tmp_path):
         f.write("- username: hand.made.yml\n")
     status, _, body = app.post("user", {"username": "hand.made.yml"})
     assert (status, json.loads(body)) == (400, {"username": ["A user with that username already exists."]})
+
+
+def test_an_appended_record_is_on_disk_before_its_201(app, monkeypatch):
+    """The append's durability, seen in the calls it makes (as SQLite's and LMDB's tests watch
+    theirs): the journal and its folder synced before the data file is written; the data file
+    synced after its last write; the journal's removal synced; all before the answer. (The data
+    file is not created, only written: its folder's entries do not change, its size is synced
+    with it.)"""
+    import os
+
+    events: list[tuple[str, object]] = []
+    paths: dict[int, Path] = {}
+    real = {name: getattr(os, name) for name in ("open", "pwrite", "write", "fsync", "unlink")}
+
+    def opened(path, flags, *args, **kwargs):
+        fd = real["open"](path, flags, *args, **kwargs)
+        paths[fd] = Path(path).resolve()
+        return fd
+
+    def watched(name):
+        def call(first, *args, **kwargs):
+            events.append((name, paths.get(first) if isinstance(first, int) else Path(first).resolve()))
+            return real[name](first, *args, **kwargs)
+        return call
+
+    monkeypatch.setattr(os, "open", opened)
+    for name in ("pwrite", "write", "fsync", "unlink"):
+        monkeypatch.setattr(os, name, watched(name))
+    served = app.app
+
+    async def answering(scope, receive, send):
+        async def sent(message):
+            if message["type"] == "http.response.start":
+                events.append(("answer", message["status"]))
+            await send(message)
+        await served(scope, receive, sent)
+
+    app.app = answering
+    status, _, body = app.post("user", {"username": "durable.reader"})
+    monkeypatch.undo()
+    assert status == 201, body
+    data = (app.data / "users.yaml").resolve()
+    journal = (app.out / service.STATE_DIR / "append.journal").resolve()
+    answered = events.index(("answer", 201))
+    writes = [at for at, event in enumerate(events) if event == ("pwrite", data)]
+    assert writes and writes[-1] < answered, events
+    first, last = writes[0], writes[-1]
+    assert ("fsync", journal) in events[:first] and ("fsync", journal.parent) in events[:first], events
+    assert ("fsync", data) in events[last:answered], events
+    removed = events.index(("unlink", journal))
+    assert last < removed < answered and ("fsync", journal.parent) in events[removed:answered], events

@@ -7,13 +7,14 @@ import subprocess
 import sys
 import threading
 import time
+import types
 from pathlib import Path
 
 import pytest
 
 from generator.api.urls import ACCEPTED
 from generator.writes.accepted import Accepted
-from generator.writes.rebuild import SETTLE, Rebuilder
+from generator.writes.rebuild import Rebuilder
 
 
 
@@ -185,15 +186,27 @@ def test_a_document_removed_meanwhile_is_no_error(tmp_path: Path):
     assert Accepted(tmp_path / "site").waiting() == set()
 
 
-def test_a_stop_while_a_rebuild_settles_ends_the_thread():
+def test_a_stop_while_a_rebuild_settles_ends_the_thread(monkeypatch):
     """stop() between a request and the rebuild it starts (within SETTLE) is not lost: the
-    service shuts down after its last write instead of waiting for ever."""
+    service shuts down after its last write instead of waiting for ever. The settling is held
+    until stop() has been asked (events, not a sleep guessing where the thread is)."""
+    from generator.writes import rebuild
+
     rebuilder = Rebuilder([sys.executable, "-c", "pass"], lambda message: None)
+    settling = threading.Event()
+
+    def settle(seconds: float) -> None:
+        settling.set()
+        deadline = time.monotonic() + 30
+        while not rebuilder._stopping and time.monotonic() < deadline:
+            time.sleep(0.01)
+
+    monkeypatch.setattr(rebuild, "time", types.SimpleNamespace(sleep=settle, monotonic=time.monotonic))
     rebuilder.start()
-    assert rebuilder.wait_idle(5)
+    assert rebuilder.wait_idle(30)
     rebuilder.request()
-    time.sleep(SETTLE / 2)  # (the rebuild thread woke and is settling)
+    assert settling.wait(30)  # (the rebuild thread woke and is settling)
     stopping = threading.Thread(target=rebuilder.stop, daemon=True)
     stopping.start()
-    stopping.join(10)
+    stopping.join(30)
     assert not stopping.is_alive()

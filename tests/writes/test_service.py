@@ -364,9 +364,15 @@ def test_killed_mid_burst_keeps_every_answered_record(tmp_path: Path, data_dir: 
 def serving(tmp_path_factory, kind):
     """`catalogue serve --data --tokens` beside a deployed build of the same data: a local
     build of the data, links where it is served, and its write service. Started once for
-    these tests (a start builds the data and starts the server and its write service, a
-    second or more of processor time); the last of them stops it."""
-    root = tmp_path_factory.mktemp("serve-data")
+    the tests that take it (a start builds the data and starts the server and its write
+    service, a second or more of processor time), in any order."""
+    running = start_serving(tmp_path_factory.mktemp("serve-data"), kind)
+    yield running
+    if running.server.process.poll() is None:
+        running.server.stop()
+
+
+def start_serving(root: Path, kind: str) -> SimpleNamespace:
     data = root / "data"
     shutil.copytree(SAMPLE, data)
     site = root / "site"
@@ -375,9 +381,7 @@ def serving(tmp_path_factory, kind):
     token_file = root / "tokens"
     token = tokens.add(token_file, "librarian")
     server = Server(site, None, "--data", str(data), "--tokens", str(token_file), kind=kind)
-    yield SimpleNamespace(server=server, token=token, site=site, deployed=deployed)
-    if server.process.poll() is None:
-        server.stop()
+    return SimpleNamespace(server=server, token=token, site=site, deployed=deployed)
 
 
 def ready_line(server: Server, seconds: float = 60.0) -> str:
@@ -388,16 +392,26 @@ def ready_line(server: Server, seconds: float = 60.0) -> str:
     return found
 
 
-def test_serve_says_ready_only_once_its_write_service_answers(serving):
+def test_serve_says_ready_only_once_its_write_service_answers_and_stops_with_it(tmp_path: Path, kind: str):
     """The first POST after `ready:` is taken (once, on a loaded machine, reads were answered
-    while the write service still started, and that POST got 503). First of the tests of
-    `serving`, so that its POST is the server's first."""
+    while the write service still started, and that POST got 503); then SIGTERM stops the
+    server and its write service, and the deployed build was never touched (its links still
+    point to base_url). A server of its own: its POST is the server's first."""
+    serving = start_serving(tmp_path, kind)
     server = serving.server
-    line = ready_line(server)
-    answer = post(serving, "user", {"username": "first.post"})
-    assert answer.status == 201, answer.body
-    assert line == (f"ready: http://127.0.0.1:{server.port}/api/v1/ answers; writes go to the write service "
-                    f"at 127.0.0.1:{server.write_port} (Ctrl-C stops)")
+    try:
+        line = ready_line(server)
+        answer = post(serving, "user", {"username": "first.post"})
+        assert answer.status == 201, answer.body
+        assert line == (f"ready: http://127.0.0.1:{server.port}/api/v1/ answers; writes go to the write service "
+                        f"at 127.0.0.1:{server.write_port} (Ctrl-C stops)")
+    finally:
+        stopped = server.stop()
+    assert stopped == 0
+    assert not [pid for pid in children(os.getpid()) if pid == server.process.pid]
+    with pytest.raises(OSError):  # the write service stopped with the server
+        socket.create_connection(("127.0.0.1", server.write_port), timeout=0.5).close()
+    assert {p: p.read_bytes() for p in (serving.site / "current").resolve().rglob("*") if p.is_file()} == serving.deployed
 
 
 def test_serve_with_data_serves_a_local_build_and_takes_writes(serving):
@@ -425,17 +439,6 @@ def test_serve_starts_the_write_service_again_when_it_dies(serving):
         os.kill(service[0], signal.SIGKILL)
         assert wait_until(lambda: post(serving, "user", {"username": f"again.{round}"}).status == 201, 20)
     assert server.log.read_text().count("the write service exited with status -9; starting it again") == rounds
-
-
-def test_serve_with_data_stops_with_its_write_service(serving):
-    """Last of the tests of `serving`: SIGTERM stops the server and its write service, and
-    the deployed build was never touched (its links still point to base_url)."""
-    server = serving.server
-    assert server.stop() == 0
-    assert not [pid for pid in children(os.getpid()) if pid == server.process.pid]
-    with pytest.raises(OSError):  # the write service stopped with the server
-        socket.create_connection(("127.0.0.1", server.write_port), timeout=0.5).close()
-    assert {p: p.read_bytes() for p in (serving.site / "current").resolve().rglob("*") if p.is_file()} == serving.deployed
 
 
 def test_the_write_service_keeps_a_paths_site_a_paths_site(tmp_path: Path, data_dir: Path):

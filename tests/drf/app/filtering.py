@@ -15,7 +15,7 @@ from django.db.backends.signals import connection_created
 from django_filters.rest_framework import DjangoFilterBackend
 from rest_framework.filters import OrderingFilter, SearchFilter
 
-from generator.api.filters import fold
+from generator.api.backends.common import fold
 
 QUERY = json.loads(os.environ.get("CATALOGUE_DRF_QUERY") or "{}")
 NORMALISE = QUERY.get("search_normalise")

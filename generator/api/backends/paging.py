@@ -1,8 +1,7 @@
-"""The query parameters a collection takes, each an object that owns its name, how a raw
-value is read, its default, its part of a pre-built page file's name and its OpenAPI
-entry, as DRF's pagination and filter classes each own theirs. The route table
-(routes.py), the nginx configuration, the JavaScript router and the OpenAPI document
-loop over `PAGINATION`; a new parameter is a new class here and its entry there.
+"""DRF's LimitOffsetPagination (docs/spec/query.md §1), the registry's `pagination_class`:
+`limit` and `offset`, each an object that owns its name, how a raw value is read, its
+default, its part of a pre-built page file's name and its OpenAPI entry; `Paging`, what a
+request asks for, and DRF's links. paging.js.j2 is its JavaScript twin.
 
 Where "pre-built file or computed at request time" is decided: `plain_page()`. A query
 string of pagination parameters alone, spelled plainly (the site's own links), names a
@@ -11,7 +10,8 @@ router); the host serves it when the build wrote it and otherwise puts the page 
 (api/assemble.py) from what `Paging.read()` makes of the query string. Any other
 parameter (`utm_source=x`) appears in DRF's links, which no pre-built page holds: such a
 request is always put together. Patterns are in the common subset of Python's, PCRE's
-and JavaScript's regular expressions.
+and JavaScript's regular expressions. Its index is the page index the build writes with
+every page (api/pageindex.py).
 """
 from __future__ import annotations
 
@@ -20,9 +20,10 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from . import querystring
-from .urls import BUCKET_DIGITS, DEFAULT_LIMIT, page_file
-from .serving import SiteInfo
+from .. import querystring
+from ..serving import SiteInfo
+from ..urls import BUCKET_DIGITS, DEFAULT_LIMIT, page_file
+from .common import Backend
 
 # A plain spelling: what a pattern may match to a file without reading the value as int() would.
 PLAIN_LIMIT = "[1-9][0-9]{0,8}"
@@ -84,7 +85,7 @@ class Offset:
 
 
 LIMIT, OFFSET = Limit(), Offset()
-PAGINATION = (LIMIT, OFFSET)
+PARAMETERS = (LIMIT, OFFSET)
 
 
 @dataclass(frozen=True)
@@ -100,8 +101,8 @@ class PlainSpelling:
 def plain_spellings() -> list[PlainSpelling]:
     """Every plain spelling: no parameter, or some of them once each in any order."""
     found = []
-    for size in range(len(PAGINATION) + 1):
-        for order in itertools.permutations(PAGINATION, size):
+    for size in range(len(PARAMETERS) + 1):
+        for order in itertools.permutations(PARAMETERS, size):
             for chosen in itertools.product(*(p.plain() for p in order)):
                 parts = {"limit": LIMIT.default_part, "bucket": "0", "offset": OFFSET.default_part}
                 for _, named in chosen:
@@ -152,3 +153,21 @@ class Paging:
             previous = querystring.links_query(self.query, self.limit, back if back > 0 else None)
         return following, previous
 
+
+class Pagination(Backend):
+    """The backend: what it reads is `Paging`; its files are the pages and their indexes."""
+    name = "paging"
+    parameters = PARAMETERS
+    Paging = Paging
+    read = staticmethod(Paging.read)
+    plain_page = staticmethod(plain_page)
+    plain_spellings = staticmethod(plain_spellings)
+
+    def shared_openapi(self, settings) -> list[dict]:
+        return [p.openapi(settings.page_sizes, settings.default_page_size, settings.max_limit) for p in PARAMETERS]
+
+    def constants(self) -> dict:
+        return {"limit": LIMIT.name, "offset": OFFSET.name}
+
+
+BACKEND = Pagination()

@@ -1,4 +1,4 @@
-"""The query parameter objects (api/params.py): what each says of itself in the OpenAPI
+"""The paging backend's parameters (api/backends/paging.py): what each says of itself in the OpenAPI
 document, word for word (clients read it: it is part of the contract, and a change to it is
 made here on purpose), how each reads a raw value, and the plain spellings they make
 together."""
@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from generator.api import params, querystring
-from generator.api.params import LIMIT, OFFSET, PAGINATION, Paging, plain_page, plain_spellings
+from generator.api import querystring
+from generator.api.backends.paging import LIMIT, OFFSET, PARAMETERS, Paging, PlainSpelling, plain_page, plain_spellings
 from generator.api.serving import SiteInfo
 
 LIMIT_WORDS = ("The page size, as DRF's LimitOffsetPagination reads it with int(): a positive integer is the page "
@@ -68,9 +68,9 @@ def test_the_plain_spellings_are_every_order_of_each_parameter_once():
     assert len(patterns) == len(set(patterns)) == 1 + 1 + 2 + 2 * 2 * 1  # (none; limit; 2 offsets; both, in either order)
     assert patterns[0] == "" and (spellings[0].limit, spellings[0].bucket, spellings[0].offset) == (
         LIMIT.default_part, "0", OFFSET.default_part)
-    assert len(PAGINATION) == 2
+    assert len(PARAMETERS) == 2
     assert plain_page("books", "") == "api/v1/books/pages/default/0/0.json"
     assert plain_page("books", "offset=24") == "api/v1/books/pages/default/0/24.json"
     assert plain_page("books", "offset=123456&limit=24") == "api/v1/books/pages/24/12/123456.json"
     assert plain_page("books", "limit=24&limit=24") is None and plain_page("books", "x=1") is None
-    assert params.PlainSpelling("a", "b", "c", "d").offset == "d"
+    assert PlainSpelling("a", "b", "c", "d").offset == "d"

@@ -1,0 +1,203 @@
+"""What the query backends share: the protocol a backend follows (`Backend`), a request as
+they read it (`Request`, whose `read` is the host's one way to read a published file),
+their 400 (`Rejected`), the white space DRF strips, the case folding a search compares by
+(`fold`, with the table of str.lower() the JavaScript carries), the blocks of records
+their index files are cut in, and little-endian uint32 lists. common.js.j2 beside it is
+its JavaScript twin, with `qySelect`, the registry's select().
+
+Records are named by their position in the collection's own order (the position of
+their bytes in the pre-built pages, api/pageindex.py); a backend's index files lie under
+`api/v1/<name>/_query/<its part>/`, written by a build only when their bytes change.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Sequence
+
+from ..pageindex import read_u32, u32
+from ..render import encode
+from ..urls import API, QUERY_DIR
+
+Reader = Callable[[str], "bytes | None"]  # a host's way to read a published file (None: there is none)
+Flush = Callable[[str, bytes], None]  # the build's way to write an index file
+SPACES = "".join(chr(c) for c in range(0x10000) if chr(c).isspace())  # what Python's \s and strip() take
+NUL = "\x00"
+NUL_MESSAGE = "Null characters are not allowed."  # Django's
+BLOCK = 65536  # records (or positions in an order) of one index file of a block
+UUID_IN_URL = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+__all__ = ["Reader", "Flush", "SPACES", "NUL", "NUL_MESSAGE", "BLOCK", "Backend", "Rejected", "Missing", "Request",
+           "need", "blocks", "query_dir", "u32", "read_u32", "related_id", "related_records", "fold"]
+
+
+class Rejected(Exception):
+    """A parameter's value DRF answers with 400: `body` is the JSON body."""
+
+    def __init__(self, body: object) -> None:
+        super().__init__(body)
+        self.body = body
+
+    def encoded(self) -> bytes:
+        """The body as DRF's JSONRenderer writes it."""
+        return encode(self.body)
+
+
+class Missing(FileNotFoundError):
+    """A query index file the generation should hold and does not."""
+
+
+@dataclass(frozen=True)
+class Request:
+    """A request to a collection's list as the backends read it: its query string's pairs
+    (as request.GET holds them), the site's query settings, the collection's count, and
+    the host's `read`, the one way a backend reads a file."""
+    read: Reader
+    name: str  # the collection's URL segment
+    pairs: Sequence[tuple[str, str]]
+    query: dict  # site.yaml's search, ordering, filters (catalogue/querying.py)
+    count: int
+
+    def values(self, key: str) -> list[str]:
+        """Every value of a parameter, in order (request.GET.getlist)."""
+        return [value for name, value in self.pairs if name == key]
+
+    def last(self, key: str) -> str | None:
+        """A parameter's last value, or None (request.GET.get)."""
+        found = self.values(key)
+        return found[-1] if found else None
+
+    def settings(self, key: str) -> list[str]:
+        """What site.yaml's `key` lists for this collection ([]: nothing)."""
+        return self.query.get(key, {}).get(self.name, [])
+
+    def need(self, path: str) -> bytes:
+        return need(self.read, path)
+
+
+def need(read: Reader, path: str) -> bytes:
+    """A file a backend cannot answer without: Missing when the generation lacks it."""
+    data = read(path)
+    if data is None:
+        raise Missing(path)
+    return data
+
+
+def query_dir(name: str) -> str:
+    return f"{API}/{name}/{QUERY_DIR}"
+
+
+def blocks(count: int) -> range:
+    """The blocks of a collection of `count` records (an empty one has its one, empty, block)."""
+    return range(max(-(-count // BLOCK), 1))
+
+
+def related_records(document: dict, relation: str) -> list[dict]:
+    """The records a document embeds in a relation, a to-one's as a list of one or none."""
+    related = document.get(relation)
+    return [] if related is None else related if isinstance(related, list) else [related]
+
+
+def related_id(document: dict) -> str:
+    """The id of an embedded record: its `id`, else the UUID in its `url`."""
+    if "id" in document:
+        return document["id"]
+    url = document["url"]
+    last = url[-37:-1]  # (an API link ends with "<id>/")
+    if url[-1] == "/" and len(last) == 36 and last[8] == last[13] == last[18] == last[23] == "-":
+        return last
+    return UUID_IN_URL.findall(url)[-1]
+
+
+# search_normalise: persian (docs/spec/query.md §3): letters and digits folded, marks dropped, ZWNJ a space.
+PERSIAN = {ord("ي"): "ی", ord("ك"): "ک", ord("ة"): "ه", ord("ۀ"): "ه", 0x0640: None, 0x0670: None, 0x200C: " ",
+           **{c: None for c in range(0x064B, 0x0660)},
+           **{0x06F0 + d: str(d) for d in range(10)}, **{0x0660 + d: str(d) for d in range(10)}}
+
+
+def fold(text: str, normalise: str | None) -> str:
+    """A value or a term as a search compares it: lower-cased as str.lower() does, then
+    folded when search_normalise says so (the build folds values, a request its terms)."""
+    text = text.lower()
+    return text.translate(PERSIAN) if normalise == "persian" else text
+
+
+class Backend:
+    """The protocol of a query backend (the registry, backends/__init__.py, lists them); each
+    step's default is to do nothing.
+
+    - `name`: its module's name (its twin is `<name>.js.j2` beside it).
+    - request time: `narrow(request)` gives the positions of the records it keeps (None: it
+      keeps all); `arrange(request, matched)` the records, of `matched` (None: all), in the
+      order it asks for, as a sequence that slices (None: it asks for no order). Both
+      raise Rejected with DRF's 400 body.
+    - build: `indexes(name, query)` says whether it writes files for a collection; then
+      `indexer(name, query, flush, first)` is fed the documents of a run of whole blocks of
+      records from `first` (`add(documents)`, then `close()`, whose value is picklable), and
+      `finish(name, query, flush, parts, ids)` writes what needs every run's part (`ids` gives
+      the ids of every record of a collection, by its URL segment).
+    - OpenAPI: `openapi(resource, settings)`, the parameters of a collection's list;
+      `shared_openapi(settings)`, parameters every list refers to (components);
+      `rejects(name, query)`, whether it may answer 400 there.
+    - JavaScript: `constants()`, what its twin is rendered with.
+    - `probes(resource, documents)`: queries for the importer's check of the settings.
+    """
+    name = ""
+
+    def narrow(self, request: Request) -> set[int] | None:
+        return None
+
+    def arrange(self, request: Request, matched: set[int] | None) -> Sequence[int] | None:
+        return None
+
+    def indexes(self, name: str, query: dict) -> bool:
+        return False
+
+    def indexer(self, name: str, query: dict, flush: Flush, first: int) -> Any:
+        raise NotImplementedError
+
+    def finish(self, name: str, query: dict, flush: Flush, parts: list, ids: Callable[[str], Iterable[str]]) -> None:
+        pass
+
+    def openapi(self, resource: Any, settings: Any) -> list[dict]:
+        return []
+
+    def shared_openapi(self, settings: Any) -> list[dict]:
+        return []
+
+    def rejects(self, name: str, query: dict) -> bool:
+        return False
+
+    def constants(self) -> dict:
+        return {}
+
+    def probes(self, resource: Any, documents: list[dict]) -> list[dict[str, str]]:
+        """Queries a client might send, drawn from a collection's records: what `catalogue
+        import --query` asks the live service and this backend alike, to check the settings."""
+        return []
+
+
+SIGMA = "\u03a3"  # lower-cased by its context (final or not): the JavaScript decides it as Python does
+# Every character with a lower case lies in the first two planes (the last, U+1E921, an Adlam
+# capital): drawn from them alone, the table costs each build a hundredth of a second, not a
+# tenth (tests/hosts/test_querystring_js.py draws it from every code point and compares).
+CASED_BELOW = 0x20000
+
+
+def lower_table(below: int = CASED_BELOW) -> dict[str, str]:
+    """Every character str.lower() changes, but the capital sigma, and what it makes of it."""
+    table = {}
+    for code in range(below):
+        if 0xD800 <= code <= 0xDFFF:
+            continue
+        char = chr(code)
+        lowered = char.lower()
+        if lowered != char and char != SIGMA:
+            table[char] = lowered
+    return table
+
+
+def constants() -> dict:
+    """What the JavaScript twin is rendered with."""
+    return {"spaces": SPACES, "spaceClass": "".join(f"\\u{ord(c):04x}" for c in SPACES), "block": BLOCK,
+            "nul": [NUL_MESSAGE], "lower": lower_table(), "persian": {chr(k): v or "" for k, v in PERSIAN.items()}}

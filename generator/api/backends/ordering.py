@@ -1,0 +1,210 @@
+"""DRF's OrderingFilter (docs/spec/query.md §4): `?ordering=` (the last value), comma-separated
+fields of site.yaml's `ordering` for the collection, `-` for descending; other names are
+dropped, and ties keep the collection's own order. ordering.js.j2 is its JavaScript twin.
+
+Its index, for each field: `_query/rank/<field>/<block>.u32`, each record's rank among the
+field's distinct values (1 the smallest; 0 null, which sorts first as SQLite sorts it),
+and `_query/sorted/<field>/<asc|desc>/<block>.u32`, the positions in the field's order,
+ties in the collection's order (the fast path of a whole collection in one ordering);
+little-endian uint32, a block of positions a file.
+"""
+from __future__ import annotations
+
+from array import array
+from datetime import datetime, timedelta, timezone
+from decimal import Decimal
+from typing import Any, Sequence
+
+from ...catalogue.querying import ORDERING, scalars, sort_kind
+from ...catalogue.resources import BY_NAME, Resource
+from . import common
+from .common import SPACES, Backend, Flush, Reader, Request, need, query_dir, read_u32, u32
+
+EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+MICROSECOND = timedelta(microseconds=1)
+
+
+class Ordering(Backend):
+    name = "ordering"
+    parameter = "ordering"
+
+    def fields(self, value: str | None, allowed: list[str]) -> list[tuple[str, bool]]:
+        """The last value's names that are allowed, each (field, descending)."""
+        if not value:
+            return []
+        found = []
+        for term in (part.strip(SPACES) for part in value.split(",")):
+            descending = term.startswith("-")
+            if (term[1:] if descending else term) in allowed:
+                found.append((term[1:] if descending else term, descending))
+        return found
+
+    def arrange(self, request: Request, matched: set[int] | None) -> Sequence[int] | None:
+        orderable = request.settings(ORDERING)
+        ordering = self.fields(request.last(self.parameter), orderable) if orderable else []
+        if not ordering:
+            return None
+        if matched is None:
+            return Whole(request.read, request.name, ordering, request.count)
+        return ordered(request.read, request.name, ordering, sorted(matched))
+
+    def indexes(self, name: str, query: dict) -> bool:
+        return bool(query.get(ORDERING, {}).get(name))
+
+    def indexer(self, name: str, query: dict, flush: Flush, first: int) -> "Keys":
+        return Keys(name, query.get(ORDERING, {}).get(name, []))
+
+    def finish(self, name: str, query: dict, flush: Flush, parts: list, ids) -> None:
+        for field in parts[0]:
+            write_order(name, flush, field, [key for part in parts for key in part[field]])
+
+    def openapi(self, resource: Resource, settings) -> list[dict]:
+        fields = settings.query.get(ORDERING, {}).get(resource.name)
+        if not fields:
+            return []
+        choices = [name for field in fields for name in (field, f"-{field}")]
+        return [{"name": self.parameter, "in": "query", "required": False,
+                 "schema": {"type": "string", "examples": choices},
+                 "description": "DRF's OrderingFilter: comma-separated fields, `-` for descending, of "
+                                f"{', '.join(f'`{c}`' for c in choices)}; other names are dropped, and none left "
+                                "means the collection's own order. Ties keep the collection's own order."}]
+
+    def probes(self, resource: Resource, documents: list[dict]) -> list[dict[str, str]]:
+        """Each field, descending."""
+        return [{self.parameter: f"-{field}"} for field in scalars(resource)]
+
+    def constants(self) -> dict:
+        return {"setting": ORDERING, "parameter": self.parameter, "rank": rank_file("{name}", "{field}", "{block}"),
+                "sorted": sorted_file("{name}", "{field}", False, "{block}").replace("/asc/", "/{direction}/")}
+
+
+# ---- the index format ------------------------------------------------------------------
+
+
+def rank_file(name: str, field: str, block: int) -> str:
+    return f"{query_dir(name)}/rank/{field}/{block}.u32"
+
+
+def sorted_file(name: str, field: str, descending: bool, block: int) -> str:
+    return f"{query_dir(name)}/sorted/{field}/{'desc' if descending else 'asc'}/{block}.u32"
+
+
+class Keys:
+    """A run of records' sort keys, each ordering field's in order."""
+
+    def __init__(self, name: str, fields: list[str]) -> None:
+        resource = BY_NAME[name]
+        self.order = {field: (sort_kind(resource, field), []) for field in fields}
+
+    def add(self, documents: list[dict]) -> None:
+        for field, (kind, keys) in self.order.items():
+            if kind == "text":
+                keys.extend([d.get(field) for d in documents])
+            else:
+                keys.extend([None if d.get(field) is None else sort_key(kind, d[field]) for d in documents])
+
+    def close(self) -> dict[str, list]:
+        return {field: keys for field, (_, keys) in self.order.items()}
+
+
+def sort_key(kind: str, value: Any) -> Any:
+    """A value as it sorts: numbers as exact numbers, instants as microseconds since 1970."""
+    if kind == "number":
+        number = Decimal(str(value))
+        return int(number) if number == number.to_integral_value() else number
+    if kind == "instant":
+        moment = datetime.fromisoformat(value)
+        return (moment - EPOCH) // MICROSECOND
+    return value
+
+
+def write_order(name: str, flush: Flush, field: str, keys: list) -> None:
+    distinct = sorted({key for key in keys if key is not None})
+    rank_of = {key: rank for rank, key in enumerate(distinct, 1)}
+    ranks = array("I", (0 if key is None else rank_of[key] for key in keys))
+    del rank_of, distinct
+    ascending = sorted(range(len(ranks)), key=ranks.__getitem__)  # (a stable sort: ties keep their order)
+    descending = sorted(range(len(ranks)), key=lambda p: -ranks[p])
+    block_size = common.BLOCK
+    for block in common.blocks(len(ranks)):
+        part = slice(block * block_size, (block + 1) * block_size)
+        flush(rank_file(name, field, block), u32(ranks[part]))
+        flush(sorted_file(name, field, False, block), u32(ascending[part]))
+        flush(sorted_file(name, field, True, block), u32(descending[part]))
+
+
+class Whole:
+    """A whole collection in an ordering, a slice at a time: the first field's sorted files;
+    where more fields follow, the runs of records that tie on the first field around the
+    slice are read whole and sorted by all of them (a run is the same records in any order
+    of the first field: its place does not change)."""
+
+    def __init__(self, read: Reader, name: str, ordering: list[tuple[str, bool]], count: int) -> None:
+        self.read, self.name, self.ordering, self.count = read, name, ordering, count
+        self.field, self.descending = ordering[0]
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __getitem__(self, part: slice) -> list[int]:
+        start, stop, _ = part.indices(self.count)
+        if start >= stop or len(self.ordering) == 1:
+            return self._sorted(start, stop)
+        low, high = self._run_start(start), self._run_start(stop - 1, after=True)
+        return ordered(self.read, self.name, self.ordering, self._sorted(low, high))[start - low:stop - low]
+
+    def _sorted(self, start: int, stop: int) -> list[int]:
+        found: list[int] = []
+        size = common.BLOCK
+        for block in range(start // size, -(-stop // size)):
+            values = read_u32(need(self.read, sorted_file(self.name, self.field, self.descending, block)))
+            first = block * size
+            found.extend(values[max(start - first, 0):stop - first])
+        return found
+
+    def _rank(self, at: int) -> int:
+        """The first field's rank of the record at `at` in its order."""
+        position = self._sorted(at, at + 1)[0]
+        return read_u32(need(self.read, rank_file(self.name, self.field, position // common.BLOCK)))[
+            position % common.BLOCK]
+
+    def _run_start(self, at: int, after: bool = False) -> int:
+        """Where the run of ties holding `at` starts (with `after`: where the next starts),
+        galloping from `at`, then halving."""
+        rank, step, inside, step_sign = self._rank(at), 1, at, (1 if after else -1)
+        limit = self.count - 1 if after else 0
+        while True:  # (the farthest tie known, and the first index known not to tie)
+            probe = at + step_sign * step
+            if (probe > limit) if after else (probe < limit):
+                outside = limit + step_sign
+                break
+            if self._rank(probe) != rank:
+                outside = probe
+                break
+            inside, step = probe, step * 2
+        while abs(outside - inside) > 1:
+            middle = (inside + outside) // 2
+            if self._rank(middle) == rank:
+                inside = middle
+            else:
+                outside = middle
+        return inside + 1 if after else inside
+
+
+def ordered(read: Reader, name: str, ordering: list[tuple[str, bool]], positions: list[int]) -> list[int]:
+    """The positions sorted by the fields (ties: the collection's order)."""
+    size = common.BLOCK
+    needed = sorted({p // size for p in positions})
+    columns = []
+    for field, descending in ordering:
+        ranks = {block: read_u32(need(read, rank_file(name, field, block))) for block in needed}
+        columns.append((ranks, -1 if descending else 1))
+
+    def key(p: int) -> tuple:
+        block, at = divmod(p, size)
+        return tuple(sign * ranks[block][at] for ranks, sign in columns) + (p,)
+
+    return sorted(positions, key=key)
+
+
+BACKEND = Ordering()

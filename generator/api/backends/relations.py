@@ -1,0 +1,237 @@
+"""django-filter's filter on a relation by the related record's id (docs/spec/query.md §5):
+`?authors=<id>` lists the records whose `authors` include it. A to-many filter takes every
+value given (any of them), a to-one the last; each must be the id of a record (UUIDs read
+as Django's UUIDField reads them), else 400 with django-filter's words, every mistake of
+the request together as its form reports them. relations.js.j2 is its JavaScript twin.
+
+Its index, written by a build for each relation site.yaml's `filters` lists:
+`_query/filter/<relation>/<xx>.json`, for each id of the related collection starting with
+the two hex digits xx, the sorted positions of the records that refer to it (an id no
+record refers to is there too, with none: it is one of the choices).
+"""
+from __future__ import annotations
+
+from array import array
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Callable, Iterable
+
+import orjson
+
+from ...catalogue.querying import FILTERS, is_to_many, relations
+from ...catalogue.resources import BY_NAME, RESOURCES, Resource
+from ..querystring import digit_value, trimmed
+from .common import NUL, Backend, NUL_MESSAGE, Flush, Rejected, Request, query_dir, related_id, related_records
+
+ID_PREFIX = 2  # characters of an id that name its filter file
+# Django's and django-filter's words, with {value} for the value as given.
+INVALID_UUID = "“{value}” is not a valid UUID."
+UNKNOWN_MANY = "Select a valid choice. {value} is not one of the available choices."
+UNKNOWN_ONE = "Select a valid choice. That choice is not one of the available choices."
+
+
+@dataclass(frozen=True)
+class RelationFilter:
+    """One relation's parameter: its name is the relation's."""
+    name: str
+    many: bool
+
+    def ids(self, values: list[str]) -> list[str]:
+        """The canonical ids asked for ([]: no filter); Rejected as django-filter rejects."""
+        if not self.many:
+            values = values[-1:]
+            if values in ([], [""]):
+                return []
+        found = []
+        for value in values:
+            if NUL in value:
+                raise Rejected({self.name: [NUL_MESSAGE]})
+            canonical = uuid_text(value)
+            if canonical is None:
+                raise Rejected({self.name: [INVALID_UUID.format(value=value)]})
+            found.append(canonical)
+        return found
+
+    def openapi(self, target: str) -> dict:
+        given = ("Given more than once, the records related to any of them are listed. Only an id's canonical "
+                 "spelling (lower-case, with hyphens) is one of the choices.") if self.many else \
+            "Given more than once, the last counts; empty, it filters nothing."
+        return {"name": self.name, "in": "query", "required": False, "explode": True,
+                "schema": {"type": "array", "items": {"type": "string", "format": "uuid"}} if self.many
+                else {"type": "string", "format": "uuid"},
+                "description": f"django-filter's filter by a related {target}'s id: the records whose "
+                               f"`{self.name}` includes it. {given} An id that is not a UUID, or names no "
+                               "record, answers 400 with django-filter's message."}
+
+    def unknown(self, value: str) -> Rejected:
+        """The answer when an id names no record."""
+        if self.many:
+            return Rejected({self.name: [UNKNOWN_MANY.format(value=value)]})
+        return Rejected({self.name: [UNKNOWN_ONE]})
+
+
+def uuid_text(value: str) -> str | None:
+    """str(uuid.UUID(hex=value)), or None where that raises: Django's UUIDField.to_python.
+    (Thirty-two hex digits, or a sign and thirty-one, are always below 2**128: uuid.UUID's
+    range check never refuses what is left here.)"""
+    hexed = value.replace("urn:", "").replace("uuid:", "").strip("{}").replace("-", "")
+    if len(hexed) != 32:
+        return None
+    number = read_hex(hexed)
+    if number is None:
+        return None
+    text = f"{number:032x}"
+    return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
+
+
+def read_hex(text: str) -> int | None:
+    """What int(text, 16) returns for a text without `-` (uuid_text took them all out), or
+    None where it raises: white space around, a `+`, underscores between digits, and the
+    decimal digits of any script besides a-f."""
+    body = trimmed(text)
+    body = body[1:] if body[:1] == "+" else body
+    if "" in body.split("_"):
+        return None
+    digits = ""
+    for char in body.replace("_", ""):
+        if char in "0123456789abcdefABCDEF":
+            digits += char
+        elif (value := digit_value(char)) is not None:
+            digits += str(value)
+        else:
+            return None
+    return int(digits, 16)
+
+
+# ---- the index format ------------------------------------------------------------------
+
+
+def filter_file(name: str, relation: str, prefix: str) -> str:
+    """The ids starting with `prefix` (ID_PREFIX characters) of a filter's related collection."""
+    return f"{query_dir(name)}/filter/{relation}/{prefix}.json"
+
+
+def referring(request: Request, relation: str, id: str) -> list[int] | None:
+    """The records referring to the record `id` (None: no such record)."""
+    data = request.read(filter_file(request.name, relation, id[:ID_PREFIX]))
+    if data is None:
+        return None
+    return orjson.loads(data).get(id)
+
+
+class Referred:
+    """A run of records' references: each filter's records by related id, in order."""
+
+    def __init__(self, relations: list[str], first: int) -> None:
+        self.referred: dict[str, dict[str, array]] = {r: {} for r in relations}
+        self.count = first
+
+    def add(self, documents: list[dict]) -> None:
+        start = self.count
+        for relation, referred in self.referred.items():
+            for position, document in enumerate(documents, start):
+                related = related_records(document, relation)
+                ids = map(related_id, related) if len(related) < 2 else dict.fromkeys(map(related_id, related))
+                for id in ids:
+                    held = referred.get(id)
+                    if held is None:
+                        held = referred[id] = array("I")
+                    held.append(position)
+        self.count += len(documents)
+
+    def close(self) -> dict[str, dict[str, array]]:
+        return self.referred
+
+
+def write_filter(name: str, flush: Flush, relation: str, referred: dict[str, array], ids: Iterable[str]) -> None:
+    shards: dict[str, dict[str, list[int]]] = defaultdict(dict)
+    for id in ids:
+        referred.setdefault(id, array("I"))
+    for id in sorted(referred):
+        shards[id[:ID_PREFIX]][id] = referred[id].tolist()
+    for prefix, shard in shards.items():
+        flush(filter_file(name, relation, prefix), orjson.dumps(shard))
+
+
+def targets(name: str, query: dict) -> dict[str, str]:
+    """The collections (URL segments) whose ids the collection's filters take, by relation."""
+    resource = BY_NAME[name]
+    return {relation: relations(resource)[relation].name for relation in query.get(FILTERS, {}).get(name, [])}
+
+
+# ---- the backend -----------------------------------------------------------------------
+
+
+class Relations(Backend):
+    name = "relations"
+
+    def narrow(self, request: Request) -> set[int] | None:
+        """The records every filter given keeps (None: no filter given); all mistakes
+        together, as django-filter's form reports them."""
+        resource = BY_NAME[request.name]
+        errors: dict[str, list[str]] = {}
+        kept: set[int] | None = None
+        for relation in request.settings(FILTERS):
+            param = RelationFilter(relation, is_to_many(resource, relation))
+            values = request.values(relation)
+            try:
+                ids = param.ids(values)
+                if not ids:
+                    continue
+                found: set[int] = set()
+                for id, value in zip(ids, values[-len(ids):]):
+                    records = referring(request, relation, id)
+                    # (a to-many filter compares the value as given with str() of the ids it
+                    # found: only the canonical spelling of an id is one of its choices)
+                    if records is None or (param.many and value != id):
+                        raise param.unknown(value)
+                    found.update(records)
+            except Rejected as rejected:
+                errors.update(rejected.body)
+                continue
+            kept = found if kept is None else kept & found
+        if errors:
+            raise Rejected(errors)
+        return kept
+
+    def indexes(self, name: str, query: dict) -> bool:
+        return bool(query.get(FILTERS, {}).get(name))
+
+    def indexer(self, name: str, query: dict, flush: Flush, first: int) -> Referred:
+        return Referred(query.get(FILTERS, {}).get(name, []), first)
+
+    def finish(self, name: str, query: dict, flush: Flush, parts: list, ids: Callable[[str], Iterable[str]]) -> None:
+        for relation, target in targets(name, query).items():
+            referred = parts[0][relation]
+            for part in parts[1:]:
+                for id, positions in part[relation].items():
+                    held = referred.get(id)
+                    if held is None:
+                        referred[id] = positions
+                    else:
+                        held.extend(positions)
+            write_filter(name, flush, relation, referred, ids(target))
+
+    def openapi(self, resource: Resource, settings) -> list[dict]:
+        return [RelationFilter(relation, is_to_many(resource, relation)).openapi(relations(resource)[relation].label.lower())
+                for relation in settings.query.get(FILTERS, {}).get(resource.name, [])]
+
+    def rejects(self, name: str, query: dict) -> bool:
+        return self.indexes(name, query)
+
+    def probes(self, resource: Resource, documents: list[dict]) -> list[dict[str, str]]:
+        """A filter by each relation: the first related record's id."""
+        asked = []
+        for relation in relations(resource):
+            related = next((r for d in documents for r in related_records(d, relation)), None)
+            if related is not None:
+                asked.append({relation: related_id(related)})
+        return asked
+
+    def constants(self) -> dict:
+        return {"setting": FILTERS, "idPrefix": ID_PREFIX, "file": filter_file("{name}", "{relation}", "{prefix}"),
+                "messages": {"invalid": INVALID_UUID, "unknownMany": UNKNOWN_MANY, "unknownOne": UNKNOWN_ONE},
+                "many": {r.name: {relation: is_to_many(r, relation) for relation in relations(r)} for r in RESOURCES}}
+
+
+BACKEND = Relations()

@@ -1,0 +1,167 @@
+"""DRF's SearchFilter (docs/spec/query.md §3): `?search=` (the last value) split into terms as
+DRF does, each term folded (lower-cased; search_normalise: persian folds more), and the
+records listed where every term is found in one of the collection's search fields (site.yaml's
+`search`). A term found in a related record's field counts; when several terms count only
+on related records, one related record of each relation must serve them all, as DRF's
+single filter() joins them. search.js.j2 is its JavaScript twin.
+
+What the terms are looked up in is search_index.py's: the index format, a unit of its own.
+"""
+from __future__ import annotations
+
+import itertools
+import re
+
+from ...catalogue.querying import LOOKUPS, NORMALISE, SEARCH, SEP, relations, scalars, search_field, sort_kind
+from ...catalogue.resources import Resource
+from . import search_index
+from .common import NUL, NUL_MESSAGE, Backend, Flush, Rejected, Request, fold
+
+# Django's smart_split: quoted phrases (with backslash escapes) stay one bit.
+SMART_SPLIT = re.compile(r"""((?:[^\s'"]*(?:(?:"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*')[^\s'"]*)+)|\S+)""")
+MAX_SEARCH = 1000  # characters of a search value: longer ones answer 400 (a cap DRF does not have)
+TOO_LONG = f"Ensure this field has no more than {MAX_SEARCH} characters."
+SCALAR = ""  # a term's hit in a field of the record itself (else "relation element")
+_LOOKUP_WORDS = {"": "contains", "^": "starts with", "=": "equals"}
+
+
+class Search(Backend):
+    name = "search"
+    parameter = "search"
+
+    def terms(self, value: str | None) -> list[str]:
+        """The last value's terms, as DRF splits them; Rejected for a NUL or a value too long."""
+        if value is None:
+            return []
+        if NUL in value:
+            raise Rejected([NUL_MESSAGE])
+        if len(value) > MAX_SEARCH:
+            raise Rejected({self.parameter: [TOO_LONG]})
+        return smart_terms(value)
+
+    def narrow(self, request: Request) -> set[int] | None:
+        specs = request.settings(SEARCH)
+        if not specs:
+            return None
+        terms = self.terms(request.last(self.parameter))
+        return searched(request, specs, terms) if terms else None
+
+    def indexes(self, name: str, query: dict) -> bool:
+        return bool(query.get(SEARCH, {}).get(name))
+
+    def indexer(self, name: str, query: dict, flush: Flush, first: int) -> search_index.Indexer:
+        return search_index.Indexer(name, query, flush, first)
+
+    def finish(self, name: str, query: dict, flush: Flush, parts: list, ids) -> None:
+        search_index.finish(name, flush, parts)
+
+    def openapi(self, resource: Resource, settings) -> list[dict]:
+        fields = settings.query.get(SEARCH, {}).get(resource.name)
+        return [self.describe(fields, settings.query.get(NORMALISE))] if fields else []
+
+    def describe(self, fields: list[str], normalise: str | None) -> dict:
+        looks = ", ".join(f"`{f.lstrip('^=')}` ({_LOOKUP_WORDS[f[0] if f[0] in '^=' else '']})" for f in fields)
+        folded = (" Before comparing, both sides are folded as search_normalise: persian says (ي/ی, ك/ک, ة/ۀ/ه, "
+                  "Persian and Arabic-Indic digits, tatweel and diacritics dropped, ZWNJ a space): a deviation "
+                  "from DRF.") if normalise else ""
+        return {"name": self.parameter, "in": "query", "required": False, "schema": {"type": "string"},
+                "description": "DRF's SearchFilter: the value is split into terms at white space and commas "
+                               "(a quoted phrase stays one term), and a record is listed when every term is "
+                               f"found, case ignored, in one of: {looks}. A relation's field matches when one "
+                               "related record's does. A NUL character answers 400; so does a value over "
+                               f"{MAX_SEARCH} characters (a cap DRF does not have).{folded}"}
+
+    def rejects(self, name: str, query: dict) -> bool:
+        return self.indexes(name, query)
+
+    def probes(self, resource: Resource, documents: list[dict]) -> list[dict[str, str]]:
+        """The first word of the middle record's value of each text field and related record's."""
+        record = documents[len(documents) // 2]
+        words = []
+        fields = [(None, f) for f in scalars(resource) if sort_kind(resource, f) == "text"]
+        fields += [(r, f) for r, target in relations(resource).items() for f in scalars(target)
+                   if sort_kind(target, f) == "text"]
+        for relation, field in fields:
+            found = search_field(f"{relation}{SEP}{field}" if relation else field)
+            values = [v for v in search_index.values_of(record, found) if v.split()]
+            if values and values[0].split()[0] not in words:
+                words.append(values[0].split()[0])
+        return [{self.parameter: word} for word in words]
+
+    def constants(self) -> dict:
+        return {"setting": SEARCH, "normalise": NORMALISE, "parameter": self.parameter, "maxSearch": MAX_SEARCH, "tooLong": TOO_LONG,
+                "lookups": LOOKUPS, "sep": SEP, **search_index.constants()}
+
+
+def smart_terms(value: str) -> list[str]:
+    """DRF's search_smart_split."""
+    terms = []
+    for bit in SMART_SPLIT.finditer(value):
+        term = bit[0].strip(",")
+        if term.startswith(('"', "'")) and term[0] == term[-1]:
+            quote = term[0]
+            terms.append(term[1:-1].replace("\\" + quote, quote).replace("\\\\", "\\"))
+        else:
+            terms.extend(part.strip() for part in term.split(",") if part)
+    return terms
+
+
+def searched(request: Request, specs: list[str], terms: list[str]) -> set[int]:
+    """The records where every term matches some search field; a term matched in a related
+    record's value counts, and when several terms count on related records, one related
+    record of each relation must serve them all, as DRF's single filter() joins them."""
+    fields = [search_field(spec) for spec in specs]
+    folded = [fold(term, request.query.get(NORMALISE)) for term in terms]
+    scalar: list[set[int]] = []  # each term's records matched in a field of their own
+    related: list[dict[int, set[int]]] = []  # each term's records matched in each relation field
+    matched: set[int] | None = None
+    for term in folded:
+        own: set[int] = set()
+        by_field: dict[int, set[int]] = {}
+        for at, field in enumerate(fields):
+            found = search_index.hits(request, field, term)
+            if field.relation is None:
+                own |= found
+            else:
+                by_field[at] = found
+        every = own.union(*by_field.values())
+        matched = every if matched is None else matched & every
+        scalar.append(own)
+        related.append(by_field)
+    assert matched is not None
+    if len(terms) < 2 or all(field.relation is None for field in fields):
+        return matched
+    held: dict[tuple[int, int, int], dict[int, set[int]]] = {}
+    kept = set()
+    for position in matched:
+        left = [t for t in range(len(terms)) if position not in scalar[t]]
+        if len(left) > 1:
+            tags = [{f"{fields[at].relation} {element}" for at, found in related[t].items() if position in found
+                     for element in search_index.elements(request, fields[at], at, folded[t], t, position, held)}
+                    for t in left]
+            if not joined(tags):
+                continue
+        kept.add(position)
+    return kept
+
+
+def joined(tags: list[set[str]]) -> bool:
+    """Whether one choice of a related record per relation serves every term a field of the
+    record itself does not."""
+    left = [t for t in tags if SCALAR not in t]
+    if len(left) <= 1:
+        return True
+    options: dict[str, set[str]] = {}
+    for term in left:
+        for tag in term:
+            relation, _, element = tag.partition(" ")
+            options.setdefault(relation, set()).add(element)
+    names = sorted(options)
+    for choice in itertools.product(*(sorted(options[n]) for n in names)):
+        chosen = {f"{n} {e}" for n, e in zip(names, choice)}
+        if all(term & chosen for term in left):
+            return True
+    return False
+
+
+BACKEND = Search()

@@ -1,0 +1,45 @@
+"""The ordering backend (api/backends/ordering.py): the names it takes as DRF's OrderingFilter
+does, and the orders it gives from its rank and sorted files equal to Python's stable
+sorts, a whole collection a slice at a time across blocks too."""
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from backend_cases import QUERY, blocks_of, catalogues, files_of
+from generator.api.backends import select
+from generator.api.backends.ordering import Ordering, ordered
+
+
+def test_orderings_drop_names_not_allowed():
+    assert Ordering().fields(" -price , nope,title,-,--title", ["price", "title"]) == [("price", True), ("title", False)]
+    assert Ordering().fields("", ["price"]) == []
+
+
+@settings(max_examples=200, deadline=None)
+@given(catalogues(), st.sampled_from(["title", "-title", "pages,-title", "-pages", "nope,-pages,title"]))
+def test_an_ordering_sorts_as_python_does_ties_in_order(books, ordering):
+    files = files_of(books, QUERY)
+    selection = select(files.get, "books", [("ordering", ordering)], QUERY, len(books))
+    fields = Ordering().fields(ordering, QUERY["ordering"]["books"])
+
+    expected = list(range(len(books)))
+    for field, descending in reversed(fields):  # (stable sorts, last key first)
+        expected.sort(key=lambda at: books[at][field], reverse=descending)
+    assert list(selection.take(0, len(books))) == expected
+
+
+@settings(max_examples=200, deadline=None)
+@given(catalogues(), st.sampled_from(["pages,title", "-pages,-title", "title,-pages", "pages", "-pages,title,pages"]),
+       st.integers(0, 14), st.integers(1, 14))
+@pytest.mark.parametrize("block", [65536, 3])
+def test_a_whole_collection_in_several_fields_order_a_slice_at_a_time(block, books, ordering, start, length):
+    """The runs of ties around a slice sorted alone give what sorting everything does (in
+    blocks of 3 records too: runs across the files)."""
+    with blocks_of(block):
+        files = files_of(books, QUERY)
+        selection = select(files.get, "books", [("ordering", ordering)], QUERY, len(books))
+        everything = ordered(files.get, "books", Ordering().fields(ordering, ["title", "pages"]), list(range(len(books))))
+        assert list(selection.take(start, start + length)) == everything[start:start + length]
+
+

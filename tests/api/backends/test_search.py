@@ -1,0 +1,151 @@
+"""The search backend (api/backends/search.py, its index format search_index.py): terms and
+case folding as DRF and Django read them, on hostile text, against DRF's own functions; and
+the records a search selects equal to a naive scan of the records, DRF's SearchFilter on a
+database, whatever the blocks and buckets of the index. Its JavaScript twin answers alike
+(tests/hosts/test_query_js.py).
+"""
+from __future__ import annotations
+
+import itertools
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from backend_cases import EVERY_LOOKUP, QUERY, TERM, WORDS, blocks_of, catalogues, files_of
+from generator.api.backends import Rejected, search_index, select
+from generator.api.backends.common import fold
+from generator.api.backends.search import Search, smart_terms
+from generator.catalogue.querying import search_field
+
+pytest.importorskip("rest_framework")  # (DRF: the test extras)
+from querystring_reference import _django  # noqa: E402
+
+_django()
+from rest_framework import filters as drf_filters  # noqa: E402
+
+TEXT = st.text(st.sampled_from(" \t\u3000\x1c\u200c،,\"'\\abcکتابيك ۱٢"), max_size=24)
+
+
+@given(TEXT)
+def test_terms_are_drf_s(text):
+    assert smart_terms(text) == drf_filters.search_smart_split(text)
+
+
+def test_a_nul_in_a_search_is_refused():
+    with pytest.raises(Rejected) as refused:
+        Search().terms("a\x00b")
+    assert refused.value.encoded() == b'["Null characters are not allowed."]'
+
+
+def test_a_very_long_search_is_refused_with_its_cap():
+    assert Search().terms("x" * 1000) == ["x" * 1000] and Search().terms(None) == []
+    with pytest.raises(Rejected) as refused:
+        Search().terms("x" * 1001)
+    assert refused.value.body == {"search": ["Ensure this field has no more than 1000 characters."]}
+
+
+def test_persian_folding_on_both_sides():
+    assert fold("كتاب عربي", "persian") == fold("کتاب عربی", "persian")
+    assert fold("كتاب", None) != fold("کتاب", None)
+    assert fold("ﻛتـــاب ۱۲", "persian") != "کتاب 12"  # (presentation forms are not folded: docs/spec/query.md lists what is)
+    assert fold("کتـــاب‌ها ۱۲٣ دَرس", "persian") == "کتاب ها 123 درس"
+
+
+# ---- the records selected, against a naive scan ---------------------------------------
+
+
+def naive(books: list[dict], terms: list[str], normalise, query: dict = QUERY) -> list[int]:
+    """DRF's SearchFilter on a database: one row per combination of related records (a
+    book without any: one row of nulls), and a book matches when a row has every term in
+    some field."""
+    fields = [search_field(spec) for spec in query["search"]["books"]]
+
+    def hit(term: str, value) -> bool:
+        if value is None:
+            return False
+        term, value = fold(term, normalise), fold(str(value), normalise)
+        return {"contains": term in value, "startswith": value.startswith(term), "exact": term == value}[lookup]
+
+    found = []
+    for at, book in enumerate(books):
+        rows = itertools.product(book["authors"] or [None], book["publishers"] or [None])
+        for author, publisher in rows:
+            related = {"authors": author, "publishers": publisher}
+            ok = True
+            for term in terms:
+                any_field = False
+                for field in fields:
+                    lookup = field.lookup
+                    value = book[field.field] if field.relation is None else (
+                        related[field.relation] or {}).get(field.field)
+                    any_field = any_field or hit(term, value)
+                ok = ok and any_field
+            if ok:
+                found.append(at)
+                break
+    return found
+
+
+@settings(max_examples=300, deadline=None)
+@given(catalogues(), st.lists(st.sampled_from(WORDS), min_size=1, max_size=3), st.sampled_from([None, "persian"]))
+def test_a_search_selects_what_a_naive_scan_does(books, terms, normalise):
+    query_settings = {**QUERY, "search_normalise": normalise} if normalise else QUERY
+    files = files_of(books, query_settings)
+    value = " ".join(f'"{t}"' for t in terms)
+    selection = select(files.get, "books", [("search", value)], query_settings, len(books))
+    expected = naive(books, smart_terms(value), normalise)
+    if selection is None:
+        assert expected == list(range(len(books)))
+    else:
+        assert list(selection.positions) == expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(catalogues(), st.lists(st.one_of(TERM, st.sampled_from(WORDS)), min_size=1, max_size=3),
+       st.sampled_from([None, "persian"]), st.sampled_from([65536, 2, 1]), st.sampled_from([1024, 3, 1]))
+def test_the_token_index_selects_what_a_naive_scan_does_with_every_lookup(books, terms, normalise, block, buckets):
+    """Terms of any white space, in any script, against every lookup (values with white space
+    around and inside, empty and null ones, ZWNJ folded to a space), in one block or many,
+    with keys in postings files of their own or many a file."""
+    query_settings = {**EVERY_LOOKUP, "search_normalise": normalise} if normalise else EVERY_LOOKUP
+    with blocks_of(block, buckets):
+        files = files_of(books, query_settings)
+        value = " ".join(f'"{t}"' for t in terms)
+        selection = select(files.get, "books", [("search", value)], query_settings, len(books))
+    expected = naive(books, smart_terms(value), normalise, EVERY_LOOKUP)
+    assert (list(range(len(books))) if selection is None else list(selection.positions)) == expected
+
+
+def test_a_search_reads_no_text_for_a_word_and_only_its_candidates_blocks_for_a_phrase():
+    books = [{"title": title, "isbn": None if title is None else "1", "authors": [], "publishers": []}
+             for title in ["کتاب دریا", "دریا", "شب  دریا", " دریا کتاب", None, ""] * 2 + ["x"] * 6]
+    with blocks_of(6):
+        files = files_of(books, EVERY_LOOKUP)
+        read: list[str] = []
+
+        def reading(path):
+            read.append(path)
+            return files.get(path)
+
+        def searched(term):
+            read.clear()
+            selection = select(reading, "books", [("search", term)], EVERY_LOOKUP, len(books))
+            return list(selection.positions)
+
+        assert searched("ریا") == [p for p in range(12) if p % 6 < 4]
+        assert not any(path.endswith(".txt") and "/keys" not in path and "/heads" not in path for path in read)
+        assert searched('"ب د"') == [0, 6]
+        assert search_index.text_file("books", "title", 2) not in read  # (no candidate in the third block)
+        assert search_index.text_file("books", "title", 0) in read
+        assert searched('" دریا"') == [p for p in range(12) if p % 6 in (0, 2, 3)]
+        assert searched('""') == [p for p in range(18) if p % 6 != 4 or p >= 12]
+
+
+def test_a_postings_file_finds_each_key_among_keys_holding_its_bytes():
+    from array import array
+
+    data = search_index.encode_bucket([("ab", 1), ("b", array("I", [2, 3])), ("abb", 4), ("\t", 5), ("کتاب", 6)])
+    assert len(data) % 4 == 0
+    found = {key: list(search_index.postings(data, key)) for key in ("ab", "b", "abb", "bb", "\t", "کتاب", "تا", "")}
+    assert found == {"ab": [1], "b": [2, 3], "abb": [4], "bb": [], "\t": [5], "کتاب": [6], "تا": [], "": []}
+    assert list(search_index.postings(None, "ab")) == []

@@ -1,0 +1,255 @@
+"""The write service publishing to a bucket (`write-service --publish`): moto's S3 server as
+the bucket and its CloudFront API for the invalidations, over HTTP on a free loopback port,
+behind an endpoint of the test's own that can fail as a bucket fails (unreachable,
+throttled, credentials expired) or hold uploads mid-publish. Each write reaches the bucket
+with the bytes the local build published, in an order no reader catches half-way, with one
+invalidation per publish; faults and a SIGKILL lose nothing."""
+from __future__ import annotations
+
+import hashlib
+import json
+import secrets
+import shutil
+import signal
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from buckets import CLOUDFRONT_ENDPOINT, CREDENTIALS, Endpoint, clients, distribution, invalidations, moto
+from conftest import SAMPLE
+from generator import compose
+from generator.api.urls import BY_NAME, CURRENT, detail_path
+from generator.cli import main
+from generator.hosts import deploy, publish
+from generator.writes import tokens
+from servers import WriteService, runnable
+
+pytestmark = pytest.mark.skipif(not runnable("moto"), reason="moto is not installed")
+WAIT = 120  # seconds at most for the service to publish (a loaded machine; never a pause)
+PREFIX = "catalogue"
+
+
+@pytest.fixture(scope="module")
+def moto_port():
+    with moto() as port:
+        yield port
+
+
+@pytest.fixture
+def aws(moto_port, monkeypatch):
+    """moto's server behind an endpoint that fails on demand, named in the environment the
+    write service reads its credentials and CloudFront's address from."""
+    endpoint = Endpoint(moto_port, PREFIX)
+    for name, value in {**CREDENTIALS, CLOUDFRONT_ENDPOINT: endpoint.url}.items():
+        monkeypatch.setenv(name, value)
+    yield endpoint
+    endpoint.release()
+    endpoint.down()
+
+
+def objects(s3, bucket: str) -> dict[str, str]:
+    """Each object under the prefix (the deploy's marker aside) and the MD5 of its bytes."""
+    return {o["Key"].removeprefix(f"{PREFIX}/"): o["ETag"].strip('"')
+            for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=f"{PREFIX}/")
+            for o in page.get("Contents", []) if not o["Key"].endswith(deploy.MARKER)}
+
+
+def published(site: Path) -> dict[str, str]:
+    return {path: hashlib.md5((site / CURRENT / path).read_bytes()).hexdigest()
+            for path in deploy.tree((site / CURRENT).resolve())}
+
+
+class Stack:
+    """A built site, its bucket and distribution, and the write service publishing to them."""
+
+    def __init__(self, work: Path, aws: Endpoint, moto_port: int) -> None:
+        self.work, self.endpoint = work, aws
+        self.data, self.site = work / "data", work / "site"
+        shutil.copytree(SAMPLE, self.data)
+        compose.build(self.data, self.site)
+        self.token_file = work / "tokens"
+        self.token = tokens.add(self.token_file, "librarian")
+        self.s3, self.cloudfront = clients(moto_port)
+        self.bucket = f"publish-{secrets.token_hex(6)}"
+        self.s3.create_bucket(Bucket=self.bucket)
+        self.distribution = distribution(self.cloudfront)
+        self.service: WriteService | None = None
+
+    def options(self) -> list[str]:
+        return ["--publish", f"s3://{self.bucket}/{PREFIX}", "--endpoint-url", self.endpoint.url,
+                "--invalidate", self.distribution]
+
+    def start(self) -> WriteService:
+        self.service = WriteService(self.data, self.site, self.token_file, None, *self.options())
+        return self.service
+
+    def stop(self) -> None:
+        if self.service is not None:
+            self.service.stop()
+
+    def post(self, username: str) -> tuple[dict, bytes]:
+        """The 201's record and its bytes."""
+        body = self.service.create_user(self.token, username)
+        return json.loads(body), body
+
+    def published(self) -> dict:
+        """Once every write is rebuilt and the published generation is in the bucket (and the
+        CDN told): the service's status then."""
+        deadline = time.monotonic() + WAIT
+        while True:
+            status = self.service.status()
+            publish = status["publish"]
+            done = publish["published"] and publish["published"]["generation"] == (self.site / CURRENT).resolve().name
+            if not status["rebuild"]["pending"] and not publish["pending"] and done:
+                return status
+            assert time.monotonic() < deadline, (status, self.service.log.read_text())
+            time.sleep(0.05)
+
+    def failing(self) -> dict:
+        """Once a publish attempt has failed: the status then."""
+        deadline = time.monotonic() + WAIT
+        while not (status := self.service.status())["publish"]["failed attempts"]:
+            assert time.monotonic() < deadline, status
+            time.sleep(0.05)
+        return status
+
+    def check(self) -> str:
+        """`catalogue deploy --check` of the site to the bucket: what it finds to do."""
+        result = CliRunner().invoke(main, ["deploy", f"s3://{self.bucket}/{PREFIX}", "--site", str(self.site),
+                                           "--endpoint-url", self.endpoint.url, "--check"])
+        assert result.exit_code == 0, result.output
+        return result.output.splitlines()[1]
+
+
+@pytest.fixture
+def stack(tmp_path, aws, moto_port):
+    made = Stack(tmp_path, aws, moto_port)
+    yield made
+    made.stop()
+
+
+def detail_of(record: dict) -> str:
+    """The detail file of a user (whose object CloudFront caches for it: see publish.cached)."""
+    return detail_path(BY_NAME["user"], record["url"].rstrip("/").rsplit("/", 1)[1])
+
+
+def in_sync(stack: Stack) -> None:
+    files = published(stack.site)
+    assert objects(stack.s3, stack.bucket) == files
+    assert stack.check() == (f"compared with the bucket (--check): {len(files)} of the site's files there, "
+                             "0 missing, 0 different, 0 not in the site")
+
+
+# ---- the tests ----------------------------------------------------------------------------------
+
+def test_a_write_reaches_the_bucket_in_order_and_is_invalidated(stack):
+    stack.start()
+    stack.published()  # on start: the bucket brought up to the published generation
+    in_sync(stack)
+    before = len(invalidations(stack.cloudfront, stack.distribution))
+    stack.endpoint.changes.clear()
+    created, body = stack.post("publish.one")
+    status = stack.published()
+    detail = detail_of(created)
+    assert stack.s3.get_object(Bucket=stack.bucket, Key=f"{PREFIX}/{detail}")["Body"].read() == (
+        stack.site / CURRENT / detail).read_bytes() == body
+    in_sync(stack)
+    # Details and indexes first, then the pages of blocks, then the first pages that name them;
+    # each change once: the deploy's delta, never the whole site.
+    changes = [path.split(f"/{PREFIX}/", 1)[1] for method, path in stack.endpoint.changes
+               if f"/{PREFIX}/" in path and not path.endswith(deploy.MARKER)]
+    assert detail in changes and deploy.stage(detail) == 0
+    assert [deploy.stage(path) for path in changes] == sorted(deploy.stage(path) for path in changes)
+    assert len(changes) == len(set(changes)) == status["publish"]["published"]["uploaded"] < 30
+    # One invalidation of exactly what CloudFront caches of what changed: the objects the
+    # function rewrites requests to (the new user's, whose 404 it may hold), and the user
+    # list's pages put together, with every query string.
+    made = invalidations(stack.cloudfront, stack.distribution)[before:]
+    assert made == [publish.cached(changes)] and {f"/{detail}", "/_pages/user*"} <= set(made[0])
+    assert status["publish"]["published"]["invalidation"]
+
+
+def test_a_bucket_down_throttled_or_refusing_loses_nothing(stack):
+    stack.start()
+    stack.published()
+    before = len(invalidations(stack.cloudfront, stack.distribution))
+    stack.endpoint.down()
+    written = [stack.post("down.one")[0]]  # acknowledged, durable: the bucket is not the write's business
+    status = stack.failing()
+    assert status["publish"]["pending"] and status["publish"]["since"] and status["publish"]["error"]
+    written.append(stack.post("down.two")[0])  # folded into the pending publish
+    stack.endpoint.answer = "SlowDown"
+    stack.endpoint.up()
+    written.append(stack.post("throttled")[0])
+    assert "SlowDown" in wait_for_error(stack, "SlowDown")
+    stack.endpoint.answer = "ExpiredToken"
+    assert "ExpiredToken" in wait_for_error(stack, "ExpiredToken")
+    stack.endpoint.answer = None
+    stack.published()
+    in_sync(stack)
+    for record in written:
+        detail = detail_of(record)
+        assert objects(stack.s3, stack.bucket)[detail] == hashlib.md5((stack.site / CURRENT / detail).read_bytes()).hexdigest()
+    made = invalidations(stack.cloudfront, stack.distribution)[before:]
+    # Every user written while the bucket failed is forgotten by the CDN, in one invalidation.
+    assert len(made) == 1 and {f"/{detail_of(record)}" for record in written} <= set(made[0])
+
+
+def wait_for_error(stack: Stack, code: str) -> str:
+    deadline = time.monotonic() + WAIT
+    while code not in (error := stack.service.status()["publish"]["error"] or ""):
+        assert time.monotonic() < deadline, stack.service.status()
+        time.sleep(0.05)
+    return error
+
+
+def test_a_publish_killed_midway_resumes_on_restart(stack):
+    stack.start()
+    stack.published()
+    before = len(invalidations(stack.cloudfront, stack.distribution))
+    stack.endpoint.hold_after(2)  # the detail and one more go up; the rest wait
+    created, _ = stack.post("killed.midway")
+    assert stack.endpoint.holding.wait(WAIT)
+    stack.service.process.send_signal(signal.SIGKILL)
+    stack.service.process.wait()
+    stack.endpoint.release()
+    pending = list((stack.site / deploy.DEPLOY_DIR).glob("*.pending"))
+    assert len(pending) == 1 and f"/{detail_of(created)}" in json.loads(pending[0].read_text())["paths"]
+    stack.start()
+    stack.published()
+    in_sync(stack)
+    # The URLs of the killed publish, whose uploads went up before the kill, are forgotten too.
+    made = invalidations(stack.cloudfront, stack.distribution)[before:]
+    assert len(made) == 1 and f"/{detail_of(created)}" in made[0]
+    assert not list((stack.site / deploy.DEPLOY_DIR).glob("*.pending"))
+
+
+@pytest.mark.skipif(not runnable("cloudflare"), reason="cloudflare is not installed")
+def test_a_write_through_the_worker_is_read_back_through_the_worker(stack, tmp_path):
+    """The whole path: POST to the Worker, forwarded to the write service, written, rebuilt,
+    uploaded and invalidated; then the Worker over an R2 bucket holding what the S3 bucket
+    holds answers the new record at its Location, and the list that counts it."""
+    from test_cloudflare import _ask_worker
+
+    service = stack.start()
+    stack.published()
+    body = json.dumps({"username": "through.the.edge"})
+    headers = {"Authorization": f"Bearer {stack.token}", "Content-Type": "application/json"}
+    answer, = _ask_worker(stack.site, {}, [("POST", "/api/v1/user/", headers, body)], prefix=f"{PREFIX}/",
+                          write_service=f"http://127.0.0.1:{service.port}")
+    assert answer["status"] == 201, answer
+    location = answer["headers"]["location"].split("ketab.example.ir", 1)[1]
+    stack.published()
+    held = tmp_path / "r2"
+    files = {}
+    for key in objects(stack.s3, stack.bucket):
+        files[f"{PREFIX}/{key}"] = held / key
+        files[f"{PREFIX}/{key}"].parent.mkdir(parents=True, exist_ok=True)
+        files[f"{PREFIX}/{key}"].write_bytes(stack.s3.get_object(Bucket=stack.bucket, Key=f"{PREFIX}/{key}")["Body"].read())
+    detail, listed = _ask_worker(stack.site, files, [("GET", location, {}), ("GET", "/api/v1/user/?limit=100", {})],
+                                 prefix=f"{PREFIX}/")
+    assert (detail["status"], detail["body"]) == (200, answer["body"])
+    assert json.loads(answer["body"]) in json.loads(listed["body"])["results"]
+    assert f"/{detail_of(json.loads(answer['body']))}" in invalidations(stack.cloudfront, stack.distribution)[-1]
