@@ -77,7 +77,8 @@ $(DOCS_STAMP): $(STAMP)
 clean:
 	rm -rf $(VENV) node_modules site bench-work docs-site
 
-# Full, no-op and one-edit builds of 10K and 100K synthetic books (BENCH_FULL=1: and 1M).
+# Full, no-op and one-edit builds of 10K and 100K synthetic books (BENCH_FULL=1: and 1M), each
+# `catalogue build` as a user runs it, against the write floor of the same tree in the same run.
 # Then the delay from a POST's 201 to the record being served (sample and 100K books), and
 # the requests/s of each server installed on the same files (20K books), the generated nginx
 # configuration against a bare nginx on the same page file, and the records/s of

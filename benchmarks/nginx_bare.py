@@ -2,9 +2,10 @@
 
     python benchmarks/nginx_bare.py [--books 20000] [--rounds 5] [--seconds 4] [--workdir bench-work]
 
-The same files are served twice, by `catalogue serve --server nginx` (the route table:
-query string to file) and by a bare nginx whose only rule is `try_files $uri` (asked for
-the file's own path), both rooted at the site's `current` link, both with one worker,
+The same files, built by `catalogue build`, are served twice, by `catalogue serve --server
+nginx` (the route table: query string to file) and by a bare nginx whose only rule is
+`try_files $uri` (asked for the file's own path), both rooted at the site's `current` link,
+each in a session of its own, both answering the same bytes (checked), both with one worker,
 gzip_static, pcre_jit and a buffered access log: a page deep in the collection (plain and
 gzipped), a book's detail document and the collection's first page. wrk (2 threads, 32 connections) loads them in turns, the two alternating, so that
 the machine's drift falls on both; each figure is the median of the rounds. The workers'
@@ -14,6 +15,7 @@ request. Prints one table.
 from __future__ import annotations
 
 import argparse
+import http.client
 import json
 import os
 import re
@@ -27,10 +29,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from generator.api.urls import CURRENT, detail_file, page_file  # noqa: E402
-from generator.sitebuild import build  # noqa: E402
 from generator.hosts.nginx import find_nginx  # noqa: E402
 from generator.system import stop_with_parent  # noqa: E402
-from workload import catalogue  # noqa: E402
+from workload import catalogue, user_build  # noqa: E402
 from servers import Server, children, free_port, wait_for_port  # noqa: E402
 
 PAGE = "/api/v1/books/?limit=12&offset=120"
@@ -67,6 +68,26 @@ def wrk(port: int, path: str, seconds: int, headers: dict[str, str]) -> tuple[fl
     return float(re.search(r"Requests/sec:\s+([0-9.]+)", out)[1]), int(re.search(r"([0-9]+) requests in", out)[1])
 
 
+def answer(port: int, path: str, headers: dict[str, str]) -> tuple[int, bytes]:
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        connection.request("GET", path, headers=headers)
+        response = connection.getresponse()
+        return response.status, response.read()
+    finally:
+        connection.close()
+
+
+def check_same(asked: dict, served: dict) -> None:
+    """Both answer each case with a 200 and the same bytes: a bare nginx answering a 404 (a
+    file named wrongly) would be measured at twice the rate of the file."""
+    for case, (path, file, headers) in asked.items():
+        generated, bare = answer(served["generated"][0], path, headers), answer(served["bare"][0], f"/{file}", headers)
+        if generated[0] != 200 or generated != bare:
+            raise SystemExit(f"{case}: the generated configuration answers {generated[0]} ({len(generated[1])} bytes), "
+                             f"the bare one {bare[0]} ({len(bare[1])} bytes): not the same file")
+
+
 def cpu_seconds(pids: list[int]) -> float:
     ticks = 0
     for pid in pids:
@@ -99,7 +120,7 @@ def main() -> None:
     work = args.workdir.absolute()
     data = catalogue(work, args.books)
     site = work / f"serve-site-{args.books}"
-    build(data, site)
+    user_build(data, site)  # (a no-op when the last run built it)
     generated = Server(site, kind="nginx")
     book = json.loads(generated.get(PAGE).body)["results"][0]["id"]
     asked = {"page": (PAGE, page_file("books", "12", "0", "120"), {}),
@@ -110,12 +131,15 @@ def main() -> None:
     (run / "tmp").mkdir(parents=True, exist_ok=True)
     port = free_port()
     (run / "nginx.conf").write_text(BARE.format(run=run, port=port, root=site / CURRENT))
+    # In a session of its own, as `catalogue serve` runs the generated one's nginx, so that the
+    # two are scheduled alike: the kernel shares the processors among sessions first (autogroup).
     bare = subprocess.Popen([find_nginx(), "-p", str(run), "-c", str(run / "nginx.conf"), "-g", "daemon off;"],
-                            preexec_fn=stop_with_parent)
+                            preexec_fn=stop_with_parent, start_new_session=True)
     try:
         wait_for_port(port, bare, "bare nginx")
         served = {"generated": (generated.port, workers(generated.process.pid)),
                   "bare": (port, workers(bare.pid))}
+        check_same(asked, served)
         rates = {(who, case): [] for who in served for case in CASES}
         cost = {key: [] for key in rates}
         for _ in range(args.rounds):

@@ -1,19 +1,31 @@
 """What the benchmarks share: the synthetic catalogues they measure, made once per size
-(and seed) and kept in the work directory for the next run."""
+(and seed) and kept in the work directory for the next run, and the `catalogue` command
+they run as a user does."""
 from __future__ import annotations
 
 import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-SEED = 7
+# The project's own command, from the environment the benchmark runs in (make bench: .venv).
+CATALOGUE = Path(sys.executable).with_name("catalogue")
+SEED = 5  # the seed of the catalogues the performance figures are measured on
+BASE_URL = "http://127.0.0.1:18099"  # a local build's links: where it would be served
+
+
+def build_command(data: Path, out: Path) -> list[str]:
+    """`catalogue build` as a user runs it: the command and the options, a process of its own."""
+    return [str(CATALOGUE), "build", "--data", str(data), "--out", str(out), "--base-url", BASE_URL]
+
+
+def user_build(data: Path, out: Path) -> None:
+    subprocess.run(build_command(data, out), check=True, stdout=subprocess.DEVNULL)
 
 
 def catalogue(work: Path, books: int) -> Path:
-    """The data directory of the synthetic catalogue of this many books."""
-    data = work / f"data-{books}"
+    """The data directory of the synthetic catalogue of this many books (CSV files)."""
+    data = work / f"data-{books}-seed{SEED}"
     if not (data / "site.yaml").exists():
-        subprocess.run([sys.executable, "-m", "generator", "synth", str(data), "--books", str(books),
-                        "--seed", str(SEED)], cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
+        subprocess.run([str(CATALOGUE), "synth", str(data), "--books", str(books), "--seed", str(SEED),
+                        "--format", "csv"], check=True, stdout=subprocess.DEVNULL)
     return data

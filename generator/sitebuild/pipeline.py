@@ -117,7 +117,7 @@ def build(data_dir: Path, out_dir: Path, base_url: str | None = None, progress: 
         phases.done("read the input")
         if now is not None and now.same_output(before):
             return Summary(state.counts(previous), before.files, before.bytes, time.monotonic() - started, 0,
-                           job.processes, phases.seconds)
+                           job.processes, phases.seconds)  # (not a file touched: nor the report)
         incremental = state.Incremental.between(previous, before, now)
         with (site.new_generation() as generation,
               tempfile.TemporaryDirectory(prefix="scratch-", dir=site.state, ignore_cleanup_errors=True) as scratch):
@@ -138,9 +138,10 @@ def build(data_dir: Path, out_dir: Path, base_url: str | None = None, progress: 
             phases.done("publish (flush, swap)")
         site.collect_garbage(keep=[generation.root, replaced], background=background)
         phases.done("garbage")
-    written = result.files + generation.files
-    return Summary(result.published, now.files, now.bytes, time.monotonic() - started, written, job.processes,
-                   phases.seconds)
+        summary = Summary(result.published, now.files, now.bytes, time.monotonic() - started,
+                          result.files + generation.files, job.processes, phases.seconds)
+        site.report(summary)
+    return summary
 
 
 def check(data_dir: Path, base_url: str | None = None, progress: Progress | None = None,

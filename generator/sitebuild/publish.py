@@ -9,6 +9,8 @@
                                            detail documents of one id prefix, or a block of pages
     <out>/.build/trash/                    garbage on its way out, deleted in the background
     <out>/.build/lock                      one build at a time
+    <out>/.build/report.json               what the last build that published did (its Summary):
+                                           files, bytes, files written, seconds of each step
 
 A rebuild writes only the files whose bytes changed, into new shard directories
 that it completes with hard links to the unchanged files of the old ones (same
@@ -18,6 +20,7 @@ failed or killed build never touches it.
 """
 from __future__ import annotations
 
+import dataclasses
 import errno
 import fcntl
 import os
@@ -26,8 +29,9 @@ import sys
 import uuid
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Iterator, Protocol
+from typing import Any, Callable, Iterator, Protocol
 
+import orjson
 from isal import isal_zlib
 
 from ..api.serving import GZIP_MIN
@@ -39,6 +43,7 @@ from . import trash
 # Files of GZIP_MIN bytes or more get a .gz twin. A page of 12 books shrinks 3.5-5x, at
 # ~120 MB/s with zlib's level 1 and ~520 MB/s with ISA-L's level 1 (the same ratio).
 GZIP_LEVEL = 1
+REPORT = "report.json"  # <out>/.build/report.json
 
 
 class OutputError(CatalogueError):
@@ -183,6 +188,13 @@ class Site:
                 raise
             self._check_served_names()
             yield self
+
+    def report(self, summary: Any) -> None:
+        """Keep what a build did (a dataclass) for whoever ran it as a process, `make bench`
+        among them."""
+        temporary = self.state / f".{REPORT}.new"
+        temporary.write_bytes(orjson.dumps(dataclasses.asdict(summary)))
+        os.replace(temporary, self.state / REPORT)
 
     def published(self) -> Path | None:
         link = self.out / CURRENT
