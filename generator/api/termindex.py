@@ -46,10 +46,8 @@ Postings (the records of one key in one field), a *set*:
   varint count, then every position's low 16 bits as little-endian uint16, group after
   group (a position is high * 65536 + low); form 1 (a bitmap): ceil(count / 8) bytes,
   record p present iff bit p % 8 (least significant first) of byte p // 8 is set.
-  In a relation field the set is followed by its *elements*: varint m, then m times:
-  varint record, varint k, k varints: the elements the key matched in that record, for
-  each record whose elements are not just {0} (a record of the set not listed there
-  matched at element 0 alone). The writer picks the smaller form.
+  In a relation field the postings are varint m, then m sets: the records the key
+  matched at element 0, 1, .. m-1 (their union: its records).
 
 Files (paths relative to the index's directory):
 - `root.bin`: b"TIR1", varint version (1), varint record count, varint number of
@@ -59,18 +57,32 @@ Files (paths relative to the index's directory):
   `leaf/<name as 8 lower-case hex digits>.bin`.
 - `leaf/<name>.bin`: b"TIL1", varint number of entries, then each entry: its key
   front-coded against the previous key of the leaf (the first's shares 0 bytes), varint
-  number of fields it has, and per field: varint field, varint records (how many the set
-  holds), varint where; where 0: varint length and the set's bytes inline; where 1:
-  varint name and varint length: the set is the file `post/<name as 8 hex digits>.bin`.
+  number of fields it has, and per field: varint field, varint size class (the bit length
+  of the number of records the set holds: what the plan ranks terms by before reading a
+  set; coarse, so that an edit seldom changes it), varint where; where 0: varint length
+  and the set's bytes inline (sets of up to INLINE_MAX bytes); where 1: varint name,
+  varint ordinal: the set is the ordinal-th (from 0) of `post/<name>.bin`.
   The entries of all leaves, in root order, are every key in order. A leaf ends after
   an entry whose key's CRC-32 has its low LEAF_BITS bits zero (content-defined: an edit
   changes the leaves holding the keys it changes, and shifts no other boundary), or
   at the last key.
-- `post/<name>.bin`: b"TIP1" then one set (a list too long to keep in its leaf: more
-  than INLINE_MAX bytes).
-Names are the CRC-32 of the leaf's first key (of a postings file: of its key's bytes,
-a NUL and its field's number), plus 1 as often as needed to differ from every name given
-before it in key order.
+- `post/<name>.bin`: b"TIP1", varint number of sets, each one's length (varint), then
+  the sets, in key order (so a range of keys has its sets in a run of files); an edit
+  that changes a set rewrites its file, and its leaf only where its size class changes. A set over CHUNK_ALONE bytes has a file of its own; a file ends after
+  a set once it holds CHUNK_MIN bytes and the set's tag (key, NUL, varint field) has a
+  CRC-32 whose low CHUNK_BITS bits are zero.
+Names are the CRC-32 of the leaf's first key (of a postings file: of its first set's
+tag), plus 1 (modulo 2**32) as often as needed to differ from every name of its kind
+given before it in key order.
+
+The read plan (`search`): the root; the leaves of up to LEAF_BATCH terms' keys at once,
+the terms likeliest to be rare first; then, the terms of the batch from the fewest
+records up (as the leaves count them), each term's postings files, or, where the
+candidates (the records every term so far holds) are few, or lie on fewer pages than
+the term has files to read, or the files would overrun the budget, nothing: the term is
+checked on the candidates' documents (the pages the answer reads anyway, when they are
+a page's worth). Batches go on while the candidates are more than a page's worth. A
+phrase narrows the candidates by its words' sets and is checked on documents.
 """
 from __future__ import annotations
 
@@ -94,7 +106,10 @@ ANY, EXACT, GRAM, HEAD, SUFFIX = "A", "E", "G", "H", "S"
 GRAM_MAX = 2  # characters of the terms answered by a precomputed set
 MIN_SUFFIX = GRAM_MAX + 1
 LEAF_BITS = 10  # a leaf holds 2**LEAF_BITS keys on average
-INLINE_MAX = 1024  # bytes of a set kept in its leaf; a longer one has its own file
+INLINE_MAX = 32  # bytes of a set kept in its leaf; longer ones go to postings files
+CHUNK_MIN, CHUNK_ALONE, CHUNK_BITS = 16384, 16384, 3  # a postings file's size (see _Chunks)
+CHUNK_MASK = (1 << CHUNK_BITS) - 1
+LEAF_BATCH = 4  # terms whose leaves a round reads (the rest wait: the candidates may be few by then)
 ELEMENT_BITS = 16  # the build's code of a relation field's match: record << ELEMENT_BITS | element
 ELEMENT_MASK = (1 << ELEMENT_BITS) - 1
 LIST, BITMAP = 0, 1
@@ -106,10 +121,19 @@ LOW = 0xFFFF
 
 
 def put_varint(out: bytearray, number: int) -> None:
+    if number < 0x80:
+        out.append(number)
+        return
     while number > 0x7F:
         out.append(number & 0x7F | 0x80)
         number >>= 7
     out.append(number)
+
+
+def _varint(number: int) -> bytearray:
+    out = bytearray()
+    put_varint(out, number)
+    return out
 
 
 def get_varint(data: bytes, at: int) -> tuple[int, int]:
@@ -163,9 +187,8 @@ def column_values(document: dict, field: SearchField) -> list[str | None]:
     if field.relation is None:
         value = document.get(field.field)
         return [] if value is None else [_text(value)]
-    related = document.get(field.relation)
-    related = [] if related is None else related if isinstance(related, list) else [related]
-    return [None if (value := record.get(field.field)) is None else _text(value) for record in related]
+    return [None if (value := record.get(field.field)) is None else _text(value)
+            for record in _related(document, field.relation)]
 
 
 def _text(value) -> str:
@@ -188,6 +211,9 @@ def encode_set(positions: Sequence[int], count: int, out: bytearray) -> None:
         out += bitmap
         return
     put_varint(out, LIST)
+    if len(positions) == 1:  # (most keys: one record)
+        out += bytes((1, *_varint(positions[0] >> 16), 1)) + (positions[0] & LOW).to_bytes(2, "little")
+        return
     groups = []
     at = 0
     while at < len(positions):
@@ -239,68 +265,53 @@ _BIG_ENDIAN = array("H", [1]).tobytes() == b"\x00\x01"
 
 def encode_postings(codes: Sequence[int], relation: bool, count: int) -> tuple[bytes, int]:
     """A key's postings in a field: its positions (of a relation field: record << ELEMENT_BITS
-    | element codes), sorted, as a set and, of a relation field, its elements; and how many
-    records they hold."""
+    | element codes), sorted; and how many records they hold."""
     out = bytearray()
     if not relation:
         encode_set(codes, count, out)
         return bytes(out), len(codes)
     records = array("I", map(operator.rshift, codes, itertools.repeat(ELEMENT_BITS)))
     elements = array("H", map(operator.and_, codes, itertools.repeat(ELEMENT_MASK)))
-    distinct = list(dict.fromkeys(records))
-    encode_set(distinct, count, out)
-    odd: dict[int, list[int]] = {}
-    if len(distinct) < len(records) or any(elements):
-        for at in itertools.compress(range(len(records)), elements):  # (a match beyond element 0)
-            odd.setdefault(records[at], [])
-        for record in odd:
-            start = bisect.bisect_left(records, record)
-            stop = bisect.bisect_right(records, record, start)
-            odd[record] = elements[start:stop].tolist()
-    put_varint(out, len(odd))
-    for record, held in odd.items():
-        put_varint(out, record)
-        put_varint(out, len(held))
-        for element in held:
-            put_varint(out, element)
-    return bytes(out), len(distinct)
+    if not any(elements):
+        put_varint(out, 1)
+        encode_set(records, count, out)
+        return bytes(out), len(records)
+    top = max(elements)
+    put_varint(out, top + 1)
+    for element in range(top + 1):
+        encode_set(array("I", itertools.compress(records, map(operator.eq, elements, itertools.repeat(element)))),
+                   count, out)
+    return bytes(out), len(dict.fromkeys(records))
 
 
 @dataclass
 class Postings:
-    """A key's (or several keys') records in a field, and of a relation field the elements
-    matched where they are not just element 0."""
+    """A key's (or several keys') records in a field, and of a relation field the records
+    matched at each element."""
     records: set[int]
-    elements: dict[int, set[int]]
+    by_element: list[set[int]]
 
     def elements_of(self, record: int) -> set[int]:
-        return self.elements.get(record, _ZERO)
+        return {element for element, held in enumerate(self.by_element) if record in held}
 
     def update(self, other: "Postings") -> None:
-        """This and the other's records, each with the elements either matched."""
-        for record in self.elements.keys() | other.elements.keys():
-            self.elements[record] = ((set(self.elements_of(record)) if record in self.records else set())
-                                     | (other.elements_of(record) if record in other.records else set()))
         self.records |= other.records
-
-
-_ZERO = frozenset((0,))
+        for element, held in enumerate(other.by_element):
+            if element < len(self.by_element):
+                self.by_element[element] |= held
+            else:
+                self.by_element.append(set(held))
 
 
 def decode_postings(data: bytes, at: int, relation: bool, count: int) -> Postings:
-    positions, at = decode_set(data, at, count)
-    elements: dict[int, set[int]] = {}
-    if relation:
-        odd, at = get_varint(data, at)
-        for _ in range(odd):
-            record, at = get_varint(data, at)
-            size, at = get_varint(data, at)
-            held = set()
-            for _ in range(size):
-                element, at = get_varint(data, at)
-                held.add(element)
-            elements[record] = held
-    return Postings(set(positions), elements)
+    if not relation:
+        return Postings(set(decode_set(data, at, count)[0]), [])
+    elements, at = get_varint(data, at)
+    by_element = []
+    for _ in range(elements):
+        positions, at = decode_set(data, at, count)
+        by_element.append(set(positions))
+    return Postings(set().union(*by_element), by_element)
 
 
 # ---- the build's side ---------------------------------------------------------------------
@@ -319,25 +330,28 @@ class _Column:
         self.heads: dict[str, "int | array"] = {}
         self.wholes: dict[str, "int | array"] = {}
 
-    def add(self, position: int, values: list[str | None]) -> None:
+    def add(self, first: int, run: list[list[str | None]]) -> None:
+        """The values of a run of records from `first` (tight loops: a million records pass here)."""
         if self.relation:
-            coded = [(position << ELEMENT_BITS | element, value) for element, value in enumerate(values)
-                     if value is not None]
+            if any(len(values) > ELEMENT_MASK for values in run):
+                raise ValueError(f"a record among {first}.. has more than {ELEMENT_MASK} related records in one relation")
+            coded = [(position << ELEMENT_BITS | element, value) for position, values in enumerate(run, first)
+                     for element, value in enumerate(values) if value is not None]
         else:
-            coded = [(position, values[0])] if values else []
-        lookups, post, kind = self.lookups, self._post, self.any.typecode
-        for code, value in coded:
-            self.any.append(code)
-            if "contains" in lookups:
-                post(self.tokens, set(value.split()), code, kind)
-            if "startswith" in lookups and value and not value[0].isspace():
-                post(self.heads, (value.split(None, 1)[0],), code, kind)
-            if "exact" in lookups:
-                post(self.wholes, (value,), code, kind)
+            coded = [(position, values[0]) for position, values in enumerate(run, first) if values]
+        self.any.extend([code for code, _ in coded])
+        kind = self.any.typecode
+        if "contains" in self.lookups:
+            self._post(self.tokens, [(code, token) for code, value in coded for token in set(value.split())], kind)
+        if "startswith" in self.lookups:
+            self._post(self.heads, [(code, value.split(None, 1)[0]) for code, value in coded
+                                    if value and not value[0].isspace()], kind)
+        if "exact" in self.lookups:
+            self._post(self.wholes, [(code, value) for code, value in coded], kind)
 
     @staticmethod
-    def _post(keys: dict, found: Iterable[str], code: int, kind: str) -> None:
-        for key in found:
+    def _post(keys: dict, coded: list[tuple[int, str]], kind: str) -> None:
+        for code, key in coded:
             held = keys.get(key)
             if held is None:
                 keys[key] = code
@@ -352,29 +366,34 @@ class TermIndexWriter:
     `finish` hands each file to `flush(path, bytes)` (paths relative to the index's
     directory: the caller writes a file only where its bytes changed)."""
 
-    def __init__(self, specs: Sequence[str], record_count: int) -> None:
+    def __init__(self, specs: Sequence[str], record_count: int, inline_max: int = INLINE_MAX) -> None:
         self.fields = index_fields(specs)
-        self.count = record_count
+        self.count, self.inline_max = record_count, inline_max
         self.columns: dict[str, _Column] = {}
         for field in self.fields:
             self.columns.setdefault(field.column, _Column(field.relation is not None)).lookups.add(field.lookup)
         self.readers = {field.column: field for field in self.fields}  # (a field whose column_values read it)
+        self.added = 0
 
-    def add(self, position: int, values: dict[str, list[str | None]]) -> None:
-        """A record's folded values by column (as column_values gives them, folded)."""
+    def add(self, first: int, run: dict[str, list[list[str | None]]]) -> None:
+        """A run of records from `first` (runs come in order): by column, each record's
+        folded values (as column_values gives them, folded)."""
+        if first != self.added:
+            raise ValueError(f"records from {first} given after {self.added} records")
         for name, column in self.columns.items():
-            column.add(position, values[name])
+            column.add(first, run[name])
+        self.added += len(next(iter(run.values()), []))
 
-    def add_document(self, position: int, document: dict, fold: Callable[[str], str]) -> None:
-        """A record from its document (api/render's), its values folded by `fold`."""
-        self.add(position, document_values(document, self.readers, fold))
+    def add_documents(self, first: int, documents: list[dict], fold: Callable[[str], str]) -> None:
+        """A run of records from their documents (api/render's), their values folded by `fold`."""
+        self.add(first, {column: run_values(documents, field, fold) for column, field in self.readers.items()})
 
     def finish(self, flush: Flush) -> None:
         entries = self._entries()
         keys = sorted(entries)
         leaves: list[tuple[bytes, int]] = []
         leaf_names: set[int] = set()
-        postings_names: set[int] = set()
+        chunks = _Chunks(flush)
         out, previous, first, held = bytearray(), b"", None, 0
         mask = (1 << LEAF_BITS) - 1
         for key in keys:
@@ -383,7 +402,7 @@ class TermIndexWriter:
                 first, previous = encoded, b""
             _put_key(out, previous, encoded)
             previous = encoded
-            self._put_entry(out, encoded, entries[key], flush, postings_names)
+            self._put_entry(out, encoded, entries[key], chunks)
             held += 1
             if zlib.crc32(encoded) & mask == 0 or key is keys[-1]:
                 name = _name(leaf_names, first)
@@ -392,6 +411,7 @@ class TermIndexWriter:
                 flush(leaf_file(name), bytes(body + out))
                 leaves.append((first, name))
                 out, first, held = bytearray(), None, 0
+        chunks.close()
         flush(ROOT, self._root(leaves))
 
     def _root(self, leaves: list[tuple[bytes, int]]) -> bytes:
@@ -410,27 +430,31 @@ class TermIndexWriter:
             previous = first
         return bytes(out)
 
-    def _put_entry(self, out: bytearray, key: bytes, by_field: dict[int, "int | array"], flush: Flush,
-                   names: set[int]) -> None:
+    def _put_entry(self, out: bytearray, key: bytes, by_field: dict[int, "int | array"], chunks: "_Chunks") -> None:
         put_varint(out, len(by_field))
         for number in sorted(by_field):
             codes = by_field[number]
+            if codes.__class__ is int and self.fields[number].relation is None and self.inline_max >= 8:
+                # (most keys: one record)
+                put_varint(out, number)
+                body = _ONE_SET + _varint(codes >> 16) + b"\x01" + (codes & LOW).to_bytes(2, "little")
+                out += bytes((1, INLINE, len(body))) + body
+                continue
             data, records = encode_postings([codes] if codes.__class__ is int else codes,
                                             self.fields[number].relation is not None, self.count)
             put_varint(out, number)
-            put_varint(out, records)
-            if len(data) <= INLINE_MAX:
+            put_varint(out, records.bit_length())
+            if len(data) <= self.inline_max:
                 put_varint(out, INLINE)
                 put_varint(out, len(data))
                 out += data
             else:
                 tag = bytearray(key + b"\x00")
                 put_varint(tag, number)
-                name = _name(names, bytes(tag))
-                flush(postings_file(name), POSTINGS_MAGIC + data)
+                name, ordinal = chunks.put(bytes(tag), data)
                 put_varint(out, FILE)
                 put_varint(out, name)
-                put_varint(out, len(data))
+                put_varint(out, ordinal)
 
     def _entries(self) -> dict[str, dict[int, "int | array"]]:
         """Every key's codes, by field number."""
@@ -467,6 +491,49 @@ class TermIndexWriter:
             for gram, held in grams.items():
                 put(GRAM + gram, number, _union(held, column.any.typecode))
         return entries
+
+
+_ONE_SET = bytes((LIST, 1))  # (a set of one record: its form, one group)
+
+
+class _Chunks:
+    """The postings files, filled with sets in key order: a set longer than CHUNK_ALONE has
+    a file of its own; a file ends after a set, once it holds CHUNK_MIN bytes, where the
+    set's tag (key, NUL, field) has a CRC-32 whose low CHUNK_BITS bits are zero."""
+
+    def __init__(self, flush: Flush) -> None:
+        self.flush = flush
+        self.names: set[int] = set()
+        self.name: int | None = None
+        self.sets: list[bytes] = []
+        self.size = 0
+
+    def put(self, tag: bytes, data: bytes) -> tuple[int, int]:
+        """Where a set goes: its file's name and its place among the file's sets."""
+        if len(data) > CHUNK_ALONE:
+            self.close()
+            name = self.name = _name(self.names, tag)
+            self.sets.append(data)
+            self.close()
+            return name, 0
+        if self.name is None:
+            self.name = _name(self.names, tag)
+        name, ordinal = self.name, len(self.sets)
+        self.sets.append(data)
+        self.size += len(data)
+        if self.size >= CHUNK_MIN and zlib.crc32(tag) & CHUNK_MASK == 0:
+            self.close()
+        return name, ordinal
+
+    def close(self) -> None:
+        if self.name is None:
+            return
+        out = bytearray(POSTINGS_MAGIC)
+        put_varint(out, len(self.sets))
+        for data in self.sets:
+            put_varint(out, len(data))
+        self.flush(postings_file(self.name), bytes(out + b"".join(self.sets)))
+        self.name, self.sets, self.size = None, [], 0
 
 
 def _grams(token: str) -> set[str]:
@@ -507,6 +574,25 @@ def document_values(document: dict, fields: dict[str, SearchField], fold: Callab
     """A record's folded values by column, from its document."""
     return {column: [None if value is None else fold(value) for value in column_values(document, field)]
             for column, field in fields.items()}
+
+
+def run_values(documents: list[dict], field: SearchField, fold: Callable[[str], str]) -> list[list[str | None]]:
+    """Each document's folded values in a field's column: column_values, a comprehension a
+    run rather than a call a record."""
+    name = field.field
+    if field.relation is None:
+        return [[] if (value := document.get(name)) is None else
+                [fold(value if value.__class__ is str else _text(value))] for document in documents]
+    relation = field.relation
+    return [[None if (value := record.get(name)) is None else fold(value if value.__class__ is str else _text(value))
+             for record in _related(document, relation)]
+            for document in documents]
+
+
+def _related(document: dict, relation: str) -> list | tuple:
+    """The records a document embeds in a relation, a to-one's as one or none."""
+    related = document.get(relation)
+    return () if related is None else related if related.__class__ is list else (related,)
 
 
 # ---- the reader's side --------------------------------------------------------------------
@@ -558,14 +644,14 @@ def _get_key(data: bytes, at: int, previous: bytes) -> tuple[bytes, int]:
 
 @dataclass(frozen=True)
 class Piece:
-    """One key's set in one field, as its leaf tells of it: inline (`data` from `start`),
-    or in the postings file `name` of `size` bytes."""
+    """One key's set in one field, as its leaf tells of it: inline in `data` from `start`,
+    or (data None) the set at `start` among those of the postings file `name`; `records`:
+    at most how many records it holds (the leaf tells their number's bit length)."""
     field: int
     records: int
     data: bytes | None
     start: int
     name: int
-    size: int
 
 
 def decode_leaf(data: bytes) -> dict[bytes, list[Piece]]:
@@ -581,16 +667,17 @@ def decode_leaf(data: bytes) -> dict[bytes, list[Piece]]:
         pieces = []
         for _ in range(fields):
             number, at = get_varint(data, at)
-            records, at = get_varint(data, at)
+            size_class, at = get_varint(data, at)
+            records = (1 << size_class) - 1
             where, at = get_varint(data, at)
             if where == INLINE:
                 size, at = get_varint(data, at)
-                pieces.append(Piece(number, records, data, at, 0, size))
+                pieces.append(Piece(number, records, data, at, 0))
                 at += size
             else:
                 name, at = get_varint(data, at)
-                size, at = get_varint(data, at)
-                pieces.append(Piece(number, records, None, 0, name, size))
+                ordinal, at = get_varint(data, at)
+                pieces.append(Piece(number, records, None, ordinal, name))
         found[key] = pieces
     return found
 
@@ -683,9 +770,21 @@ class _Term:
         return sum(min(sum(p.records for p in self.pieces[number, at]) for at in range(len(looked)))
                    for number, looked in self.clauses)
 
-    def unread(self, reads: Reads) -> list[Piece]:
-        return [p for pieces in self.pieces.values() for p in pieces
-                if p.data is None and postings_file(p.name) not in reads.held]
+    def unread(self, reads: Reads) -> dict[str, int]:
+        """The postings files its sets lie in that the request has not read, with the bytes
+        of its sets there."""
+        found: dict[str, int] = {}
+        for pieces in self.pieces.values():
+            for piece in pieces:
+                path = postings_file(piece.name)
+                if piece.data is None and path not in reads.held:
+                    found[path] = found.get(path, 0) + 2 * piece.records  # (a list's 2 bytes a record)
+        return found
+
+    def prior(self) -> tuple:
+        """Before its leaf is read, how likely the term has few records: a word before a
+        phrase, a longer before a shorter (a long word is a rare one)."""
+        return not self.exact, -len(self.text)
 
 
 def _lookup(term: str, field: SearchField) -> tuple[str, bool]:
@@ -700,56 +799,56 @@ def _lookup(term: str, field: SearchField) -> tuple[str, bool]:
 
 
 def search(read: Reader, terms: list[str], documents: Callable[[list[int]], dict[int, dict]],
-           budget: Budget = Budget(), verify_at: int = 24) -> Found:
+           budget: Budget = Budget(), page_size: int = 12, check_at: int | None = None) -> Found:
     """The records where every (folded) term matches some field, as DRF's SearchFilter
     selects them: a term matched in a related record counts, and where several terms are
     matched only in related records, one related record of each relation serves them all
     (DRF's single filter() joins them once).
 
     The plan: the root; the leaves of every term's keys, in one round; then the terms
-    from the fewest records up: a term's postings files are read while more than
-    `verify_at` candidates are left (and the budget allows), else the term is checked on
-    the candidates' documents instead: `documents(positions)` gives each one's folded
-    values by column (document_values), reading their pages (the caller counts those
-    reads). A term with white space (a phrase) is always checked on documents, its words'
-    sets narrowing the candidates first."""
+    from the fewest records up, each either from its sets (its postings files read, where
+    a set is too long for its leaf) or checked on the candidates' documents:
+    `documents(positions)` gives each one's folded values by column (document_values),
+    reading the pages of `page_size` records holding them (the caller counts those reads).
+    A term is checked on documents where the candidates are `check_at` or fewer (default:
+    a page's worth, whose pages the answer reads anyway), or lie on no more pages than the
+    term has postings files to read, or its files would overrun the budget. A term with
+    white space (a phrase) is always checked on documents, its words' sets narrowing the
+    candidates first."""
+    check_at = page_size if check_at is None else check_at
     reads = Reads(read)
     root = Root.decode(reads.get(ROOT))
     fields = root.fields
-    parsed = [_Term.of(term, fields) for term in dict.fromkeys(terms)]
-    leaves: dict[int, dict[bytes, list[Piece]]] = {}
-    for leaf in sorted({leaf for term in parsed for _, looked in term.clauses for key, prefix in looked
-                        for leaf in root.leaves(key, prefix)}):
-        leaves[leaf] = decode_leaf(reads.get(leaf_file(root.names[leaf])))
-    for term in parsed:
-        for number, looked in term.clauses:
-            for at, (key, prefix) in enumerate(looked):
-                term.pieces[number, at] = [piece for leaf in root.leaves(key, prefix)
-                                           for found, pieces in _keys(leaves[leaf], key, prefix)
-                                           for piece in pieces if piece.field == number]
+    pending = sorted((_Term.of(term, fields) for term in dict.fromkeys(terms)), key=_Term.prior)
+    texts = [term.text for term in pending]
     candidates: set[int] | None = None
     hits: list[_Hits] = []
     checked_terms = False
-    for term in sorted(parsed, key=_Term.estimate):
-        unread = term.unread(reads)
-        cost = sum(p.size for p in unread)
-        if candidates is not None and unread and (
-                len(candidates) <= verify_at or reads.objects + len(unread) > budget.objects
-                or reads.bytes + cost > budget.bytes):
-            checked_terms = True  # (checked on the candidates' documents)
-            continue
-        found = _term_hits(term, fields, reads, root.count)
-        if term.exact:
-            hits.append(found)
-        else:
-            checked_terms = True
-        records = found.records()
-        candidates = records if candidates is None else candidates & records
+    while pending and (candidates is None or len(candidates) > check_at):
+        batch, pending = pending[:LEAF_BATCH], pending[LEAF_BATCH:]
+        _find_pieces(batch, root, reads)
+        for term in sorted(batch, key=_Term.estimate):
+            unread = term.unread(reads)
+            if candidates is not None and unread and (
+                    len(candidates) <= check_at or len({p // page_size for p in candidates}) <= len(unread)
+                    or reads.objects + len(unread) > budget.objects
+                    or reads.bytes + sum(unread.values()) > budget.bytes):
+                checked_terms = True  # (checked on the candidates' documents)
+                continue
+            found = _term_hits(term, fields, reads, root.count)
+            if term.exact:
+                hits.append(found)
+            else:
+                checked_terms = True
+            records = found.records()
+            candidates = records if candidates is None else candidates & records
     assert candidates is not None
-    if checked_terms:
+    if pending:  # (the candidates are few: the terms left are checked on their documents)
+        checked_terms = True
+    if checked_terms and candidates:
         positions = sorted(candidates)
         values = documents(positions)
-        kept = [p for p in positions if record_matches(values[p], fields, parsed_texts(parsed))]
+        kept = [p for p in positions if record_matches(values[p], fields, texts)]
         checked = len(positions)
     else:
         kept = sorted(p for p in candidates if _joined_in_index(p, hits))
@@ -758,8 +857,17 @@ def search(read: Reader, terms: list[str], documents: Callable[[list[int]], dict
                  reads.objects <= budget.objects and reads.bytes <= budget.bytes)
 
 
-def parsed_texts(parsed: list[_Term]) -> list[str]:
-    return [term.text for term in parsed]
+def _find_pieces(terms: list[_Term], root: Root, reads: Reads) -> None:
+    """The pieces of the terms' keys, from their leaves (read together)."""
+    needed = {leaf: root.names[leaf] for term in terms for _, looked in term.clauses for key, prefix in looked
+              for leaf in root.leaves(key, prefix)}
+    leaves = {leaf: decode_leaf(reads.get(leaf_file(name))) for leaf, name in sorted(needed.items())}
+    for term in terms:
+        for number, looked in term.clauses:
+            for at, (key, prefix) in enumerate(looked):
+                term.pieces[number, at] = [piece for leaf in root.leaves(key, prefix)
+                                           for found, pieces in _keys(leaves[leaf], key, prefix)
+                                           for piece in pieces if piece.field == number]
 
 
 def _keys(leaf: dict[bytes, list[Piece]], key: bytes, prefix: bool):
@@ -778,10 +886,11 @@ def _term_hits(term: _Term, fields: list[SearchField], reads: Reads, count: int)
         relation = field.relation is not None
         matched: Postings | None = None
         for at in range(len(looked)):
-            postings = Postings(set(), {})
+            postings = Postings(set(), [])
             for piece in term.pieces[number, at]:
                 if piece.data is None:
-                    data, start = reads.get(postings_file(piece.name)), len(POSTINGS_MAGIC)
+                    data = reads.get(postings_file(piece.name))
+                    start = _set_start(data, piece.start)
                 else:
                     data, start = piece.data, piece.start
                 postings.update(decode_postings(data, start, relation, count))
@@ -795,6 +904,16 @@ def _term_hits(term: _Term, fields: list[SearchField], reads: Reads, count: int)
         else:
             own |= matched.records
     return _Hits(own, related)
+
+
+def _set_start(data: bytes, ordinal: int) -> int:
+    """Where the set at `ordinal` of a postings file starts."""
+    count, at = get_varint(data, len(POSTINGS_MAGIC))
+    lengths = []
+    for _ in range(count):
+        length, at = get_varint(data, at)
+        lengths.append(length)
+    return at + sum(lengths[:ordinal])
 
 
 def _joined_in_index(record: int, hits: list[_Hits]) -> bool:
