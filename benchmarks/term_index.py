@@ -1,4 +1,4 @@
-"""The term index (api/termindex.py) of a large catalogue alone, in memory, without building
+"""The term index (api/backends/search_index.py) of a large catalogue alone, in memory, without building
 its site: the books' and the authors' search fields of query_rate.py's settings indexed
 from the synthetic catalogue's CSV files (titles and names from a Zipfian vocabulary),
 then the issue's search probes planned from the files held in memory, as an edge host
@@ -32,8 +32,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from generator.api import pageindex, termindex  # noqa: E402
-from generator.api.filters import fold, smart_terms  # noqa: E402
+from generator.api import pageindex  # noqa: E402
+from generator.api.backends import search_index as termindex  # noqa: E402
+from generator.api.backends.common import fold  # noqa: E402
+from generator.api.backends.search import smart_terms  # noqa: E402
 from generator.api.urls import PAGE_BUCKET  # noqa: E402
 
 SEED = 7

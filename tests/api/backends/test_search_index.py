@@ -1,7 +1,7 @@
-"""The term index (api/termindex.py) answers every search exactly as DRF does: checked
-against a brute-force reference on the documents (DRF's join written as SQL runs it:
-some choice of one related record per relation, or none, on which every term matches
-in some field) and against today's select() (api/query.py), with random and adversarial
+"""The term index (api/backends/search_index.py) answers every search exactly as DRF does:
+checked against a brute-force reference on the documents (DRF's join written as SQL runs
+it: some choice of one related record per relation, or none, on which every term matches
+in some field), alone and through the registry's select(), with random and adversarial
 terms, on synthetic catalogues with and without a vocabulary, folded plainly and with
 search_normalise: persian; whatever the plan chooses (postings, or checks on documents)."""
 from __future__ import annotations
@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from generator.api import query, queryindex, termindex as ti
-from generator.api.filters import fold, smart_terms
+from generator.api.backends import index_files, select, search_index as ti
+from generator.api.backends.common import fold
+from generator.api.backends.search import smart_terms
 from generator.catalogue import synth
 
 SPECS = ["title", "=isbn", "^title", "authors__fullName", "^authors__slug", "publishers__company"]
@@ -135,19 +136,19 @@ def test_random_terms_answer_as_drf(catalogue, normalise):
             assert index.search(terms, **plan).positions == expected, (terms, plan)
 
 
-def test_answers_equal_todays_select(catalogue, tmp_path):
-    """select() of api/query.py over today's index, on the same documents, answers alike."""
+def test_the_registry_s_select_answers_as_drf(catalogue):
+    """select() over the files the build's backends write, with the documents it checks on."""
     specs = ["title", "=isbn", "authors__fullName", "publishers__company"]
     settings_ = {"search": {"books": specs}}
-    files = queryindex.index_files("books", settings_, catalogue, {})
-    built = Built(catalogue, specs)
+    files = index_files("books", settings_, catalogue, {}.__getitem__)
     for terms in terms_from(catalogue, random.Random(5), 120):
         raw = " ".join('"' + t.replace('"', "") + '"' for t in terms)
         quoted = smart_terms(raw)
         if not quoted:
             continue
-        selection = query.select(files.get, "books", [("search", raw)], settings_, len(catalogue))
-        assert built.search(quoted).positions == list(selection.positions), quoted
+        selection = select(files.get, "books", [("search", raw)], settings_, len(catalogue),
+                           lambda positions: {p: catalogue[p] for p in positions})
+        assert list(selection.positions) == reference(catalogue, specs, quoted, None), quoted
 
 
 VALUE_CHARS = "abAB ک كيیa\u200c\u00a0\u2003\t-0۰"  # (Persian folding, ZWNJ, white space of several kinds)
