@@ -96,7 +96,7 @@ import operator
 import zlib
 from array import array
 from dataclasses import dataclass, field as dataclass_field
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Iterable, NamedTuple, Sequence
 
 from ...catalogue.querying import NORMALISE, SEARCH, SearchField, search_field
 from .common import Flush, Missing, Reader, Request, fold, query_dir
@@ -640,16 +640,20 @@ class Root:
 
 
 def _get_key(data: bytes, at: int, previous: bytes) -> tuple[bytes, int]:
-    shared, at = get_varint(data, at)
-    length, at = get_varint(data, at)
+    shared, length = data[at], data[at + 1]
+    if shared >= 0x80 or length >= 0x80:
+        shared, at = get_varint(data, at)
+        length, at = get_varint(data, at)
+    else:
+        at += 2
     return previous[:shared] + data[at:at + length], at + length
 
 
-@dataclass(frozen=True)
-class Piece:
+class Piece(NamedTuple):
     """One key's set in one field, as its leaf tells of it: inline in `data` from `start`,
     or (data None) the set at `start` among those of the postings file `name`; `records`:
-    at most how many records it holds (the leaf tells their number's bit length)."""
+    at most how many records it holds (the leaf tells their number's bit length). (A
+    tuple: a leaf makes a thousand of them for each request that reads it.)"""
     field: int
     records: int
     data: bytes | None
@@ -658,7 +662,8 @@ class Piece:
 
 
 def decode_leaf(data: bytes) -> dict[bytes, list[Piece]]:
-    """A leaf's keys, each with its pieces."""
+    """A leaf's keys, each with its pieces. (Every request reads a leaf or more whole: the
+    varints of one byte, most of them, are read inline.)"""
     if data[:4] != LEAF_MAGIC:
         raise ValueError("not a term index's leaf")
     entries, at = get_varint(data, 4)
@@ -666,21 +671,27 @@ def decode_leaf(data: bytes) -> dict[bytes, list[Piece]]:
     key = b""
     for _ in range(entries):
         key, at = _get_key(data, at, key)
-        fields, at = get_varint(data, at)
+        fields = data[at]
+        at += 1
+        if fields >= 0x80:
+            fields, at = get_varint(data, at - 1)
         pieces = []
         for _ in range(fields):
-            number, at = get_varint(data, at)
-            size_class, at = get_varint(data, at)
-            records = (1 << size_class) - 1
-            where, at = get_varint(data, at)
+            number, size_class, where = data[at], data[at + 1], data[at + 2]
+            if number >= 0x80 or size_class >= 0x80 or where >= 0x80:
+                number, at = get_varint(data, at)
+                size_class, at = get_varint(data, at)
+                where, at = get_varint(data, at)
+            else:
+                at += 3
             if where == INLINE:
                 size, at = get_varint(data, at)
-                pieces.append(Piece(number, records, data, at, 0))
+                pieces.append(Piece(number, (1 << size_class) - 1, data, at, 0))
                 at += size
             else:
                 name, at = get_varint(data, at)
                 ordinal, at = get_varint(data, at)
-                pieces.append(Piece(number, records, None, ordinal, name))
+                pieces.append(Piece(number, (1 << size_class) - 1, None, ordinal, name))
         found[key] = pieces
     return found
 
@@ -854,7 +865,7 @@ def search(read: Reader, terms: list[str], documents: Callable[[list[int]], dict
         kept = [p for p in positions if record_matches(values[p], fields, texts)]
         checked = len(positions)
     else:
-        kept = sorted(p for p in candidates if _joined_in_index(p, hits))
+        kept = sorted(candidates if len(hits) < 2 else (p for p in candidates if _joined_in_index(p, hits)))  # (one term: no join)
         checked = 0
     return Found(kept, reads.objects, reads.bytes, checked,
                  reads.objects <= budget.objects and reads.bytes <= budget.bytes)
