@@ -7,8 +7,10 @@ then counted ("and 40 more like it"), so the first lines stay readable.
 """
 from __future__ import annotations
 
+import difflib
 import re
 from dataclasses import dataclass
+from typing import Iterable
 
 
 @dataclass(frozen=True, order=True)
@@ -89,6 +91,15 @@ def _lines(lines: list[int]) -> str:
     if len(lines) <= 4:
         return f" on lines {', '.join(map(str, lines[:-1]))} and {lines[-1]}"
     return f" on lines {min(lines)} to {max(lines)}"
+
+
+def meant(name: str, known: Iterable[str], what: str) -> str:
+    """What a message saying that `name` is unknown goes on with: ": did you mean 'page_sizes'?"
+    when a known name is close to it (a misspelling), else every known one under `what`
+    ("; collections: author, books, ...")."""
+    known = list(known)
+    close = difflib.get_close_matches(name, known, 1)
+    return f": did you mean {close[0]!r}?" if close else f"; {what}: {', '.join(known) or 'none'}"
 
 
 class CatalogueError(Exception):

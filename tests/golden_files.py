@@ -314,11 +314,11 @@ def golden_routes(prefix: str = "") -> list[dict]:
             if entry["request"][3] == prefix]
 
 
-def golden_answer(generation: Path, query: str, answer: dict, one_404_body: bool = False) -> tuple[int, bytes]:
+def golden_answer(generation: Path, query: str, answer: dict) -> tuple[int, bytes]:
     """The status and body every host answers to a request of the golden request table
     (ROUTES) that is not a redirect, given the route table's `answer` to it, with no write
     service behind the host: the file it names, the page put together, or the answer for a
-    missing file (with `one_404_body`, the one 404 body of a host that has only one)."""
+    missing file."""
     from generator.api import meta
 
     file = answer["file"]
@@ -328,8 +328,6 @@ def golden_answer(generation: Path, query: str, answer: dict, one_404_body: bool
         return put_together(generation, answer["page"], query)
     if file is not None and (generation / file).is_file():
         return 200, (generation / file).read_bytes()
-    if file is not None and one_404_body:
-        return 404, meta.NOT_FOUND
     if file is not None:
         missing = answer["missing_file"]
         return answer["missing_status"], (generation / missing).read_bytes() if missing else answer["body"].encode()

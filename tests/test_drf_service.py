@@ -23,14 +23,14 @@ from urllib.parse import parse_qs, urlencode
 import pytest
 
 from conftest import SAMPLE
-from drf_service import DrfService, ask, compared, walk
+from drf_service import DrfService, Pair, ask, compared, walk
 from generator.api.meta import NOT_FOUND
 from generator.api.urls import RESOURCES
 from generator.catalogue import synth
 from generator.catalogue.load import read_catalogue
 from generator.catalogue.records import Known, category_tree
 from generator.errors import Problems
-from servers import Answer
+from servers import Answer, Server, runnable
 
 
 NAMES = [r.name for r in RESOURCES]
@@ -124,6 +124,20 @@ def test_random_pages(pair, name):
 def test_an_unknown_id(pair, name):
     assert pair.same(f"/api/v1/{name}/{UNKNOWN}/").status == 404
     assert pair.same(f"/api/v1/{name}/not-an-id/").status == 404
+
+
+@pytest.mark.skipif(not runnable("cloudfront"), reason="node is not installed")
+def test_an_unknown_id_through_cloudfront(pair):
+    """CloudFront's host as its harness runs it (the function, the bucket's 403 for a missing
+    object, the edge handler on origin response) answers DRF's 404 of each collection."""
+    cloudfront = Server(pair.static.site, kind="cloudfront")
+    try:
+        through = Pair(pair.drf, cloudfront)
+        for name in NAMES:
+            assert through.same(f"/api/v1/{name}/{UNKNOWN}/").status == 404
+            assert through.same(f"/api/v1/{name}/not-an-id/").status == 404
+    finally:
+        cloudfront.stop()
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -20,6 +20,7 @@ import sysconfig
 import urllib.request
 from importlib.metadata import version
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 
@@ -115,6 +116,10 @@ def test_init_build_and_serve_from_anywhere(installed: Path, tmp_path: Path):
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v1/books/?limit=1&offset=1", timeout=10) as answer:
             page = json.load(answer)
         assert page["count"] == 3 and page["results"][0]["title"] == "سووشون"
+        searched = f"http://127.0.0.1:{port}/api/v1/books/?search={quote('خوارزمی')}&ordering=-price"
+        with urllib.request.urlopen(searched, timeout=10) as answer:  # (the starter searches and orders)
+            page = json.load(answer)
+        assert [book["title"] for book in page["results"]] == ["سووشون", "وداع با اسلحه"]
     finally:
         server.terminate()
         server.wait(timeout=30)

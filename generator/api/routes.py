@@ -25,7 +25,8 @@ from .urls import API, ID_SHARD, OPENAPI_FILE, RESOURCES, SCHEMA_PATH, VIEWER, R
 # ---- paths -----------------------------------------------------------------------------
 
 UUID_REST = "[0-9a-f]{%d}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}" % (8 - ID_SHARD)
-SHARD = f"(?P<catalogue_shard>[0-9a-f]{{{ID_SHARD}}})"
+SHARD_DIGITS = f"[0-9a-f]{{{ID_SHARD}}}"
+SHARD = f"(?P<catalogue_shard>{SHARD_DIGITS})"
 REST = f"(?P<catalogue_rest>{UUID_REST})"
 OTHER_ID = "[^/.]+"  # DRF's lookup: one path segment without a dot
 NAMES = "|".join(r.name for r in RESOURCES)
@@ -155,12 +156,40 @@ def resolve(method: str, path: str, query: str, prefix: str, bodies: Bodies, acc
     if accept and wants_html(accept):  # (it asks this URL for the JSON itself)
         return Answer(file=VIEWER, allow=route.allow)
     if route.kind in ("root", "schema"):  # (missing: a generation built before there was a schema)
-        return Answer(file=root_path() if route.kind == "root" else OPENAPI_FILE, body=bodies.not_found,
+        return Answer(file=root_path() if route.kind == "root" else OPENAPI_FILE, body=missing_body(route, bodies),
                       allow=route.allow)
     if route.kind == "list":
         return Answer(file=PAGINATION.plain_page(route.resource.name, query), page=route.resource.name, allow=route.allow)
     if route.kind == "detail":
         shard, rest = found["catalogue_shard"], found["catalogue_rest"]
         return Answer(file=detail_file(route.resource.name, shard, shard + rest),
-                      body=bodies.no_match(route.resource), allow=route.allow)
+                      body=missing_body(route, bodies), allow=route.allow)
     return Answer(404, bodies.not_found, allow=route.allow)
+
+
+# ---- a missing file ---------------------------------------------------------------------
+
+FILE_KINDS = ("root", "schema", "detail")  # routes that name one file, answered 404 when it is missing
+
+
+def missing_body(route: Route, bodies: Bodies) -> bytes:
+    """The body of the 404 when the file a route of FILE_KINDS names is missing: DRF's
+    message naming the collection's record for a detail, else the generic one."""
+    return bodies.no_match(route.resource) if route.kind == "detail" else bodies.not_found
+
+
+def missing_files(bodies: Bodies) -> list[tuple[str, bytes]]:
+    """What a host that learns only which file is missing answers (CloudFront's S3 origin
+    gives a 403 for it): each file a route of FILE_KINDS names, as a pattern of its path in
+    the generation, and the body of its 404."""
+    made = []
+    for route in ROUTES:
+        if route.kind not in FILE_KINDS:
+            continue
+        if route.kind == "detail":
+            named = re.escape(detail_file(route.resource.name, "SHARDPART", "IDPART"))
+            pattern = named.replace("SHARDPART", SHARD_DIGITS).replace("IDPART", SHARD_DIGITS + UUID_REST)
+        else:
+            pattern = re.escape(root_path() if route.kind == "root" else OPENAPI_FILE)
+        made.append((pattern, missing_body(route, bodies)))
+    return made

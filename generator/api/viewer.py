@@ -7,7 +7,9 @@ a build writes (at ~20,000 files/s, some 50 s more for a million books, a third 
 build), the viewer costs one file.
 
 What the page says of each collection (its heading, the field that names a record in a
-list) comes from the collections' declarations (catalogue/resources.py); the page itself
+list) comes from the collections' declarations (catalogue/resources.py), and what it calls
+each field (in the search box's label, the ordering menu, the filters, the card and the
+form) from the records' JSON Schemas: each property's `title` (schemas/); the page itself
 names only the collection whose records get a card (BOOKS) and the OpenAPI document's path.
 """
 from __future__ import annotations
@@ -20,6 +22,7 @@ import jinja2
 from ..catalogue.settings import Settings
 from ..catalogue.querying import relations
 from ..catalogue.resources import BOOKS
+from .schemas import load_schemas
 from .urls import API, RESOURCES, SCHEMA_PATH
 
 SCHEMA_HEADING = "مستندات API (OpenAPI)"  # the OpenAPI document's heading, at SCHEMA_PATH
@@ -36,8 +39,15 @@ def viewer(settings: Settings) -> bytes:
     return _TEMPLATE.render(page_sizes=json.dumps(list(settings.page_sizes)), api=json.dumps(f"/{API}/"),
                             query=_script_json(settings.query),
                             filter_targets=_script_json(targets), labels=_script_json(labels),
-                            shown_by=_script_json({r.name: r.shown_by for r in RESOURCES}),
+                            shown_by=_script_json({r.name: r.shown_by for r in RESOURCES}), titles=_script_json(titles()),
                             card=_script_json(BOOKS.name), schema=_script_json(schema)).encode("utf-8")
+
+
+def titles() -> dict[str, dict[str, str]]:
+    """Each collection's fields, by URL segment, as the page calls them: the title of each
+    property of its record's schema."""
+    schemas = load_schemas()
+    return {r.name: {name: spec["title"] for name, spec in schemas[r.schema]["properties"].items()} for r in RESOURCES}
 
 
 def _script_json(value) -> str:

@@ -11,6 +11,7 @@ import functools
 import hashlib
 import json
 import re
+import unicodedata
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
@@ -116,17 +117,45 @@ def username(value: Any) -> str:
 
 
 def whole(value: Any) -> int:
+    """A count or a price: a YAML integer, or text as DRF's IntegerField reads it (int()'s
+    rules: any script's decimal digits, ۶۸۰۰۰۰ or ٦٨٠٠٠٠ as well as 680000, an optional sign,
+    whitespace around, `_` between digits); 0 or more."""
     if isinstance(value, bool):
         raise FieldError("must be a whole number, not a boolean")
     if isinstance(value, int):
         number = value
-    elif isinstance(value, str) and re.fullmatch(r"\s*[+-]?[0-9]+\s*", value):
-        number = int(value)
+    elif isinstance(value, str):
+        number = _integer(value)
+    elif isinstance(value, float):
+        raise FieldError(f"{value} is not a whole number{_DECIMAL_FIX}")
     else:
-        raise FieldError(f"{shown(value)} is not a whole number")
+        raise FieldError(f"{shown(value)} is not a whole number{_NOT_WHOLE_FIX}")
     if number < 0:
         raise FieldError(f"{number} is negative; it must be 0 or more")
     return number
+
+
+# What separates thousands or decimals in numbers as people write them: Latin, Persian and
+# Arabic (U+066C, U+066B), and the apostrophe and spaces some locales use.
+_SEPARATORS = re.compile(r"(?<=\d)[,.٬٫'’ \u00a0\u202f](?=\d)")
+_NOT_WHOLE_FIX = ": write digits only, like 680000 or ۶۸۰۰۰۰"
+_DECIMAL_FIX = ": write it without a decimal part"
+
+
+def _integer(value: str) -> int:
+    try:
+        return int(value)  # (base 10: not 0x10, 1e3 nor 1.0)
+    except ValueError:
+        pass
+    separators = dict.fromkeys(_SEPARATORS.findall(value))
+    if separators.keys() & {".", "٫"}:
+        fix = _DECIMAL_FIX
+    elif separators:
+        fix = (f": write it without {' and '.join(map(repr, separators))}, "
+               f"like {_SEPARATORS.sub('', value).strip()}")
+    else:
+        fix = _NOT_WHOLE_FIX
+    raise FieldError(f"{shown(value)} is not a whole number{fix}")
 
 
 def price(value: Any) -> str:
@@ -145,10 +174,15 @@ def boolean(value: Any) -> bool:
 
 
 def isbn(value: Any) -> str:
+    """Decimal digits of any script (۹۷۸۶۰۰...), written in ASCII as the schema asks."""
     value = text(value).strip()
-    if not DIGITS_RE.fullmatch(value):
-        raise FieldError(f"{shown(value)} must be digits only")
-    return value
+    if DIGITS_RE.fullmatch(value):
+        return value
+    if value.isdecimal():  # (the digits int() reads: Unicode's Nd, each with its value)
+        return "".join(str(unicodedata.decimal(c)) for c in value)
+    others = [repr(c) for c in dict.fromkeys(value) if not c.isdecimal()]
+    fix = f": remove {', '.join(others[:-1])}{' and ' if len(others) > 1 else ''}{others[-1]}" if others else ""
+    raise FieldError(f"{shown(value)} must be digits only{fix}")
 
 
 def currency(value: Any) -> str:

@@ -7,10 +7,13 @@ booleans or null. Turning them into typed values is the next stage's job
 
 Mistakes are reported by their cause: a CSV header is checked once, at line 1, and a
 file that cannot be read to its end says so once, naming the checks it holds back,
-rather than every reference to its records failing after it.
+rather than every reference to its records failing after it. A YAML error is worded as
+the mistake it most likely is (a tab, a quote left open, ': ' in a value) with its fix.
+site.yaml is read with the line of each key, for the problems of its settings.
 """
 from __future__ import annotations
 
+import contextlib
 import csv
 import difflib
 import fcntl
@@ -26,7 +29,7 @@ import yaml
 
 from ..errors import CatalogueError, Problems
 from .resources import BY_COLLECTION, COLLECTIONS, DERIVED
-from .settings import Settings, settings
+from .settings import Settings, SiteFile, settings
 
 SITE_FILE = "site.yaml"
 # Python's csv module stops at 128 KiB a cell; the data contract sets no limit on text.
@@ -137,9 +140,10 @@ def read_catalogue(data_dir: Path, base_url: str | None = None, links: str = "ap
     if not data_dir.is_dir():
         raise CatalogueError(f"data directory {data_dir} does not exist")
     problems = Problems()
-    site_name, raw = read_site(data_dir, problems)
+    site = read_site(data_dir, problems)
     # (a missing or broken site.yaml is one problem, not one more for each setting)
-    return Input(settings(site_name, raw, problems, base_url, links) if raw is not None else None, find_sources(data_dir, problems), problems)
+    found = settings(site, problems, base_url, links) if site is not None else None
+    return Input(found, find_sources(data_dir, problems), problems)
 
 
 def find_sources(data_dir: Path, problems: Problems) -> dict[str, Source]:
@@ -182,25 +186,46 @@ def settled(path: Path) -> dict[str, int | tuple[int, ...] | None]:
     return {"size": found.st_size, "signature": signature if settled else None}
 
 
-def read_site(data_dir: Path, problems: Problems) -> tuple[str, dict[str, Any] | None]:
-    """site.yaml as a mapping (None when missing or broken, with the problem noted)."""
-    path = data_dir / SITE_FILE
+def read_site(data_dir: Path, problems: Problems) -> SiteFile | None:
+    """site.yaml with the line of each key (None when missing or broken, with the problem noted)."""
     name = f"{data_dir.name}/{SITE_FILE}"
     try:
-        with path.open("rb") as f:
-            value = yaml.load(f, Loader=Loader)
+        return read_settings(data_dir / SITE_FILE, name, problems)
     except FileNotFoundError:
         problems.add(name, 0, "", "is missing: it must at least set base_url")
-        return name, None
-    except yaml.YAMLError as exc:
-        problems.add(name, _mark_line(exc), "", f"is not valid YAML: {_yaml_reason(exc)}")
-        return name, None
-    if value is None:
-        value = {}
+        return None
+
+
+def read_settings(path: Path, name: str, problems: Problems) -> SiteFile | None:
+    """A YAML file of settings (site.yaml, an import's query file) with the line of each key;
+    None when it is no YAML mapping, with the problem noted. (OSError is the caller's.)"""
+    with path.open("rb") as f:
+        loader = Loader(f)
+        try:
+            node = loader.get_single_node()
+            value = loader.construct_document(node) if node is not None else {}
+        except yaml.YAMLError as exc:
+            line, message = yaml_mistake(exc, path)
+            problems.add(name, line, "", message)
+            return None
+        finally:
+            loader.dispose()
     if not isinstance(value, dict):
-        problems.add(name, 1, "", "must be a mapping of settings (key: value)")
-        return name, None
-    return name, value
+        problems.add(name, node.start_mark.line + 1, "", "must be a mapping of settings: write them "
+                                                         "as `key: value`, one a line")
+        return None
+    return SiteFile(name, value, key_lines(node))
+
+
+def key_lines(node: yaml.Node, path: str = "") -> dict[str, int]:
+    """The line of each key of a YAML mapping, nested ones by their path ("search.books")."""
+    lines = {}
+    if isinstance(node, yaml.MappingNode):
+        for key, value in node.value:
+            if isinstance(key, yaml.ScalarNode):
+                lines[path + key.value] = key.start_mark.line + 1
+                lines.update(key_lines(value, f"{path}{key.value}."))
+    return lines
 
 
 def _record_boundaries(source: Source, count: int) -> tuple[list[int], list[int]]:
@@ -372,8 +397,7 @@ def yaml_rows_of(f, source: Source, problems: Problems, whole: bool = False) -> 
         root = loader.get_single_node()
     except yaml.YAMLError as exc:
         # (the whole document is parsed before any record is made: none is)
-        unreadable(source, problems, _mark_line(exc), f"is not valid YAML: {_yaml_reason(exc, source.path if whole else None)}",
-                   partly=False)
+        unreadable(source, problems, *yaml_mistake(exc, source.path if whole else None), partly=False)
         return
     finally:
         loader.dispose()
@@ -386,7 +410,8 @@ def yaml_rows_of(f, source: Source, problems: Problems, whole: bool = False) -> 
         try:
             row = _construct_with_lines(loader, node, source, problems)
         except yaml.YAMLError as exc:  # (a tag the safe loader refuses, a key given twice, ...)
-            problems.add(source.name, _mark_line(exc), "", f"is not valid YAML: {_yaml_reason(exc)}")
+            line, message = yaml_mistake(exc)
+            problems.add(source.name, line, "", message)
             continue
         except RecursionError:
             problems.add(source.name, node.start_mark.line + 1, "", "is nested too deeply to read")
@@ -413,21 +438,114 @@ def _construct_with_lines(loader, node, source: Source, problems: Problems):
     return line, record
 
 
-def _mark_line(exc: yaml.YAMLError) -> int:
-    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
-    return mark.line + 1 if mark else 0
+# ---- PyYAML's errors in a librarian's words ---------------------------------------------
+# PyYAML (its C reader above all) says where it stopped and what it expected, rarely why: a
+# tab is "found character that cannot start any token", a value holding ': ' is "mapping
+# values are not allowed in this context". The mistakes met most are recognised by those
+# words and the line they point at, and worded as what to change; the rest keep PyYAML's
+# words and the column.
+
+def yaml_mistake(exc: yaml.YAMLError, path: Path | None = None) -> tuple[int, str]:
+    """The line a YAML error names and, in one line, what is wrong there and the fix (PyYAML's
+    own words where no fix is known). `path`: the file, whose line the mistake is looked for in
+    (a tab, a quote, a colon in a value)."""
+    if isinstance(exc, yaml.reader.ReaderError):
+        return _unreadable_character(exc, path)
+    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    mark, opened = getattr(exc, "problem_mark", None), getattr(exc, "context_mark", None)
+    if mark is None:
+        return (opened.line + 1 if opened else 0), f"is not valid YAML: {problem}"
+    lines = _lines_to(path, mark.line) if path is not None else []
+    text = lines[-1] if lines else ""
+    said = f"{getattr(exc, 'context', None) or ''}: {problem}"
+    if text[mark.column:mark.column + 1] == "\t" or any(w in said for w in _TAB):
+        # (the C reader's "cannot start any token" does not say which character: look)
+        return mark.line + 1, f"is not valid YAML: {TAB.format(mark.column + 1)}"
+    opened_before = _quote_left_open(lines, mark.column) if any(w in said for w in _OUT_OF_LINE) else None
+    if opened_before:
+        return opened_before, f"is not valid YAML: {_UNCLOSED_QUOTE}"
+    for words, fix in _YAML_FIXES:
+        if any(w in said for w in words):
+            at = opened if words in _OPENED and opened is not None else mark
+            return at.line + 1, f"is not valid YAML: {fix(mark.column, text, problem)}"
+    return mark.line + 1, f"is not valid YAML: {problem} (at column {mark.column + 1})"
 
 
-def _yaml_reason(exc: yaml.YAMLError, path: Path | None = None) -> str:
-    reason = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-    mark = getattr(exc, "problem_mark", None)
-    if path is not None and mark is not None and "cannot start any token" in reason:
-        # (the C reader does not say which character; a tab is by far the likeliest)
-        try:
-            with path.open(encoding="utf-8") as f:
-                text = next((t for n, t in enumerate(f) if n == mark.line), "")
-        except (OSError, UnicodeDecodeError):
-            text = ""
-        if text[mark.column:mark.column + 1] == "\t":
-            return f"a tab at column {mark.column + 1}, which YAML does not allow for indenting: indent with spaces"
-    return reason
+def _unreadable_character(exc: yaml.reader.ReaderError, path: Path | None) -> tuple[int, str]:
+    """A byte that is not UTF-8, or a control character, at its line (the C reader counts bytes)."""
+    line = 0
+    if path is not None:
+        with contextlib.suppress(OSError), path.open("rb") as f:
+            line = f.read(exc.position).count(b"\n") + 1
+    if "not allowed" in exc.reason:
+        return line, (f"holds a control character (U+{exc.character:04X}), which YAML does not allow: "
+                      "remove it, or write it as an escape in double quotes")
+    return line, f"is not UTF-8 text (byte {exc.position}): save it as UTF-8"
+
+
+def _lines_to(path: Path, number: int) -> list[str]:
+    """The lines of a file up to line `number` (from 0), or none when it cannot be read."""
+    try:
+        with path.open(encoding="utf-8") as f:
+            return [text for _, text in zip(range(number + 1), f)]
+    except (OSError, UnicodeDecodeError):
+        return []
+
+
+def _quote_left_open(lines: list[str], column: int) -> int | None:
+    """The line of a quote left open, when what closes it is the quote before `column` on the
+    last line (a value reads on, across lines, to the next value's opening quote): from 1."""
+    quote = lines[-1][column - 1:column] if lines and column else ""
+    if quote not in ("'", '"') or lines[-1][:column].count(quote) % 2 == 0:
+        return None
+    return next((n + 1 for n in range(len(lines) - 2, -1, -1) if lines[n].count(quote) % 2), None)
+
+
+def _colon_in_value(column: int, text: str, problem: str) -> str:
+    if ": " in text[:column]:
+        return "the value holds ': ', which YAML reads as another key: put the whole value in quotes"
+    return "this line is indented more than the key before it: indent it as that key"
+
+
+def _out_of_line(column: int, text: str, problem: str) -> str:
+    if text[column - 1:column] in ("'", '"'):
+        return ("a quoted value is followed by more text: write a ' inside '...' twice (''), or quote the "
+                "value with \" instead")
+    return "this line is indented unlike the lines around it: align its key (or its '-') with theirs"
+
+
+def _reserved(column: int, text: str, problem: str) -> str:
+    first = text[column:column + 1]
+    what = repr(first) if first.strip() else "a character YAML reserves (@, `, %)"
+    return f"{what} cannot start a plain value in YAML: put the value in quotes"
+
+
+# The mistakes met most, by the words of PyYAML's reader (C or Python: "while scanning ...:
+# found ..."), each with its fix. Those in _OPENED are named at the line where what was left
+# open began.
+_TAB = ("tab character", "'\\t'")  # (the C reader's words, the Python reader's)
+TAB = "a tab at column {}, which YAML does not allow for indenting: indent with spaces"
+_QUOTE = ("scanning a quoted scalar: found unexpected end of stream",)
+_UNCLOSED_QUOTE = "a quote opened on this line is never closed: close it"
+_OUT_OF_LINE = ("did not find expected key", "expected '-' indicator", "expected <block end>")
+_UNCLOSED = ("expected ',' or ']'", "expected ',' or '}'")
+_NO_COLON = ("could not find expected ':'",)
+_OPENED = (_QUOTE, _UNCLOSED, _NO_COLON)
+_YAML_FIXES = (
+    (("cannot start any token",), _reserved),
+    (("mapping values are not allowed",), _colon_in_value),
+    (_NO_COLON, lambda *_: "a key without ':' after it (or a value running on to the next line): write "
+                           "'key: value', and put a value that spans lines in quotes"),
+    (_QUOTE, lambda *_: _UNCLOSED_QUOTE),
+    (_UNCLOSED, lambda *_: "a list ('[') or mapping ('{') opened on this line is never closed: close it"),
+    (_OUT_OF_LINE, _out_of_line),
+    (("scanning an alias", "scanning an anchor"), lambda *_: "'*' and '&' start an alias or an anchor in YAML: "
+                                                             "put the value in quotes"),
+    (("unknown escape character",), lambda *_: "a backslash in double quotes starts an escape: write \\\\ for "
+                                               "one, or put the value in single quotes"),
+    (("another document",), lambda *_: "a second YAML document begins here ('---'): a file holds one; remove the "
+                                       "line"),
+    (("directive",), lambda *_: "'%' at the start of a line begins a YAML directive: put the value in quotes"),
+    (("could not determine a constructor",), lambda column, text, problem: f"{problem}: remove the tag, or "
+                                                                          "put the value in quotes if it is text"),
+)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import Problems
+from ..errors import Problems, meant
 from .fields import boolean, id_list, image_list, price, shown, timestamp, uuid_id, whole
 from .resources import BY_COLLECTION, BY_NAME, TREE_FIELDS, Resource
 
@@ -89,8 +89,8 @@ def query_settings(name: str, raw: dict, problems: Problems) -> dict:
         for collection, specs in value.items():
             resource = BY_NAME.get(collection)
             if resource is None:
-                problems.add(name, 0, f"{key}.{collection}", f"is not a collection; collections: "
-                                                             f"{', '.join(BY_NAME)}")
+                problems.add(name, 0, f"{key}.{collection}",
+                             f"is not a collection{meant(str(collection), BY_NAME, 'collections')}")
             elif not isinstance(specs, list) or not all(isinstance(s, str) and s for s in specs):
                 problems.add(name, 0, f"{key}.{collection}", f"{shown(specs)} must be a list of field names")
             else:
@@ -121,8 +121,8 @@ def _search_spec(resource: Resource, spec: str) -> str | None:
         return _unsearchable(spec, resource, found.field)
     target = relations(resource).get(found.relation)
     if target is None:
-        return (f"{spec!r}: {found.relation!r} is not a relation of {resource.name} a search can follow; "
-                f"relations: {', '.join(relations(resource)) or 'none'}")
+        return (f"{spec!r}: {found.relation!r} is not a relation of {resource.name} a search can follow"
+                f"{meant(found.relation, relations(resource), 'relations')}")
     if SEP in found.relation:
         return f"{spec!r}: a search follows one relation, not more"
     if found.field not in scalars(target):
@@ -153,9 +153,9 @@ def _ordering_spec(resource: Resource, spec: str) -> str | None:
 def _filter_spec(resource: Resource, spec: str) -> str | None:
     if spec in relations(resource):
         return None
-    return (f"{spec!r} is not a relation of {resource.name}: filters take a related record's id; "
-            f"relations: {', '.join(relations(resource)) or 'none'}")
+    return (f"{spec!r} is not a relation of {resource.name}: filters take a related record's id"
+            f"{meant(spec, relations(resource), 'relations')}")
 
 
 def _not_a_field(spec: str, resource: Resource, field: str) -> str:
-    return f"{spec!r}: {resource.name} has no field {field!r} to look in; fields: {', '.join(scalars(resource))}"
+    return f"{spec!r}: {resource.name} has no field {field!r} to look in{meant(field, scalars(resource), 'fields')}"

@@ -15,7 +15,7 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import orjson
 
-from ..errors import Problems
+from ..errors import Problems, meant
 from .fields import Field, FieldError, derived_id, items, text
 from .load import Source
 from .resources import BY_COLLECTION, DERIVED, Resource
@@ -233,7 +233,7 @@ def _coerce(row: dict, spec: tuple[Field, ...], source: Source, line: int, probl
                 problems.add(source.name, line, key, "is computed by the build and cannot be given: remove it")
             else:
                 problems.add(source.name, line, key,
-                             f"is not a field of {source.collection}; known fields: {', '.join(sorted(names))}")
+                             f"is not a field of {source.collection}{meant(key, sorted(names), 'known fields')}")
     empty = "" if source.format == "csv" else None  # an empty CSV cell is a missing value
     record: dict[str, Any] = {}
     for f in spec:

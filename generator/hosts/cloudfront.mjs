@@ -7,10 +7,10 @@
 // or the origin. Where the behaviour calls the pages' handler, the origin-request event goes
 // to <site>/hosts/cloudfront/pages.mjs, its objects read from the published files rather
 // than S3 (readFrom); what it passes on, and everything elsewhere, is the object as S3
-// answers it (its bytes, an MD5 ETag, Last-Modified; a missing one is S3's 403, answered
-// with the error document as a 404). On the origin's answer, what CloudFront does: gzip or
-// brotli for a viewer that takes it, the behaviour's response headers policy, 304 for the
-// viewer's validators. Nothing is cached.
+// answers it (its bytes, an MD5 ETag, Last-Modified; a missing one is S3's 403), given to
+// the same handler as the origin-response event, as every behaviour calls it. On the
+// origin's answer, what CloudFront does: gzip or brotli for a viewer that takes it, the
+// behaviour's response headers policy, 304 for the viewer's validators. Nothing is cached.
 //
 // Each request reads <site>/current: a generation not served yet is first deployed, as a
 // deploy publishes one, with its own function (the counts), made by the command `deploy`.
@@ -33,6 +33,9 @@ const BUCKET_DOMAIN = "catalogue.s3.us-east-1.amazonaws.com";  // (the handler's
 const STATE = ".state";  // never deployed: not in the bucket
 const COMPRESSIBLE = new Set(["application/json", "text/html"]);  // of CloudFront's list, what the site has
 const COMPRESSED_SIZES = [1000, 10000000];  // bytes CloudFront compresses, from and to
+const ACCESS_DENIED = '<?xml version="1.0" encoding="UTF-8"?>\n'
+  + "<Error><Code>AccessDenied</Code><Message>Access Denied</Message></Error>";  // S3's body
+const STATUS_TEXT = {403: "Forbidden"};  // (S3's reason phrase of each status the bucket answers)
 
 // ---- the deployed generation ------------------------------------------------------------
 
@@ -105,9 +108,8 @@ function reader(root) {
 }
 
 async function object(state, uri) {
-  // S3's answer for the object at uri, through CloudFront: the object as deployed, or (a
-  // missing object is a 403 when the distribution may not list the bucket) the error
-  // document with the status the error response names.
+  // S3's answer for the object at uri: the object as deployed, or for a missing one the
+  // 403 S3 answers when the distribution may not list the bucket.
   let key = null;
   try {
     key = decodeURIComponent(uri.substring(1));
@@ -115,10 +117,10 @@ async function object(state, uri) {
     // (not UTF-8: no key)
   }
   const found = key === null ? null : await stored(state.generation, key);
-  const {htmlType, jsonType, notFound, cacheControl} = state.distribution;
+  const {htmlType, jsonType, cacheControl} = state.distribution;
   if (found === null) {
-    const page = await stored(state.generation, notFound);
-    return {status: 404, body: page.bytes, headers: {"content-type": jsonType, "cache-control": cacheControl}};
+    return {status: 403, body: Buffer.from(ACCESS_DENIED),
+            headers: {"content-type": "application/xml", "x-amz-request-id": randomUUID()}};
   }
   return {status: 200, body: found.bytes,
           headers: {"content-type": key.endsWith(".html") ? htmlType : jsonType, "cache-control": cacheControl,
@@ -158,7 +160,12 @@ function add(values, name, value) {
   values[name].multiValue.push({value});
 }
 
-function originEvent(state, forwarded, viewer) {
+function edgeEvent(eventType, made) {
+  // A Lambda@Edge event: its request, and for origin response the origin's response.
+  return {Records: [{cf: {config: {...DISTRIBUTION, eventType, requestId: randomUUID()}, ...made}}]};
+}
+
+function originRequestOf(state, forwarded, viewer) {
   // The request as CloudFront sends it on to the origin, in Lambda@Edge's shape: the query
   // string (the cache policy forwards all of it), Accept-Encoding as the cache policy
   // normalises it, and the S3 origin, whose path is the deployed generation here.
@@ -171,19 +178,30 @@ function originEvent(state, forwarded, viewer) {
   for (const name in forwarded.querystring) {
     for (const {value} of forwarded.querystring[name].multiValue || [forwarded.querystring[name]]) fields.push(name + "=" + value);
   }
-  return {Records: [{cf: {
-    config: {...DISTRIBUTION, eventType: "origin-request", requestId: randomUUID()},
-    request: {clientIp: viewer.socket.remoteAddress, headers, method: forwarded.method, querystring: fields.join("&"),
-              uri: forwarded.uri,
-              origin: {s3: {authMethod: "none", customHeaders: {}, domainName: BUCKET_DOMAIN, region: "us-east-1",
-                            path: "/" + path.relative(site, state.generation)}}}}}]};
+  return {clientIp: viewer.socket.remoteAddress, headers, method: forwarded.method, querystring: fields.join("&"),
+          uri: forwarded.uri,
+          origin: {s3: {authMethod: "none", customHeaders: {}, domainName: BUCKET_DOMAIN, region: "us-east-1",
+                        path: "/" + path.relative(site, state.generation)}}};
 }
 
 async function originRequest(state, behaviour, forwarded, viewer) {
-  // What the origin answers: through the handler where the behaviour calls it.
-  if (!behaviour.pages) return object(state, forwarded.uri);
-  const made = await state.pages.handler(originEvent(state, forwarded, viewer));
-  if (made.status === undefined) return object(state, made.uri);  // passed on to the bucket
+  // What the origin answers: the handler's page where the behaviour calls it on origin
+  // request and it makes one, else the bucket's answer through the handler on origin response.
+  let request = originRequestOf(state, forwarded, viewer);
+  if (behaviour.pages) {
+    const made = await state.pages.handler(edgeEvent("origin-request", {request}));
+    if (made.status !== undefined) return generated(state, made);
+    request = made;  // passed on to the bucket
+  }
+  const found = await object(state, request.uri);
+  const response = {status: String(found.status), statusDescription: STATUS_TEXT[found.status] || "OK", headers: {}};
+  for (const name of Object.keys(found.headers)) response.headers[name] = [{key: name, value: found.headers[name]}];
+  const made = await state.pages.handler(edgeEvent("origin-response", {request, response}));
+  return {...edgeAnswer(made).answer, ...(made.body === undefined ? {body: found.body} : {})};
+}
+
+function edgeAnswer(made) {
+  // A Lambda@Edge response as an answer (one value a header), and its size as CloudFront counts it.
   const headers = {};
   let size = 0;
   for (const name of Object.keys(made.headers || {})) {
@@ -192,13 +210,19 @@ async function originRequest(state, behaviour, forwarded, viewer) {
   }
   const body = Buffer.from(made.body || "", made.bodyEncoding === "base64" ? "base64" : "utf8");
   size += Buffer.byteLength(made.body || "");
+  return {answer: {status: Number(made.status), headers, body}, size};
+}
+
+function generated(state, made) {
+  // A response the handler made on origin request, within what CloudFront takes of one.
+  const {answer, size} = edgeAnswer(made);
   if (size > state.distribution.maxGenerated) {
     // (CloudFront refuses it: a validation error, 502)
     console.error(`the handler's response is ${size} bytes, over ${state.distribution.maxGenerated}`);
     return {status: 502, body: Buffer.from("502 ERROR: the Lambda function's response is too large.\n"),
             headers: {"content-type": "text/plain"}, final: true};
   }
-  return {status: Number(made.status), headers, body};
+  return answer;
 }
 
 // ---- what CloudFront does with the origin's answer ------------------------------------------

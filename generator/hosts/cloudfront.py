@@ -1,6 +1,7 @@
 """The CloudFront and S3 host: a viewer-request function around the router, an
-origin-request handler that puts together the pages no file holds, and a CloudFormation
-template tying them to a private bucket, response headers and the distribution.
+edge handler that puts together the pages no file holds and answers a missing file's 404,
+and a CloudFormation template tying them to a private bucket, response headers and the
+distribution.
 
     <site>/hosts/cloudfront/function.js     the CloudFront Function (cloudfront-js-2.0)
     <site>/hosts/cloudfront/pages.mjs       the Lambda@Edge handler (Node.js 20, an ES module)
@@ -11,11 +12,15 @@ The function is the JavaScript router (hosts/router.py, the route table) and a s
 handler: it answers what the route table answers with a status and body (OPTIONS, 301,
 404, 405; 503 for a POST: this host is read-only) and rewrites every other request: a file
 to its object's key, and a page no file holds to PAGES + its collection, the query string
-kept. A bucket cannot say which of two statuses a missing object means, and CloudFront maps
-a status to one body for the whole distribution, so the function knows, from the published
-site, each collection's count and the page sizes: a page file that was not built is never
-asked of the bucket, and only a missing detail reaches the bucket's 403, answered with the
-generic 404 body. The counts make the function part of each deploy.
+kept. A bucket cannot say which of two statuses a missing object means, so the function
+knows, from the published site, each collection's count and the page sizes: a page file
+that was not built is never asked of the bucket. The counts make the function part of each
+deploy. Only a missing detail (or API root) reaches the bucket's 403, and CloudFront's own
+error responses give one body for the whole distribution, where DRF names the collection's
+record ("No Book matches the given query."); a CloudFront Function never sees the origin's
+status. So the handler is called on origin response too, from every behaviour: on S3's 403
+or 404 it answers 404 with the body the route table gives the missing file
+(api/routes.py missing_files).
 
 A CloudFront Function cannot read objects, so the pages sent to PAGES are put together by
 pages.mjs, on origin request: templates/pages.js.j2 (the JavaScript hosts' one
@@ -45,9 +50,9 @@ from urllib.parse import urlsplit
 
 import orjson
 
-from ..api import meta
+from ..api import meta, routes
 from ..api.serving import ACCEPTS_GZIP, ALLOW_READ, ALLOW_WRITE, HTML_TYPE, JSON_TYPE, SiteInfo, allow, headers
-from ..api.urls import API, CURRENT, DEFAULT_LIMIT, HOSTS, NOT_FOUND_FILE, RESOURCES, first_page_path, page_file
+from ..api.urls import API, CURRENT, DEFAULT_LIMIT, HOSTS, RESOURCES, first_page_path, page_file
 from ..errors import CatalogueError
 from ..system import foreground
 from .contract import Host, Local
@@ -71,6 +76,7 @@ MAX_GENERATED = 1_000_000
 PAGE_BYTES = MAX_GENERATED - 4096
 READS = 100  # objects a page put together may read: (READS - 4) pages of the default size
 ERROR_TTL = 10  # seconds CloudFront keeps a 404 for a missing detail: a new record shows soon
+BUCKET_MISSES = (403, 404)  # S3's statuses for a missing object (403: the distribution may not list)
 RUNNER = Path(__file__).with_name("cloudfront.mjs")
 INSTALL_HINT = "node is not installed: `catalogue serve --server cloudfront` runs the function and the handler in it"
 # The router's comment lines, its indentation and its CommonJS export: a CloudFront Function
@@ -149,8 +155,16 @@ def pages_module(cache_control: str, page_bytes: int = PAGE_BYTES) -> str:
     Cache-Control."""
     return templates().get_template("cloudfront-pages.mjs.j2").render(
         pages=json.dumps(PAGES), allow=json.dumps({r.name: allow(r) for r in RESOURCES}),
-        not_found=json.dumps(meta.NOT_FOUND.decode()), reads=READS, bytes=page_bytes,
+        not_found=json.dumps(meta.NOT_FOUND.decode()), missing=missing_table(),
+        misses=json.dumps([str(status) for status in BUCKET_MISSES]), reads=READS, bytes=page_bytes,
         accepts_gzip=js_regex(ACCEPTS_GZIP, whole=False)[0], **answer_values(cache_control))
+
+
+def missing_table() -> str:
+    """The route table's 404 bodies by missing file (routes.missing_files), as the handler's
+    JSON: [[the source of a JavaScript RegExp, the body], ...]."""
+    return json.dumps([[json.loads(js_regex(pattern)[0]), body.decode()]
+                       for pattern, body in routes.missing_files(routes.Bodies())], ensure_ascii=False)
 
 
 def package(handler: str) -> bytes:
@@ -201,8 +215,9 @@ def policies(cache_control: str) -> list[dict]:
 
 def behaviours(prefix: str) -> list[dict]:
     """The cache behaviours besides the default: each collection's list, by its viewer path,
-    with its Allow's policy and the handler (only a list asks for a page no file holds; the
-    default behaviour's misses go to the bucket without a Lambda call)."""
+    with its Allow's policy and the handler on origin request (only a list asks for a page no
+    file holds; the default behaviour's requests go to the bucket without a Lambda call).
+    Every behaviour calls the handler on origin response, for a missing file's 404."""
     return [{"path": f"{prefix}/{API}/{r.name}/", "policy": "WriteHeaders" if r.writable else "ReadHeaders",
              "pages": True} for r in RESOURCES]
 
@@ -220,7 +235,7 @@ def template(code: str, archive: bytes, info: SiteInfo) -> str:
         function=code.rstrip("\n"), base_url=info.base_url, host=urlsplit(info.base_url).hostname,
         policies=policies(info.cache_control), behaviours=behaviours(info.prefix), default=DEFAULT_BEHAVIOUR,
         security={key: config for key, config in (v[0::2] for v in SECURITY.values())},
-        not_found=NOT_FOUND_FILE, error_ttl=ERROR_TTL, archive=Path(PAGES_ZIP).name, pages_uri=PAGES,
+        misses=BUCKET_MISSES, error_ttl=ERROR_TTL, archive=Path(PAGES_ZIP).name, pages_uri=PAGES,
         handler=f"{Path(PAGES_MODULE).stem}.handler", code_sha256=base64.b64encode(hashlib.sha256(archive).digest()).decode())
 
 
@@ -229,15 +244,16 @@ def template(code: str, archive: bytes, info: SiteInfo) -> str:
 def distribution(info: SiteInfo) -> dict:
     """What the stack makes of the distribution, as the local runner carries it out: each
     behaviour's path, response headers ([name, value, override]) and whether it calls the
-    handler; the error document; the limit of a generated response; the objects' types and
-    Cache-Control as the deploy sets them; the Accept-Encoding that takes gzip, and brotli."""
+    handler on origin request (every one calls it on origin response); the limit of a
+    generated response; the objects' types and Cache-Control as the deploy sets them; the
+    Accept-Encoding that takes gzip, and brotli."""
     made = {}
     for policy in policies(info.cache_control):
         made[policy["id"]] = ([[header, value[1], True] for header, value in SECURITY.items()]
                               + [[c["name"], c["value"], c["override"] == "true"] for c in policy["custom"]])
     return {"behaviours": [{**b, "headers": made[b["policy"]]} for b in behaviours(info.prefix)],
             "default": {**DEFAULT_BEHAVIOUR, "headers": made[DEFAULT_BEHAVIOUR["policy"]]},
-            "notFound": NOT_FOUND_FILE, "maxGenerated": MAX_GENERATED,
+            "maxGenerated": MAX_GENERATED,
             "jsonType": JSON_TYPE, "htmlType": HTML_TYPE, "cacheControl": info.cache_control,
             "acceptsGzip": json.loads(js_regex(ACCEPTS_GZIP, whole=False)[0]),
             "acceptsBrotli": json.loads(js_regex(ACCEPTS_GZIP.replace("gzip", "br"), whole=False)[0])}

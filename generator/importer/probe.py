@@ -14,31 +14,32 @@ from pathlib import Path
 from typing import Callable
 from urllib.parse import urlencode
 
-import yaml
-
 from ..api.backends import BACKENDS, common, index_files, select
 from ..api.querystring import parse
+from ..catalogue.load import read_settings
 from ..catalogue.querying import FILTERS, NORMALISE, ORDERING, SEARCH, query_settings
 from ..catalogue.resources import RESOURCES, Resource
-from ..errors import CatalogueError, Problems
+from ..errors import CatalogueError, Problems, meant
 
 KEYS = (SEARCH, ORDERING, FILTERS, NORMALISE)
 LIMIT = 10  # records of each probe's first page compared
 
 
 def read_query_file(path: Path) -> dict:
-    """The search, ordering, filters and search_normalise a YAML file gives, checked."""
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except (OSError, yaml.YAMLError) as error:
-        raise CatalogueError(f"{path}: cannot be read as YAML: {error}") from error
-    if not isinstance(raw, dict):
-        raise CatalogueError(f"{path}: must map {', '.join(KEYS)} to their settings, as site.yaml does")
+    """The search, ordering, filters and search_normalise a YAML file gives, checked as
+    site.yaml's are: each problem at its line."""
     problems = Problems()
-    for key in set(raw) - set(KEYS):
-        problems.add(path.name, 0, key, f"is not a query setting; the keys: {', '.join(KEYS)}")
-    found = query_settings(path.name, raw, problems)
+    try:
+        given = read_settings(path, path.name, problems)
+    except OSError as error:
+        raise CatalogueError(f"{path}: cannot be read: {error.strerror}") from error
+    if given is not None:
+        for key in sorted(set(given.raw) - set(KEYS), key=str):
+            problems.add(path.name, 0, str(key), f"is not a query setting{meant(str(key), KEYS, 'the keys')}")
+        found = query_settings(path.name, given.raw, problems)
+        given.locate(problems, 0)
     if problems:
+        problems.sort([path.name])
         raise CatalogueError("\n".join(str(p) for p in problems.items))
     return found
 

@@ -89,3 +89,18 @@ def test_the_page_is_utf8_with_persian_as_written():
     """(Not escaped: the headings are read as the page's own text.)"""
     html = viewer.viewer(Settings("https://k.example", (12,), "Asia/Tehran"))
     assert "کتاب‌ها".encode("utf-8") in html
+
+
+@pytest.mark.parametrize("resource", RESOURCES, ids=lambda r: r.name)
+def test_every_field_has_a_persian_title_of_its_own(resource):
+    """The page calls each field by its title in the record's schema (the search box's label,
+    the ordering menu, the filters, the card, the form): every field of the document has
+    one, in Persian, and no two of a collection's are alike."""
+    titles = viewer.titles()[resource.name]
+    assert list(titles) == list(resource.document)
+    assert all(re.fullmatch(r"[\u0600-\u06ff\u200c ]+", title) for title in titles.values()), titles
+    assert len(set(titles.values())) == len(titles), titles
+
+
+def test_the_page_holds_the_titles():
+    assert script_value(page(), "TITLES") == viewer.titles()

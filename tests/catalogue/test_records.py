@@ -246,14 +246,14 @@ def test_image_that_the_schemas_would_refuse(data_dir, image):
 def test_base_url_not_absolute_http(data_dir, url, fragment):
     site = data_dir / "site.yaml"
     site.write_text(site.read_text(encoding="utf-8").replace("https://ketab.example.ir", url), encoding="utf-8")
-    assert_reported(data_dir, "site.yaml", 0, "base_url", fragment)
+    assert_reported(data_dir, "site.yaml", 2, "base_url", fragment)
 
 
 def test_bad_page_sizes_and_zone(data_dir):
     (data_dir / "site.yaml").write_text(
         "base_url: https://k.example\npage_sizes: [12, 0]\ntime_zone: Mars/Olympus\n", encoding="utf-8")
-    assert_reported(data_dir, "site.yaml", 0, "page_sizes", "positive whole numbers")
-    assert_reported(data_dir, "site.yaml", 0, "time_zone", "not an IANA time zone")
+    assert_reported(data_dir, "site.yaml", 2, "page_sizes", "positive whole numbers")
+    assert_reported(data_dir, "site.yaml", 3, "time_zone", "not an IANA time zone")
 
 
 def test_both_formats_present(data_dir):
@@ -323,7 +323,7 @@ def test_failed_build_leaves_published_site_untouched(data_dir, tmp_path):
 def test_cache_control_that_cannot_be_a_header(data_dir):
     site = data_dir / "site.yaml"
     site.write_text(site.read_text(encoding="utf-8") + "cache_control: \"no-cache\\\"; evil\"\n", encoding="utf-8")
-    assert_reported(data_dir, "site.yaml", 0, "cache_control", "is not a Cache-Control value")
+    assert_reported(data_dir, "site.yaml", 6, "cache_control", "is not a Cache-Control value")
 
 
 # ---- every required field, in turn (docs/data.md: "Required fields") ------------------------------
@@ -414,10 +414,10 @@ def test_site_yaml_missing(data_dir):
 def test_site_yaml_unknown_key_and_repeated_page_size(data_dir):
     (data_dir / "site.yaml").write_text("base_url: https://a.example\npage_sizes: [12, 24, 12]\ntheme: dark\n",
                                         encoding="utf-8")
-    found = {(p.field, p.message) for p in problems_of(data_dir)}
-    assert found == {("theme", "is not a setting; known settings: base_url, cache_control, filters, max_limit, ordering, page_sizes, "
-                                  "search, search_normalise, time_zone"),
-                     ("page_sizes", "[12, 24, 12] lists a page size twice")}
+    found = {(p.line, p.field, p.message) for p in problems_of(data_dir)}
+    assert found == {(3, "theme", "is not a setting; known settings: base_url, cache_control, filters, max_limit, "
+                                  "ordering, page_sizes, search, search_normalise, time_zone"),
+                     (2, "page_sizes", "[12, 24, 12] lists a page size twice")}
 
 
 # ---- the quick path of a CSV row --------------------------------------------------------

@@ -1,8 +1,9 @@
 """The HTML view as a person uses it, in a real headless Chromium (driven by Playwright):
-right to left, page by page, a book's card, and the user form posting with a token until
-the new user is served; no console errors and no request to any other site.
+right to left, page by page, a book's card, a search, an ordering and the filters, labelled
+in Persian, and the user form posting with a token until the new user is served; no
+console errors and no request to any other site.
 
-Screenshots of the list, a detail and the form go to a temporary folder, or to
+Screenshots of the list, a detail, a filtered list and the form go to a temporary folder, or to
 docs/screenshots/ for the README and the docs with CATALOGUE_SCREENSHOTS=docs
 (`make screenshots`)."""
 from __future__ import annotations
@@ -18,7 +19,8 @@ from urllib.parse import urlsplit
 import pytest
 
 from conftest import ROOT, SAMPLE
-from query_probes import with_settings
+from generator.api import viewer
+from query_probes import SETTINGS, with_settings
 from servers import WriteStack, runnable
 
 pytestmark = pytest.mark.skipif(not runnable("chromium"), reason="chromium is not installed")
@@ -111,7 +113,6 @@ def test_a_search_an_ordering_and_the_books_of_an_author(page, stack, shots):
     assert page.locator("#search").input_value() == "هدایت"
     titles = page.locator("ol.list-items li").all_inner_texts()
     assert titles == [book["title"] for book in expected["results"]]
-    page.screenshot(path=str(shots / "search.png"), full_page=False)
 
     author = first["authors"][0]["url"].rstrip("/").rsplit("/", 1)[1]
     page.goto(f"{base}/api/v1/author/{author}/")
@@ -120,6 +121,59 @@ def test_a_search_an_ordering_and_the_books_of_an_author(page, stack, shots):
     by_author = json.loads(stack.server.get(f"/api/v1/books/?authors={author}").body)
     page.locator("ol.list-items li").first.wait_for()
     assert page.locator("ol.list-items li").all_inner_texts() == [b["title"] for b in by_author["results"]]
+
+
+LATIN = re.compile(r"[A-Za-z_]")  # (a field's name where its title belongs)
+
+
+def test_the_query_form_speaks_persian(page, stack):
+    """The search box's label, the ordering menu and the filters' labels name fields by their
+    schemas' titles, never by site.yaml's field names."""
+    titles = viewer.titles()
+    page.goto(f"http://127.0.0.1:{stack.server.port}/api/v1/books/")
+    page.locator("form#query").wait_for()
+    labels = page.locator("form#query label").all_inner_texts()
+    options = page.locator("#ordering option").all_inner_texts()
+    assert [text for text in labels + options if LATIN.search(text)] == []
+    assert labels[0] == "جست‌وجو در " + "، ".join([titles["books"]["title"], titles["books"]["isbn"],
+                                                   titles["author"]["fullName"] + " " + titles["books"]["authors"],
+                                                   titles["publisher"]["company"] + " " + titles["books"]["publishers"]])
+    assert options[1:3] == [titles["books"]["title"] + " (صعودی)", titles["books"]["title"] + " (نزولی)"]
+    assert labels[2:] == [titles["books"][relation] for relation in SETTINGS["filters"]["books"]]
+
+
+def test_a_filter_offers_the_records_its_collections_search_finds(page, stack, shots):
+    """The authors' filter offers the authors the author collection's search finds for what is
+    typed, by name; the one chosen is sent as its id. The publishers (not searchable here)
+    are offered from their first page."""
+    base = f"http://127.0.0.1:{stack.server.port}"
+    author = json.loads(stack.server.get("/api/v1/author/?search=%D9%87%D8%AF%D8%A7%DB%8C%D8%AA").body)["results"][0]
+    author_id = author["url"].rstrip("/").rsplit("/", 1)[1]
+    page.goto(f"{base}/api/v1/books/")
+    page.locator("#filter-authors").click()
+    page.locator("#filter-authors").press_sequentially("هدایت")
+    offered = page.locator("#filter-authors-choices option")
+    offered.first.wait_for(state="attached")
+    page.wait_for_function("document.querySelectorAll('#filter-authors-choices option').length === %d" % len(
+        json.loads(stack.server.get("/api/v1/author/?search=%D9%87%D8%AF%D8%A7%DB%8C%D8%AA&limit=12").body)["results"]))
+    assert offered.evaluate_all("(options) => options.map((o) => [o.value, o.textContent])")[0] == [author_id, author["fullName"]]
+    page.fill("#filter-authors", author_id)  # (as choosing the offered name does)
+    assert page.locator("#filter-authors-chosen").inner_text() == author["fullName"].strip()
+    page.locator("form#query button").click()
+    page.wait_for_url(f"**/api/v1/books/?authors={author_id}")
+    by_author = json.loads(stack.server.get(f"/api/v1/books/?authors={author_id}").body)
+    page.locator("ol.list-items li").first.wait_for()
+    assert page.locator("ol.list-items li").all_inner_texts() == [b["title"] for b in by_author["results"]]
+    page.locator("#filter-authors-chosen", has_text=author["fullName"].strip()).wait_for()  # (named on arrival too)
+    page.screenshot(path=str(shots / "filter.png"), full_page=False)
+
+    publishers = json.loads(stack.server.get("/api/v1/publisher/").body)["results"]
+    page.locator("#filter-publishers").focus()
+    page.wait_for_function("document.querySelectorAll('#filter-publishers-choices option').length === %d" % len(publishers))
+    page.fill("#filter-publishers", publishers[-1]["company"])  # (a name typed whole is sent as its id)
+    page.locator("form#query button").click()
+    publisher_id = publishers[-1]["url"].rstrip("/").rsplit("/", 1)[1]
+    page.wait_for_url(f"**/api/v1/books/?authors={author_id}&publishers={publisher_id}")
 
 
 def test_the_user_form_posts_with_a_token_and_the_user_is_served_after_the_rebuild(page, stack, shots):

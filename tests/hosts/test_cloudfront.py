@@ -1,7 +1,8 @@
 """The CloudFront host: its viewer-request function, run in Node as CloudFront runs it (a bare
 context: no require, no module), decides as the golden request table does; behind it, a
-local S3 origin (moto's) holding a deployed build answers the bytes the built-in server
-answers; and the CloudFormation template ties the function, the policies and the bucket."""
+local S3 origin (moto's) holding a deployed build, its answers through the edge handler on
+origin response, answers the bytes the built-in server answers; and the CloudFormation
+template ties the function, the handler, the policies and the bucket."""
 from __future__ import annotations
 
 import base64
@@ -16,6 +17,7 @@ import subprocess
 import threading
 import zipfile
 from email.utils import formatdate
+from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -29,7 +31,7 @@ from conftest import SAMPLE
 from generator import compose
 from generator.api import meta
 from generator.api.serving import ALLOW_READ, ALLOW_WRITE, SiteInfo, headers
-from generator.api.urls import CURRENT, NOT_FOUND_FILE, RESOURCES
+from generator.api.urls import CURRENT, RESOURCES, detail_file
 from generator.hosts import cloudfront
 from generator.hosts.deploy import deploy
 from golden_files import BOOK, GOLDEN, ROUTES, UNKNOWN, put_together
@@ -221,9 +223,9 @@ def test_the_template_ties_the_function_the_policies_and_the_bucket(site):
     origin, = config["Origins"]
     assert origin["OriginAccessControlId"] == {"Fn::GetAtt": ["OriginAccessControl", "Id"]}
     assert origin["OriginPath"] == {"Ref": "OriginPath"}
-    assert {(e["ErrorCode"], e["ResponseCode"], e["ResponsePagePath"]) for e in config["CustomErrorResponses"]} == {
-        (403, 404, f"/{NOT_FOUND_FILE}"), (404, 404, f"/{NOT_FOUND_FILE}")}
-    assert (site / CURRENT / NOT_FOUND_FILE).read_bytes() == meta.NOT_FOUND
+    # (no error page: one would replace the handler's 404 of each path with one body for all)
+    assert config["CustomErrorResponses"] == [{"ErrorCode": code, "ErrorCachingMinTTL": cloudfront.ERROR_TTL}
+                                              for code in (403, 404)]
     assert [b["PathPattern"] for b in config["CacheBehaviors"]] == [f"/api/v1/{r.name}/" for r in RESOURCES]
     assert [b["ResponseHeadersPolicyId"]["Ref"] for b in config["CacheBehaviors"]] == [
         "WriteHeaders" if r.writable else "ReadHeaders" for r in RESOURCES]
@@ -231,15 +233,17 @@ def test_the_template_ties_the_function_the_policies_and_the_bucket(site):
     assert statement["Action"] == "s3:GetObject"  # (no ListBucket: a missing object is a 403)
 
 
-def test_the_template_calls_the_handler_from_each_list(site):
-    """Only the lists' behaviours call the handler (a page no file holds is always a list's),
-    with a numbered version of the function whose archive is the one the build wrote."""
+def test_the_template_calls_the_handler_from_each_list_and_on_every_origin_response(site):
+    """Only the lists' behaviours call the handler on origin request (a page no file holds is
+    always a list's); every behaviour calls it on origin response (a missing file's 404); a
+    numbered version of the function whose archive is the one the build wrote."""
     resources = stack(site)["Resources"]
     config = resources["Distribution"]["Properties"]["DistributionConfig"]
+    calls = {event: {"EventType": event, "LambdaFunctionARN": {"Ref": "PagesVersion"}}
+             for event in ("origin-request", "origin-response")}
     for behaviour in config["CacheBehaviors"]:
-        assert behaviour["LambdaFunctionAssociations"] == [
-            {"EventType": "origin-request", "LambdaFunctionARN": {"Ref": "PagesVersion"}}]
-    assert "LambdaFunctionAssociations" not in config["DefaultCacheBehavior"]
+        assert behaviour["LambdaFunctionAssociations"] == [calls["origin-request"], calls["origin-response"]]
+    assert config["DefaultCacheBehavior"]["LambdaFunctionAssociations"] == [calls["origin-response"]]
     function = resources["Pages"]["Properties"]
     assert (function["Runtime"], function["Handler"], function["Code"]) == ("nodejs20.x", "pages.handler", "pages.zip")
     assert function["Role"] == {"Fn::GetAtt": ["PagesRole", "Arn"]} and function["Timeout"] <= 30
@@ -336,6 +340,17 @@ def origin_event(method: str, uri: str, query: str, request_headers: dict | None
                                       "path": path, "region": region}}}}}]}
 
 
+def response_event(uri: str, status: int, response_headers: dict, path: str = "") -> dict:
+    """The origin's answer to a request CloudFront sent on, as Lambda@Edge's origin-response
+    event (which never shows the body)."""
+    event = origin_event("GET", uri, "", path=path)
+    cf = event["Records"][0]["cf"]
+    cf["config"]["eventType"] = "origin-response"
+    cf["response"] = {"status": str(status), "statusDescription": HTTPStatus(status).phrase,
+                      "headers": {k.lower(): [{"key": k, "value": v}] for k, v in response_headers.items()}}
+    return event
+
+
 def made(answer: dict) -> tuple[int, bytes, dict[str, str]]:
     """A generated response's status, body and headers (one value each)."""
     body = answer["body"].encode() if answer["bodyEncoding"] == "text" else base64.b64decode(answer["body"])
@@ -380,6 +395,31 @@ def test_the_handler_compresses_answers_heads_and_passes_files_on(site, handler_
     assert made(head)[2]["allow"] == ALLOW_WRITE
     assert passed == files["Records"][0]["cf"]["request"]
     assert made(unknown)[:2] == (404, meta.NOT_FOUND)
+
+
+# What S3 answers for a missing object to a distribution that may not list the bucket.
+S3_DENIED = {"Content-Type": "application/xml", "Transfer-Encoding": "chunked", "Date": "Sat, 28 Nov 2026 12:00:00 GMT",
+             "Server": "AmazonS3", "x-amz-request-id": "0AB1C2D3E4F5A6B7", "x-amz-id-2": "EXAMPLE"}
+
+
+@needs_node
+def test_the_handler_answers_a_missing_file_with_the_404_of_its_path(site, handler_module):
+    """On origin response, S3's 403 (or 404) for a missing file becomes the 404 the route
+    table gives its path: DRF's message naming the collection's record for a detail, the
+    generic one else; S3's own headers left out, the rest kept. Any other answer passes."""
+    details = [detail_file(r.name, UNKNOWN[:2], UNKNOWN) for r in RESOURCES]
+    found = {"Content-Type": "application/json", "ETag": '"5d41402abc4b2a76b9719d911017c592"', "Content-Length": "42"}
+    events = ([response_event("/" + file, 403, S3_DENIED, path="/catalogue") for file in details]
+              + [response_event("/" + details[0], 404, S3_DENIED), response_event("/api/v1/index.json", 403, S3_DENIED),
+                 response_event("/_meta/openapi.json", 403, S3_DENIED), response_event("/" + details[1], 200, found)])
+    answers = handle(handler_module, events)
+    expected = [meta.no_match(r) for r in RESOURCES] + [meta.no_match(RESOURCES[0]), meta.NOT_FOUND, meta.NOT_FOUND]
+    for event, answer, body in zip(events, answers, expected):
+        status, got, sent = made(answer)
+        assert (status, got) == (404, body), event["Records"][0]["cf"]["request"]["uri"]
+        assert sent == {"content-type": "application/json", "transfer-encoding": "chunked",
+                        "date": S3_DENIED["Date"], "server": "AmazonS3"}
+    assert answers[-1] == events[-1]["Records"][0]["cf"]["response"]
 
 
 @needs_node
@@ -489,14 +529,17 @@ def builtin(site):
 def through_cloudfront(site: Path, client, requests: list[tuple]) -> list[tuple[int, bytes, dict]]:
     """Each request through the function, then (for a rewritten one) the origin: for a page
     sent to the handler, the handler reading the bucket; else the bucket, an object's bytes
-    and metadata, or for a missing one the error document with 404; with the headers the
-    response headers policy of the viewer's path adds."""
+    and metadata or for a missing one S3's 403, through the handler on origin response; with
+    the headers the response headers policy of the viewer's path adds."""
     code, template = (site / cloudfront.FUNCTION).read_text(encoding="utf-8"), stack(site)
     decided = run(code, [event(*request) for request in requests])
     sent_on = [origin_event(got["method"], got["uri"], query_string(got["querystring"]), path="/catalogue")
                for got in decided if got.get("uri", "").startswith(cloudfront.PAGES)]
     with signed_reads(client) as bucket:
         handled = iter(handle(site / cloudfront.PAGES_MODULE, sent_on, bucket) if sent_on else [])
+    objects = [bucket_answer(client, got["uri"]) for got in decided
+               if "uri" in got and not got["uri"].startswith(cloudfront.PAGES)]
+    responded = iter(zip(objects, handle(site / cloudfront.PAGES_MODULE, [event for _, event in objects])))
     answers = []
     for request, got in zip(requests, decided):
         if "statusCode" in got:
@@ -507,16 +550,22 @@ def through_cloudfront(site: Path, client, requests: list[tuple]) -> list[tuple[
             status, body, sent = made(next(handled))  # (the GET's body: CloudFront sends none to a HEAD)
             answers.append((status, b"" if request[0] == "HEAD" else body, {**added, **sent}))
             continue
-        try:
-            found = client.get_object(Bucket="catalogue-origin", Key="catalogue" + got["uri"])
-            status = 200
-        except ClientError as exc:
-            assert exc.response["Error"]["Code"] in ("NoSuchKey", "AccessDenied", "404", "403")
-            found = client.get_object(Bucket="catalogue-origin", Key=f"catalogue/{NOT_FOUND_FILE}")
-            status = 404
-        added.update({"content-type": found["ContentType"], "cache-control": found["CacheControl"]})
-        answers.append((status, found["Body"].read(), added))
+        (stored, _), response = next(responded)
+        status, body, sent = made({"bodyEncoding": "text", "body": "", **response})
+        answers.append((status, body if "body" in response else stored, {**added, **sent}))
     return answers
+
+
+def bucket_answer(client, uri: str) -> tuple[bytes, dict]:
+    """The bucket's answer to the object at uri: its bytes and the origin-response event of
+    its status and metadata; for a missing object, S3's 403 (the distribution may not list)."""
+    try:
+        found = client.get_object(Bucket="catalogue-origin", Key="catalogue" + uri)
+    except ClientError as exc:
+        assert exc.response["Error"]["Code"] in ("NoSuchKey", "AccessDenied", "404", "403")
+        return b"<Error><Code>AccessDenied</Code></Error>", response_event(uri, 403, S3_DENIED, path="/catalogue")
+    metadata = {"Content-Type": found["ContentType"], "Cache-Control": found["CacheControl"]}
+    return found["Body"].read(), response_event(uri, 200, metadata, path="/catalogue")
 
 
 @contextlib.contextmanager
@@ -582,11 +631,12 @@ def test_the_function_and_the_bucket_answer_as_the_built_in_server(site, origin,
 
 
 @needs_node
-def test_a_missing_detail_gets_the_generic_404_body(site, origin, builtin):
-    """The one answer that differs from the other hosts: CloudFront gives a missing object
-    one error document for the whole distribution, so not the resource's own message."""
-    (status, body, sent), = through_cloudfront(site, origin, [("GET", f"/api/v1/author/{UNKNOWN}/", "")])
-    served = builtin.get(f"/api/v1/author/{UNKNOWN}/")
-    assert (served.status, served.body) == (404, b'{"detail":"No Author matches the given query."}')
-    assert (status, body) == (404, meta.NOT_FOUND)
-    assert sent["content-type"] == served.header("Content-Type")
+def test_a_missing_detail_gets_its_collections_404_body(site, origin, builtin):
+    """The bucket's 403 for a missing detail, through the handler on origin response: the
+    body DRF and every other host answer, naming the collection's record."""
+    requests = [("GET", f"/api/v1/{r.name}/{UNKNOWN}/", "") for r in RESOURCES]
+    for resource, request, (status, body, sent) in zip(RESOURCES, requests, through_cloudfront(site, origin, requests)):
+        served = builtin.get(request[1])
+        assert (status, body) == (served.status, served.body) == (404, meta.no_match(resource)), request
+        for name in ["Content-Type", *headers("")]:
+            assert sent[name.lower()] == served.header(name), (request, name)

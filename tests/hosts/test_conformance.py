@@ -28,10 +28,6 @@ READ = "GET, HEAD, OPTIONS"
 WRITE = "GET, POST, HEAD, OPTIONS"
 COUNTS = {"author": 19, "books": 42, "publisher": 7, "category": 14, "user": 8, "bookshelf": 12}
 BOOK = "76f9d815-44dc-545f-890b-4419e8e5e6da"
-# CloudFront's two answers of its own (docs/deploying.md: CloudFront and S3): a missing object gets the
-# distribution's one error document, and a read-only host answers every POST 503 before any
-# body is read (a CloudFront Function never sees one).
-ONE_404_BODY = {"cloudfront"}
 UNRESERVED = re.compile(r"%(3[0-9]|[46][1-9A-Fa-f]|[57][0-9Aa]|2[DEde]|5[Ff]|7[Ee])")  # escaped A-Z a-z 0-9 - . _ ~
 
 
@@ -190,7 +186,7 @@ def test_the_golden_request_table(server, entry):
     if answer["location"] is not None:
         assert (got.status, got.header("Location")) == (301, answer["location"])
         return
-    expected = golden_answer(site, query, answer, one_404_body=server.kind in ONE_404_BODY)
+    expected = golden_answer(site, query, answer)
     assert (got.status, got.body) == (expected[0], b"" if method == "HEAD" else expected[1])
 
 
@@ -215,8 +211,6 @@ def test_detail_document(server):
 ])
 def test_not_found(server, path, status, detail):
     answer = server.get(path)
-    if server.kind in ONE_404_BODY:
-        detail = "Not found."
     assert (answer.status, body(answer)) == (status, {"detail": detail})
     assert answer.header("Content-Type") == "application/json"
 

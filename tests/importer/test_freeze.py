@@ -454,7 +454,7 @@ def test_the_directory_replaced_is_kept_under_the_time_it_was_replaced(tmp_path)
 
 @pytest.mark.parametrize("user, shelves, problems", [
     ({"following_count": "many"}, [], [
-        "users.csv:2: field 'following_count': 'many' is not a whole number",
+        "users.csv:2: field 'following_count': 'many' is not a whole number: write digits only, like 680000 or ۶۸۰۰۰۰",
         "users.csv:2: field 'following_count': reads back as None, not as 'many'"]),
     # (a record read back twice is one: the count differs, and the collections after it are still
     # checked, their references too)
@@ -838,7 +838,7 @@ AT_BOOK, AT_AUTHOR, AT_USER = (f"{API}/books/{BOOK_ID}/: field", f"{API}/author/
     ("user", {**A_USER, "id": None, "username": None, "first_name": None, "following_count": "many"},
      {**USER_ROW, "username": None, "first_name": None, "following_count": "many"}, [
         f"{AT_USER} 'username': must be text, not NoneType",
-        f"{AT_USER} 'following_count': 'many' is not a whole number"]),
+        f"{AT_USER} 'following_count': 'many' is not a whole number: write digits only, like 680000 or ۶۸۰۰۰۰"]),
     ("user", "a string", None, [f"user: field '{name}': is missing: not a record of the catalogue API" for name in (
         "bio", "first_name", "followed", "followers_count", "following_count", "id", "last_name", "url", "username")]),
     ("bookshelf", {"user": A_USER, "title": "t", "owner": 1}, None, [
