@@ -188,25 +188,27 @@ def main() -> None:
     print(f"pages: {page / 1e3:.1f} KB a books page file of {PAGE_SIZE} (mean), a page index "
           f"{page_index_bytes(args.books, 0) / 1e3:.1f} KB")
     print(f"{'probe':<30} {'count':>8} {'objects':>8} {'bytes':>10} {'index obj':>9} {'index bytes':>11} "
-          f"{'checked':>8} {'plan ms':>8}")
+          f"{'checked':>8} {'plan ms':>8} {'CPU ms':>7}")
     collections_ = {"books": books, "authors": authors}
     specs = {"books": BOOKS, "authors": AUTHORS}
     table = []
     for label, name, value in probes(books, authors):
         request = Request(files[name], collections_[name], termindex.TermIndexWriter(specs[name], 0).readers)
         terms = smart_terms(value)
-        times = []
+        times, cpu = [], []
         for _ in range(args.repeat):
-            started = time.perf_counter()
+            started, used = time.perf_counter(), time.process_time()
             found = request.run(terms)
             times.append(time.perf_counter() - started)
+            cpu.append(time.process_time() - used)
         blocks = {p * PAGE_SIZE // PAGE_BUCKET for p in request.pages}
         objects = 1 + found.index_objects + len(blocks) + len(request.pages)  # (1: the site's meta, read first)
         read = (found.index_bytes + sum(page_index_bytes(len(collections_[name]), b) for b in blocks)
                 + len(request.pages) * page)
         table.append((objects, read))
         print(f"{label:<30} {len(found.positions):>8,} {objects:>8} {read / 1e6:>8.2f}MB {found.index_objects:>9} "
-              f"{found.index_bytes / 1e6:>9.3f}MB {found.checked:>8} {statistics.median(times) * 1000:>7.1f}")
+              f"{found.index_bytes / 1e6:>9.3f}MB {found.checked:>8} {statistics.median(times) * 1000:>7.1f} "
+              f"{statistics.median(cpu) * 1000:>7.1f}")
     objects = sorted(o for o, _ in table)
     read = sorted(b for _, b in table)
     p90 = int(0.9 * len(table) + 0.5) - 1

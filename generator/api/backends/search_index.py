@@ -48,8 +48,9 @@ Keys sort by their UTF-8 bytes (that is, by code point).
 Postings (the records of one key in one field), a *set*:
   varint form; form 0 (a list): varint n of groups, then per group varint high and
   varint count, then every position's low 16 bits as little-endian uint16, group after
-  group (a position is high * 65536 + low); form 1 (a bitmap): ceil(count / 8) bytes,
-  record p present iff bit p % 8 (least significant first) of byte p // 8 is set.
+  group (a position is high * 65536 + low); form 1 (a bitmap): ceil(N / 8) bytes, N the
+  record count, record p present iff bit p % 8 (least significant first) of byte p // 8
+  is set.
   In a relation field the postings are varint m, then m sets: the records the key
   matched at element 0, 1, .. m-1 (their union: its records).
 
@@ -62,8 +63,8 @@ Files (paths relative to the index's directory):
 - `leaf/<name>.bin`: b"TIL1", varint number of entries, then each entry: its key
   front-coded against the previous key of the leaf (the first's shares 0 bytes), varint
   number of fields it has, and per field: varint field, varint size class (the bit length
-  of the number of records the set holds: what the plan ranks terms by before reading a
-  set; coarse, so that an edit seldom changes it), varint where; where 0: varint length
+  of the number of records the set holds, so at most 2**class - 1: what the plan ranks
+  terms by before reading a set; coarse, so that an edit seldom changes it), varint where; where 0: varint length
   and the set's bytes inline (sets of up to INLINE_MAX bytes); where 1: varint name,
   varint ordinal: the set is the ordinal-th (from 0) of `post/<name>.bin`.
   The entries of all leaves, in root order, are every key in order. A leaf ends after
@@ -72,21 +73,42 @@ Files (paths relative to the index's directory):
   at the last key.
 - `post/<name>.bin`: b"TIP1", varint number of sets, each one's length (varint), then
   the sets, in key order (so a range of keys has its sets in a run of files); an edit
-  that changes a set rewrites its file, and its leaf only where its size class changes. A set over CHUNK_ALONE bytes has a file of its own; a file ends after
-  a set once it holds CHUNK_MIN bytes and the set's tag (key, NUL, varint field) has a
-  CRC-32 whose low CHUNK_BITS bits are zero.
-Names are the CRC-32 of the leaf's first key (of a postings file: of its first set's
-tag), plus 1 (modulo 2**32) as often as needed to differ from every name of its kind
-given before it in key order.
+  that changes a set rewrites its file, and its leaf only where its size class changes.
+  A set over CHUNK_ALONE bytes has a file of its own; a file ends after a set once it
+  holds CHUNK_MIN bytes and the set's tag (key, NUL, varint field) has a CRC-32 whose
+  low CHUNK_BITS bits are zero, or once it holds CHUNK_MAX bytes.
+CRC-32 is zlib's (IEEE 802.3). Names are the CRC-32 of the leaf's first key (of a
+postings file: of its first set's tag), plus 1 (modulo 2**32) as often as needed to
+differ from every name of its kind given before it in key order. A reader needs none
+of the writer's constants (INLINE_MAX, LEAF_BITS, CHUNK_*): only GRAM_MAX and MIN_SUFFIX,
+which the lookups below use.
+
+Lookups. A (folded) term t in field f, t without white space: f `=`: the key "E" + t;
+t empty: "A"; t of GRAM_MAX characters or fewer: "G" + t; else every key starting with
+"S" + t (a `contains` f) or "H" + t (a `^` f). Those keys' sets, in f, united, are
+exactly the records whose value in f the term matches (contains / startswith / equals
+on folded values), and in a relation field, at which elements. A term with white space
+(a phrase; smart_split's quotes keep it whole): f `=`: "E" + t, exact; a `^` f: the
+records whose value starts with its first word (t starting with white space: "A"); a
+`contains` f: those holding each of its words (each word's lookup; no word: "A"); a
+superset, which the plan checks on the candidates' documents.
+
+Combination (DRF's SearchFilter, one filter() over the joined relations): a record is
+selected when every term matches in some field; a term matched in a field of the record
+itself needs nothing more; the terms matched only in relation fields (two or more) must
+be served by one choice of element per relation: some (relation, element) pairs, one per
+relation, such that each such term matched at one of them.
 
 The read plan (`search`): the root; the leaves of up to LEAF_BATCH terms' keys at once,
-the terms likeliest to be rare first; then, the terms of the batch from the fewest
-records up (as the leaves count them), each term's postings files, or, where the
-candidates (the records every term so far holds) are few, or lie on fewer pages than
-the term has files to read, or the files would overrun the budget, nothing: the term is
-checked on the candidates' documents (the pages the answer reads anyway, when they are
-a page's worth). Batches go on while the candidates are more than a page's worth. A
-phrase narrows the candidates by its words' sets and is checked on documents.
+the terms likeliest to be rare first (words before phrases, longer first); then the
+terms of the batch from the fewest records up (as the leaves' size classes bound them),
+each term's postings files, or, where the candidates (the records every term so far
+holds) are a page's worth or fewer, or lie on fewer pages than the term has files to
+read, or the files would overrun the budget, nothing: the term is checked on the
+candidates' documents (the pages the answer reads anyway, when they are a page's
+worth). Batches go on while the candidates are more than a page's worth; the terms left
+are checked on documents. A phrase narrows the candidates by its words' sets and is
+checked on documents.
 """
 from __future__ import annotations
 
@@ -109,7 +131,7 @@ GRAM_MAX = 2  # characters of the terms answered by a precomputed set
 MIN_SUFFIX = GRAM_MAX + 1
 LEAF_BITS = 10  # a leaf holds 2**LEAF_BITS keys on average
 INLINE_MAX = 32  # bytes of a set kept in its leaf; longer ones go to postings files
-CHUNK_MIN, CHUNK_ALONE, CHUNK_BITS = 16384, 16384, 3  # a postings file's size (see _Chunks)
+CHUNK_MIN, CHUNK_MAX, CHUNK_ALONE, CHUNK_BITS = 16384, 65536, 4096, 3  # postings files' sizes (_Chunks)
 CHUNK_MASK = (1 << CHUNK_BITS) - 1
 LEAF_BATCH = 4  # terms whose leaves a round reads (the rest wait: the candidates may be few by then)
 PAGE_SIZE = 12  # records of a page, as the plan reckons the pages its candidates' documents lie on
@@ -337,7 +359,8 @@ class _Column:
         """The values of a run of records from `first` (tight loops: a million records pass here)."""
         if self.relation:
             if any(len(values) > ELEMENT_MASK for values in run):
-                raise ValueError(f"a record among {first}.. has more than {ELEMENT_MASK} related records in one relation")
+                raise ValueError(f"a record among {first}.. has more than {ELEMENT_MASK} related records "
+                                 f"in one relation: the term index numbers them in {ELEMENT_BITS} bits")
             coded = [(position << ELEMENT_BITS | element, value) for position, values in enumerate(run, first)
                      for element, value in enumerate(values) if value is not None]
         else:
@@ -502,7 +525,8 @@ _ONE_SET = bytes((LIST, 1))  # (a set of one record: its form, one group)
 class _Chunks:
     """The postings files, filled with sets in key order: a set longer than CHUNK_ALONE has
     a file of its own; a file ends after a set, once it holds CHUNK_MIN bytes, where the
-    set's tag (key, NUL, field) has a CRC-32 whose low CHUNK_BITS bits are zero."""
+    set's tag (key, NUL, field) has a CRC-32 whose low CHUNK_BITS bits are zero, or once
+    it holds CHUNK_MAX bytes (the rare long run without such a tag)."""
 
     def __init__(self, flush: Flush) -> None:
         self.flush = flush
@@ -524,7 +548,7 @@ class _Chunks:
         name, ordinal = self.name, len(self.sets)
         self.sets.append(data)
         self.size += len(data)
-        if self.size >= CHUNK_MIN and zlib.crc32(tag) & CHUNK_MASK == 0:
+        if self.size >= CHUNK_MAX or self.size >= CHUNK_MIN and zlib.crc32(tag) & CHUNK_MASK == 0:
             self.close()
         return name, ordinal
 
@@ -561,15 +585,18 @@ def _union(held: list, typecode: str) -> "int | array":
 
 
 def _put_key(out: bytearray, previous: bytes, key: bytes) -> None:
-    shared = 0
-    for shared, (a, b) in enumerate(zip(previous, key)):  # (keys are short: a loop is cheap here)
-        if a != b:
-            break
-    else:
-        shared = min(len(previous), len(key))
+    shared = _shared(previous, key)
     put_varint(out, shared)
     put_varint(out, len(key) - shared)
     out += key[shared:]
+
+
+def _shared(a: bytes, b: bytes) -> int:
+    """How many bytes two keys share at their start: the first set bit of their XOR (C
+    speed, not a loop a byte)."""
+    size = max(len(a), len(b))
+    differ = int.from_bytes(a.ljust(size, b"\x00"), "big") ^ int.from_bytes(b.ljust(size, b"\x00"), "big")
+    return min(size - (differ.bit_length() + 7) // 8, len(a), len(b))
 
 
 def document_values(document: dict, fields: dict[str, SearchField], fold: Callable[[str], str]) \
@@ -697,7 +724,7 @@ def decode_leaf(data: bytes) -> dict[bytes, list[Piece]]:
 
 
 class Reads:
-    """The files a request read, each once: objects and bytes, the index's apart."""
+    """The index files a request read, each once: how many, and their bytes."""
 
     def __init__(self, read: Reader) -> None:
         self.read = read
@@ -819,16 +846,18 @@ def search(read: Reader, terms: list[str], documents: Callable[[list[int]], dict
     matched only in related records, one related record of each relation serves them all
     (DRF's single filter() joins them once).
 
-    The plan: the root; the leaves of every term's keys, in one round; then the terms
-    from the fewest records up, each either from its sets (its postings files read, where
-    a set is too long for its leaf) or checked on the candidates' documents:
-    `documents(positions)` gives each one's folded values by column (document_values),
-    reading the pages of `page_size` records holding them (the caller counts those reads).
-    A term is checked on documents where the candidates are `check_at` or fewer (default:
-    a page's worth, whose pages the answer reads anyway), or lie on no more pages than the
-    term has postings files to read, or its files would overrun the budget. A term with
-    white space (a phrase) is always checked on documents, its words' sets narrowing the
+    The plan (the module's docstring says it whole): the root; the leaves of LEAF_BATCH
+    terms at a time; the terms from the fewest records up, each from its sets (reading
+    its postings files) or checked on the candidates' documents: `documents(positions)`
+    gives each one's folded values by column (document_values), reading the pages of
+    `page_size` records holding them (the caller counts those reads). A term is checked
+    on documents where the candidates are `check_at` or fewer (default: a page's worth,
+    whose pages the answer reads anyway), or lie on no more pages than the term has
+    postings files to read, or its files would overrun the budget. A term with white
+    space (a phrase) is always checked on documents, its words' sets narrowing the
     candidates first."""
+    if not terms:
+        raise ValueError("a search of no terms (DRF's SearchFilter leaves the collection as it is)")
     check_at = page_size if check_at is None else check_at
     reads = Reads(read)
     root = Root.decode(reads.get(ROOT))
@@ -842,12 +871,9 @@ def search(read: Reader, terms: list[str], documents: Callable[[list[int]], dict
         batch, pending = pending[:LEAF_BATCH], pending[LEAF_BATCH:]
         _find_pieces(batch, root, reads)
         for term in sorted(batch, key=_Term.estimate):
-            unread = term.unread(reads)
-            if candidates is not None and unread and (
-                    len(candidates) <= check_at or len({p // page_size for p in candidates}) <= len(unread)
-                    or reads.objects + len(unread) > budget.objects
-                    or reads.bytes + sum(unread.values()) > budget.bytes):
-                checked_terms = True  # (checked on the candidates' documents)
+            if candidates is not None and _check_instead(term.unread(reads), candidates, reads, budget,
+                                                         page_size, check_at):
+                checked_terms = True
                 continue
             found = _term_hits(term, fields, reads, root.count)
             if term.exact:
@@ -864,11 +890,21 @@ def search(read: Reader, terms: list[str], documents: Callable[[list[int]], dict
         values = documents(positions)
         kept = [p for p in positions if record_matches(values[p], fields, texts)]
         checked = len(positions)
-    else:
-        kept = sorted(candidates if len(hits) < 2 else (p for p in candidates if _joined_in_index(p, hits)))  # (one term: no join)
+    else:  # (one term needs no join)
+        kept = sorted(candidates if len(hits) < 2 else (p for p in candidates if _joined_in_index(p, hits)))
         checked = 0
     return Found(kept, reads.objects, reads.bytes, checked,
                  reads.objects <= budget.objects and reads.bytes <= budget.bytes)
+
+
+def _check_instead(unread: dict[str, int], candidates: set[int], reads: Reads, budget: Budget, page_size: int,
+                   check_at: int) -> bool:
+    """Whether a term is better checked on the candidates' documents than read from its
+    sets (files not yet read: `unread`)."""
+    return bool(unread) and (len(candidates) <= check_at
+                             or len({p // page_size for p in candidates}) <= len(unread)
+                             or reads.objects + len(unread) > budget.objects
+                             or reads.bytes + sum(unread.values()) > budget.bytes)
 
 
 def _find_pieces(terms: list[_Term], root: Root, reads: Reads) -> None:

@@ -115,7 +115,8 @@ def terms_from(documents: list[dict], rng: random.Random, count: int) -> list[li
         requests.append([one() for _ in range(rng.choice((1, 1, 1, 2, 2, 3, 5)))])
     for document in documents[:40]:  # (two authors' words: the join decides)
         if len(document["authors"]) > 1:
-            requests.append([document["authors"][0]["fullName"].split()[0], document["authors"][1]["fullName"].split()[-1]])
+            first, second = document["authors"][:2]
+            requests.append([first["fullName"].split()[0], second["fullName"].split()[-1]])
     return requests
 
 
@@ -151,7 +152,7 @@ def test_the_registry_s_select_answers_as_drf(catalogue):
         assert list(selection.positions) == reference(catalogue, specs, quoted, None), quoted
 
 
-VALUE_CHARS = "abAB ک كيیa\u200c\u00a0\u2003\t-0۰"  # (Persian folding, ZWNJ, white space of several kinds)
+VALUE_CHARS = "abAB ک كيیa\u200c\u00a0\u2003\t-0۰\x00\x01"  # (Persian folding, ZWNJ, white space of several kinds, NUL)
 values = st.text(VALUE_CHARS, max_size=9)
 
 
