@@ -1082,8 +1082,7 @@ def searched(request: Request, terms: list[str]) -> set[int]:
 
 def constants() -> dict:
     """What the JavaScript twin is rendered with."""
-    return {"dir": index_dir("{name}"), "root": ROOT, "leaf": leaf_file(0)[:-len("00000000.bin")],
-            "postings": postings_file(0)[:-len("00000000.bin")],
+    return {"dir": index_dir("{name}"), "root": ROOT, "leaf": f"{LEAF_DIR}/", "postings": f"{POSTINGS_DIR}/",
             "magic": {"root": ROOT_MAGIC.decode(), "leaf": LEAF_MAGIC.decode(), "postings": POSTINGS_MAGIC.decode()},
             "version": VERSION, "kinds": {"any": ANY, "exact": EXACT, "gram": GRAM, "head": HEAD, "suffix": SUFFIX},
             "gramMax": GRAM_MAX, "leafBatch": LEAF_BATCH, "pageSize": PAGE_SIZE, "bitmap": BITMAP, "inline": INLINE,
