@@ -9,7 +9,8 @@ Reports the time to index (one process collecting `--runs` runs of records, as t
 processes do, then joining them), the
 index's files and bytes, and for a rare and the most common title word (and a phrase, a
 letter) the median time of `select` and the count, and the index files and bytes it read
-(what an edge host reads of the indexes; the pages shown come on top).
+(what an edge host reads of the indexes; the pages of the candidates a search checks on
+their documents, and of the records shown, come on top).
 """
 from __future__ import annotations
 
@@ -64,19 +65,19 @@ def main() -> None:
     block = common.BLOCK
     share = -(-len(docs) // block // args.runs) * block  # (runs of whole blocks, as the build's processes take them)
     for first in range(0, max(len(docs), 1), share):
-        collector = search_index.Indexer("books", SEARCH, files.__setitem__, first)
+        collector = search_index.Indexer("books", SEARCH, first)
         for at in range(first, min(first + share, len(docs)), 12):
             collector.add(docs[at:min(at + 12, first + share)])
         parts.append(collector.close())
     collected = time.perf_counter() - started
-    search_index.finish("books", files.__setitem__, parts)
+    search_index.finish("books", SEARCH, files.__setitem__, parts)
     seconds = time.perf_counter() - started
-    text = {p: len(d) for p, d in files.items() if p.endswith(".txt") and "/keys" not in p and "/heads" not in p}
+    leaves = {p: len(d) for p, d in files.items() if "/leaf/" in p}
     print(f"(generator from {Path(backends.__file__).parent.parent.parent.parent})")
     print(f"{args.books:,} books: indexed in {seconds:.1f} s in one process ({collected:.1f} s collecting "
           f"{len(parts)} runs, {seconds - collected:.1f} s joining them); {len(files):,} files, "
-          f"{sum(map(len, files.values())) / 1e6:.1f} MB, of them the text blocks {len(text)} files, "
-          f"{sum(text.values()) / 1e6:.1f} MB")
+          f"{sum(map(len, files.values())) / 1e6:.1f} MB, of them the leaves {len(leaves)} files, "
+          f"{sum(leaves.values()) / 1e6:.1f} MB")
     often, rare = words(data)
     probes = [("a rare title word", rare), ("the most common title word", often),
               ("a phrase", f'"{often} {rare}"'), ("a letter", "ی")]
@@ -92,7 +93,8 @@ def main() -> None:
         for attempt in range(args.repeat + 1):
             read.clear()
             started = time.perf_counter()
-            selection = backends.select(reading, "books", [("search", term)], SEARCH, len(docs))
+            selection = backends.select(reading, "books", [("search", term)], SEARCH, len(docs),
+                                        lambda positions: {p: docs[p] for p in positions})
             count = selection.count
             if attempt:
                 times.append(time.perf_counter() - started)

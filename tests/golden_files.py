@@ -222,22 +222,19 @@ UUID_CASES = ["", "nope", "00000000-0000-4000-8000-000000000000", "0000000000004
 ORDERING_CASES = ["", "title", "-title", " -title ,pages", "--title", "-", "title,,nope", "\u3000pages\x1c"]
 
 
-# Search columns (each record's values) and terms, for the matcher (api/query.matches).
-MATCH_COLUMNS = [[["بوف کور"], [], ["کور"], ["a", "bc"], [""], ["ab", "ab", "b"]], [["x"]], [[]], []]
-MATCH_TERMS = ["کور", "b", "ab", "", "bc", "x", "بوف کور", "zz"]
-
-
-# Keys files (a column's tokens) and words, for the token index's key matcher (api/query.key_matches),
-# its buckets (api/backends/search_index.bucket_of) and the splitting of a term into words (str.split()).
-KEY_LISTS = [["ab", "abc", "bab", "کتاب", "کتابها", "𝔘𝔫"], [], ["a"]]
-KEY_WORDS = ["ab", "b", "a", "کتاب", "تاب", "𝔫", "zz"]
-BUCKET_KEYS = ["", "a", "کتاب", " کتاب", "\tبوف  کور", "𝔘𝔫𝔦", "ß", "x" * 40]
+# Terms and the key of the term index each looks up under each lookup (api/backends/search_index._lookup),
+# the splitting of a term into words (str.split()), and sets of positions as the index encodes them.
+LOOKUP_TERMS = ["", "a", "ab", "abc", "کتاب", "تا", "𝔫", "𝔘𝔫𝔦", " a", "x" * 40]
 WORD_TERMS = ["a b", " a", "a\u3000\x1cb ", "\u200c", "کتاب\u2028ها", "\x85\xa0", "a\u200bb"]
+SETS = [([], 1), ([0], 1), ([5], 9), ([70000], 70001), ([1, 2, 3, 65535, 65536, 200000], 200001),
+        (list(range(0, 300, 2)), 300), (list(range(100)), 100)]
 
 
-def _blob(records: list[list[str]]) -> bytes:
-    from generator.api.backends.search_index import ELEMENT, RECORD
-    return (RECORD + RECORD.join("".join(ELEMENT + v for v in values) for values in records) + RECORD).encode()
+def _set_bytes(positions: list[int], count: int) -> str:
+    from generator.api.backends.search_index import encode_set
+    out = bytearray()
+    encode_set(positions, count, out)
+    return out.hex()
 
 
 def filters_table() -> dict:
@@ -246,14 +243,12 @@ def filters_table() -> dict:
     from generator.api.backends.ordering import Ordering
     from generator.api.backends.relations import uuid_text
     from generator.api.backends.search import smart_terms
-    from generator.api.backends.search_index import bucket_of, key_matches, matches
-    return {"keys": [[keys, word, starts, ends,
-                      key_matches(("\n" + "".join(k + "\n" for k in keys)).encode(), word, starts, ends)]
-                     for keys in KEY_LISTS for word in KEY_WORDS for starts in (False, True) for ends in (False, True)],
-            "buckets": [[key, bucket_of(key)] for key in BUCKET_KEYS],
-            "words": [[term, term.split()] for term in WORD_TERMS],"matches": [[records, term, lookup, [list(m) for m in matches(_blob(records), term.encode(), lookup, True)]]
-                        for records in MATCH_COLUMNS for term in MATCH_TERMS
-                        for lookup in ("contains", "startswith", "exact")],"terms": [[text, smart_terms(text)] for text in SEARCH_CASES],
+    from generator.api.backends.search_index import _lookup, search_field
+    return {"lookups": [[term, spec, *_lookup(term, search_field(spec))] for term in LOOKUP_TERMS
+                        for spec in ("title", "^title", "=title")],
+            "sets": [[_set_bytes(positions, count), count, positions] for positions, count in SETS],
+            "words": [[term, term.split()] for term in WORD_TERMS],
+            "terms": [[text, smart_terms(text)] for text in SEARCH_CASES],
             "fold": [[text, n, fold(text, n)] for text in SEARCH_CASES for n in (None, "persian")],
             "uuid": [[text, uuid_text(text)] for text in UUID_CASES],
             "ordering": [[text, [list(f) for f in Ordering().fields(text, ["title", "pages"])]] for text in ORDERING_CASES]}

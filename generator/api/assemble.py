@@ -19,6 +19,7 @@ import orjson
 from . import pageindex
 from .pages import TAIL
 from .backends import Paging, select
+from .backends.common import Documents
 from .urls import PAGE_BUCKET, page_file, page_index_file
 
 Reader = Callable[[str], "bytes | None"]
@@ -68,9 +69,12 @@ def answer(read: Reader, wanted: Paging, page_size: int, base: str, query: dict 
     request's query backends pick the records (api/backends/). Raises
     FileNotFoundError when a file it needs is missing (a generation built before there were
     indexes), backends.Rejected for a request DRF answers with 400."""
+    if query:  # (records picked from one page, or checked by a search and then shown, read it once)
+        read = recent(read)
     blocks = Blocks(read, wanted.name, page_size)
     count = blocks.count(wanted.offset)
-    selection = select(read, wanted.name, wanted.pairs, query, blocks.count(0)) if query else None
+    selection = select(read, wanted.name, wanted.pairs, query, blocks.count(0), documents(read, blocks)) \
+        if query else None
     if selection is not None:
         count = selection.count
     stop = min(wanted.offset + wanted.limit, count)
@@ -78,7 +82,6 @@ def answer(read: Reader, wanted: Paging, page_size: int, base: str, query: dict 
     if selection is None:
         pieces = records(read, blocks, wanted.offset, stop)
     else:
-        blocks.read = read = recent(read)  # (records picked from one page read it once)
         pieces = picked(read, blocks, selection.take(wanted.offset, stop))
     first = True
     for piece in pieces:
@@ -111,6 +114,14 @@ def picked(read: Reader, blocks: Blocks, positions: Sequence[int]) -> Iterator[b
             end += 1
         yield from records(read, blocks, positions[at], positions[end - 1] + 1)
         at = end
+
+
+def documents(read: Reader, blocks: Blocks) -> Documents:
+    """The way a request's backends read records' documents: from the pages holding them."""
+    def of(positions: Sequence[int]) -> dict[int, dict]:
+        return {position: orjson.loads(b"".join(records(read, blocks, position, position + 1)))
+                for position in positions}
+    return of
 
 
 def records(read: Reader, blocks: Blocks, start: int, stop: int) -> Iterator[bytes]:

@@ -56,7 +56,8 @@ def probe(query: dict, documents: dict[str, list[dict]], ask: Ask) -> list[str]:
                             lambda target: [common.related_id(d) for d in documents[target]])
         for asked in probes(resource, documents[name]):
             live = ask(f"{name}/?{asked}&limit={LIMIT}")
-            ours = select(files.get, name, parse(asked), query, len(documents[name]))
+            ours = select(files.get, name, parse(asked), query, len(documents[name]),
+                          lambda positions: {p: documents[name][p] for p in positions})
             count = len(documents[name]) if ours is None else ours.count
             urls = [documents[name][p]["url"] for p in (range(min(LIMIT, count)) if ours is None else ours.take(0, LIMIT))]
             if (live.get("count"), [r["url"] for r in live.get("results", [])]) != (count, urls):

@@ -38,16 +38,21 @@ const read = async (key) => {
 const requests = JSON.parse(readFileSync(0, "utf8"));
 const answers = [];
 for (const [name, query] of requests) {
+  const keys = [];  // (the files the answer read, each once, in the order first read)
+  const reading = async (key) => {
+    if (!keys.includes(key)) keys.push(key);
+    return read(key);
+  };
   try {
-    const made = await assemblePage(read, readPaging(name, query, await siteInfo(read)), {reads: 1e9, bytes: Infinity});
-    answers.push([200, Buffer.from(made.body).toString("base64")]);
+    const made = await assemblePage(reading, readPaging(name, query, await siteInfo(reading)), {reads: 1e9, bytes: Infinity});
+    answers.push([200, Buffer.from(made.body).toString("base64"), keys]);
   } catch (error) {
     if (error instanceof QyRejected) {
-      answers.push([400, Buffer.from(error.encoded()).toString("base64")]);
+      answers.push([400, Buffer.from(error.encoded()).toString("base64"), keys]);
       continue;
     }
     if (!(error instanceof QsTooManyFields)) throw error;
-    answers.push([400, Buffer.from(TOO_MANY_FIELDS).toString("base64")]);
+    answers.push([400, Buffer.from(TOO_MANY_FIELDS).toString("base64"), keys]);
   }
 }
 process.stdout.write(JSON.stringify(answers));
@@ -67,9 +72,14 @@ def module(directory: Path) -> Path:
 
 
 def run_node(path: Path, root: Path, requests: list[tuple[str, str]]) -> list[tuple[int, bytes]]:
+    return [(status, body) for status, body, _ in run_node_reads(path, root, requests)]
+
+
+def run_node_reads(path: Path, root: Path, requests: list[tuple[str, str]]) -> list[tuple[int, bytes, list[str]]]:
+    """Each request's status, body and the files it read (each once, in the order first read)."""
     done = subprocess.run(["node", str(path), str(root)], input=json.dumps(requests), capture_output=True, text=True,
-                          check=True, timeout=120)
-    return [(status, base64.b64decode(body)) for status, body in json.loads(done.stdout)]
+                          check=True, timeout=300)
+    return [(status, base64.b64decode(body), keys) for status, body, keys in json.loads(done.stdout)]
 
 
 def random_queries(count: int, total: int, seed: int):

@@ -9,8 +9,9 @@ constants its `constants()` gives).
     common.py    / common.js.j2     a request as backends read it, Rejected (the 400), blocks, u32
     relations.py / relations.js.j2  django-filter's filter by a related record's id  (?authors=<id>)
     search.py    / search.js.j2     DRF's SearchFilter: terms, folding, relations joined  (?search=)
-    search_index.py / .js.j2        search's index format: token index and text blocks, written
-                                    and read in one place (a format replaced as a unit)
+    search_index.py / .js.j2        search's index format: the term index (root, leaves, postings)
+                                    and the read plan of a request, written and read in one place
+                                    (a format replaced as a unit)
     ordering.py  / ordering.js.j2   DRF's OrderingFilter: ranks and sorted positions  (?ordering=)
     paging.py    / paging.js.j2     LimitOffsetPagination: limit, offset, plain page file names
 
@@ -28,7 +29,7 @@ from typing import Callable, Iterable, Sequence
 
 from ...catalogue.resources import BY_NAME
 from . import common
-from .common import Backend, Reader, Rejected, Request
+from .common import Backend, Documents, Reader, Rejected, Request
 
 __all__ = ["Backend", "BACKENDS", "PAGINATION", "Paging", "Rejected", "Selection", "common", "select", "configured",
            "indexing", "index_files"]
@@ -55,11 +56,13 @@ class Selection:
         return self.positions[start:stop]
 
 
-def select(read: Reader, name: str, pairs: Sequence[tuple[str, str]], query: dict, count: int) -> Selection | None:
+def select(read: Reader, name: str, pairs: Sequence[tuple[str, str]], query: dict, count: int,
+           documents: Documents | None = None) -> Selection | None:
     """What the request's backends select of the collection `name` of `count` records: None
     when none of them narrows or orders (the collection as it is: pages are slices of the
-    pre-built ones). Raises Rejected with DRF's 400 body."""
-    request = Request(read, name, pairs, query, count)
+    pre-built ones). `documents` reads records' documents (a search checks some terms on
+    its candidates'). Raises Rejected with DRF's 400 body."""
+    request = Request(read, name, pairs, query, count, documents)
     matched: set[int] | None = None
     for backend in BACKENDS:
         kept = backend.narrow(request)

@@ -21,13 +21,16 @@ from ..urls import API, QUERY_DIR
 
 Reader = Callable[[str], "bytes | None"]  # a host's way to read a published file (None: there is none)
 Flush = Callable[[str, bytes], None]  # the build's way to write an index file
+# The documents of the records at these positions, from the pages that hold them (the pages
+# an answer reads anyway: api/assemble.py), by position.
+Documents = Callable[[Sequence[int]], "dict[int, dict]"]
 SPACES = "".join(chr(c) for c in range(0x10000) if chr(c).isspace())  # what Python's \s and strip() take
 NUL = "\x00"
 NUL_MESSAGE = "Null characters are not allowed."  # Django's
 BLOCK = 65536  # records (or positions in an order) of one index file of a block
 UUID_IN_URL = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
-__all__ = ["Reader", "Flush", "SPACES", "NUL", "NUL_MESSAGE", "BLOCK", "Backend", "Rejected", "Missing", "Request",
+__all__ = ["Reader", "Flush", "Documents", "SPACES", "NUL", "NUL_MESSAGE", "BLOCK", "Backend", "Rejected", "Missing", "Request",
            "need", "blocks", "query_dir", "u32", "read_u32", "related_id", "related_records", "fold"]
 
 
@@ -51,12 +54,14 @@ class Missing(FileNotFoundError):
 class Request:
     """A request to a collection's list as the backends read it: its query string's pairs
     (as request.GET holds them), the site's query settings, the collection's count, and
-    the host's `read`, the one way a backend reads a file."""
+    the host's `read`, the one way a backend reads a file, and `documents`, its way to
+    read records' documents."""
     read: Reader
     name: str  # the collection's URL segment
     pairs: Sequence[tuple[str, str]]
     query: dict  # site.yaml's search, ordering, filters (catalogue/querying.py)
     count: int
+    documents: "Documents | None" = None  # the records' documents, where a backend checks some on them
 
     def values(self, key: str) -> list[str]:
         """Every value of a parameter, in order (request.GET.getlist)."""

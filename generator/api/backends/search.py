@@ -5,23 +5,22 @@ records listed where every term is found in one of the collection's search field
 on related records, one related record of each relation must serve them all, as DRF's
 single filter() joins them. search.js.j2 is its JavaScript twin.
 
-What the terms are looked up in is search_index.py's: the index format, a unit of its own.
+What the terms are looked up in, and how a request's reads are planned, is search_index.py's:
+the index format, a unit of its own.
 """
 from __future__ import annotations
 
-import itertools
 import re
 
 from ...catalogue.querying import LOOKUPS, NORMALISE, SEARCH, SEP, relations, scalars, search_field, sort_kind
 from ...catalogue.resources import Resource
 from . import search_index
-from .common import NUL, NUL_MESSAGE, Backend, Flush, Rejected, Request, fold
+from .common import NUL, NUL_MESSAGE, Backend, Flush, Rejected, Request
 
 # Django's smart_split: quoted phrases (with backslash escapes) stay one bit.
 SMART_SPLIT = re.compile(r"""((?:[^\s'"]*(?:(?:"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*')[^\s'"]*)+)|\S+)""")
 MAX_SEARCH = 1000  # characters of a search value: longer ones answer 400 (a cap DRF does not have)
 TOO_LONG = f"Ensure this field has no more than {MAX_SEARCH} characters."
-SCALAR = ""  # a term's hit in a field of the record itself (else "relation element")
 _LOOKUP_WORDS = {"": "contains", "^": "starts with", "=": "equals"}
 
 
@@ -40,20 +39,19 @@ class Search(Backend):
         return smart_terms(value)
 
     def narrow(self, request: Request) -> set[int] | None:
-        specs = request.settings(SEARCH)
-        if not specs:
+        if not request.settings(SEARCH):
             return None
         terms = self.terms(request.last(self.parameter))
-        return searched(request, specs, terms) if terms else None
+        return search_index.searched(request, terms) if terms else None
 
     def indexes(self, name: str, query: dict) -> bool:
         return bool(query.get(SEARCH, {}).get(name))
 
     def indexer(self, name: str, query: dict, flush: Flush, first: int) -> search_index.Indexer:
-        return search_index.Indexer(name, query, flush, first)
+        return search_index.Indexer(name, query, first)
 
     def finish(self, name: str, query: dict, flush: Flush, parts: list, ids) -> None:
-        search_index.finish(name, flush, parts)
+        search_index.finish(name, query, flush, parts)
 
     def openapi(self, resource: Resource, settings) -> list[dict]:
         fields = settings.query.get(SEARCH, {}).get(resource.name)
@@ -83,7 +81,7 @@ class Search(Backend):
                    if sort_kind(target, f) == "text"]
         for relation, field in fields:
             found = search_field(f"{relation}{SEP}{field}" if relation else field)
-            values = [v for v in search_index.values_of(record, found) if v.split()]
+            values = [v for v in search_index.column_values(record, found) if v is not None and v.split()]
             if values and values[0].split()[0] not in words:
                 words.append(values[0].split()[0])
         return [{self.parameter: word} for word in words]
@@ -104,64 +102,6 @@ def smart_terms(value: str) -> list[str]:
         else:
             terms.extend(part.strip() for part in term.split(",") if part)
     return terms
-
-
-def searched(request: Request, specs: list[str], terms: list[str]) -> set[int]:
-    """The records where every term matches some search field; a term matched in a related
-    record's value counts, and when several terms count on related records, one related
-    record of each relation must serve them all, as DRF's single filter() joins them."""
-    fields = [search_field(spec) for spec in specs]
-    folded = [fold(term, request.query.get(NORMALISE)) for term in terms]
-    scalar: list[set[int]] = []  # each term's records matched in a field of their own
-    related: list[dict[int, set[int]]] = []  # each term's records matched in each relation field
-    matched: set[int] | None = None
-    for term in folded:
-        own: set[int] = set()
-        by_field: dict[int, set[int]] = {}
-        for at, field in enumerate(fields):
-            found = search_index.hits(request, field, term)
-            if field.relation is None:
-                own |= found
-            else:
-                by_field[at] = found
-        every = own.union(*by_field.values())
-        matched = every if matched is None else matched & every
-        scalar.append(own)
-        related.append(by_field)
-    assert matched is not None
-    if len(terms) < 2 or all(field.relation is None for field in fields):
-        return matched
-    held: dict[tuple[int, int, int], dict[int, set[int]]] = {}
-    kept = set()
-    for position in matched:
-        left = [t for t in range(len(terms)) if position not in scalar[t]]
-        if len(left) > 1:
-            tags = [{f"{fields[at].relation} {element}" for at, found in related[t].items() if position in found
-                     for element in search_index.elements(request, fields[at], at, folded[t], t, position, held)}
-                    for t in left]
-            if not joined(tags):
-                continue
-        kept.add(position)
-    return kept
-
-
-def joined(tags: list[set[str]]) -> bool:
-    """Whether one choice of a related record per relation serves every term a field of the
-    record itself does not."""
-    left = [t for t in tags if SCALAR not in t]
-    if len(left) <= 1:
-        return True
-    options: dict[str, set[str]] = {}
-    for term in left:
-        for tag in term:
-            relation, _, element = tag.partition(" ")
-            options.setdefault(relation, set()).add(element)
-    names = sorted(options)
-    for choice in itertools.product(*(sorted(options[n]) for n in names)):
-        chosen = {f"{n} {e}" for n, e in zip(names, choice)}
-        if all(term & chosen for term in left):
-            return True
-    return False
 
 
 BACKEND = Search()

@@ -1,487 +1,1089 @@
-"""The search backend's index format (search.py), as one replaceable unit: what the build
-writes for each search column, and what reads it at request time, side by side; its
-JavaScript twin is search_index.js.j2. search.py asks it one question, `hits()`: the
-records whose values in a field a term matches (and, for relations, `elements()`: which
-related records); another format answers them from other files.
+"""The search backend's index format (search.py), as one replaceable unit: the term index,
+a collection's search index made for object storage, where a host reads whole small
+files, counts each as an object and pays for its bytes. Its writer (the build's side),
+its reader and the read plan of one request, side by side; its JavaScript twin is
+search_index.js.j2. search.py asks it one question, `searched()`: the records a
+request's (folded) terms select. The files lie under `api/v1/<name>/_query/search/`
+(`index_dir`); the paths below are relative to it.
 
-Under `api/v1/<name>/_query/search/<column>/`, for each search column (`title`,
-`authors__fullName`):
+A request's search costs: the root, the leaves holding its terms' keys (usually one a
+term), the postings files of the few terms whose lists are too long to sit in a leaf,
+and, where few candidates are left, the pages of those candidates (their documents),
+on which the remaining terms are checked exactly. The answers are DRF's SearchFilter's
+(docs/spec/query.md §3), exactly: see `search`.
 
-- `<block>.txt`: the folded values (common.fold) of the block's records, UTF-8, as NUL,
-  then each record's values each preceded by U+0001, followed by NUL. A record with no
-  value (null, or no related record) has none; so a term is found in a value by a
-  substring search, at the start of one after U+0001, equal to one between U+0001 and
-  U+0001 or NUL; the record is the count of NULs before the match. Read only to confirm
-  what the token index below cannot answer alone (a term holding white space; which
-  related record matched, when several terms match only in related records).
-- the column's token index, so that a search reads no text: its keys, each with the
-  sorted positions of the records it occurs in (its postings). A token is a piece of a
-  folded value between white space (`str.split()`, white space as common.SPACES says);
-  the keys of a column are its tokens (`"word"`, for `contains`), its values' first
-  tokens (`" word"`, a space before: for `^`, only of values not starting with white
-  space) and its whole values (`"\\tvalue"`, a tab before: for `=`), each kind made only
-  where a search field of the column needs it.
-  - `keys.txt`: the distinct tokens, sorted by code point, each between line feeds (a
-    token holds no white space): a term without white space is in a value iff it is in
-    one of its tokens, so a substring search of this file finds every key a `contains`
-    term matches. `heads.txt`: the same of the first tokens.
-  - `any.u32`: the positions of the records with a value at all (what an empty term
-    matches), little-endian uint32.
-  - `postings/<bucket>.bin`: the keys whose UTF-8 bytes' CRC-32 is `bucket` modulo
-    BUCKETS (a file only for a bucket holding keys): uint32 n, then n uint32 byte lengths
-    of the keys, n uint32 counts of their postings, the keys' bytes (in the order of
-    their first record) padded with NULs to a multiple of 4, then each key's postings,
-    little-endian uint32.
+Values and terms are folded (common.fold, with the site's search_normalise) before the
+writer and the plan see them: the index holds folded text only.
+
+Formats
+=======
+
+Numbers are unsigned LEB128 varints ("varint": 7 bits a byte, low first, the high bit set
+on every byte but the last) unless said otherwise. Text is UTF-8. Records are named by
+their position in the collection's own order (0 .. count-1).
+
+Fields. The collection's search specs as site.yaml writes them (`title`, `=isbn`,
+`^slug`, `authors__fullName`), deduplicated by (column, lookup): field i is the i-th.
+A field of a relation (`authors__fullName`) is a *relation field*: its values are the
+related records' values, each at its *element*, the related record's index in the
+document's list (a to-one relation: element 0).
+
+Keys. Every fact is an entry under a key: one kind letter then a string.
+- `A` (the string empty): the records with a value (what an empty term matches in a
+  `contains` or `^` field).
+- `E` + v: the records whose value is v (an `=` field).
+- `G` + g, g of 1 or GRAM_MAX characters: the records with a token containing g (a
+  `contains` field; a token is a piece of a value between white space, as str.split()
+  cuts it), or with a value starting with g (a `^` field). What a term of one or two
+  characters matches, precomputed.
+- `S` + s, s of MIN_SUFFIX characters or more: the records with a token ending with s
+  (a `contains` field): a term t without white space of MIN_SUFFIX or more characters is
+  in a value iff it starts a suffix of one of its tokens, so its records are those of
+  every `S` key starting with "S" + t, one contiguous range of keys.
+- `H` + h: the records whose value's first token is h, the value not starting with white
+  space (a `^` field): a term of MIN_SUFFIX or more characters without white space starts
+  a value iff it starts its first token: the `H` keys starting with "H" + t.
+Keys sort by their UTF-8 bytes (that is, by code point).
+
+Postings (the records of one key in one field), a *set*:
+  varint form; form 0 (a list): varint n of groups, then per group varint high and
+  varint count, then every position's low 16 bits as little-endian uint16, group after
+  group (a position is high * 65536 + low); form 1 (a bitmap): ceil(N / 8) bytes, N the
+  record count, record p present iff bit p % 8 (least significant first) of byte p // 8
+  is set.
+  In a relation field the postings are varint m, then m sets: the records the key
+  matched at element 0, 1, .. m-1 (their union: its records).
+
+Files (paths relative to the index's directory):
+- `root.bin`: b"TIR1", varint version (1), varint record count, varint number of
+  fields, each field's spec (varint length, bytes); varint number of leaves, then per
+  leaf its first key, front-coded against the previous leaf's (varint bytes shared,
+  varint length of the rest, the rest), and varint name: the leaf is
+  `leaf/<name as 8 lower-case hex digits>.bin`.
+- `leaf/<name>.bin`: b"TIL1", varint number of entries, then each entry: its key
+  front-coded against the previous key of the leaf (the first's shares 0 bytes), varint
+  number of fields it has, and per field: varint field, varint size class (the bit length
+  of the number of records the set holds, so at most 2**class - 1: what the plan ranks
+  terms by before reading a set; coarse, so that an edit seldom changes it), varint where; where 0: varint length
+  and the set's bytes inline (sets of up to INLINE_MAX bytes); where 1: varint name,
+  varint ordinal: the set is the ordinal-th (from 0) of `post/<name>.bin`.
+  The entries of all leaves, in root order, are every key in order. A leaf ends after
+  an entry whose key's CRC-32 has its low LEAF_BITS bits zero (content-defined: an edit
+  changes the leaves holding the keys it changes, and shifts no other boundary), or
+  at the last key.
+- `post/<name>.bin`: b"TIP1", varint number of sets, each one's length (varint), then
+  the sets, in key order (so a range of keys has its sets in a run of files); an edit
+  that changes a set rewrites its file, and its leaf only where its size class changes.
+  A set over CHUNK_ALONE bytes has a file of its own; a file ends after a set once it
+  holds CHUNK_MIN bytes and the set's tag (key, NUL, varint field) has a CRC-32 whose
+  low CHUNK_BITS bits are zero, or once it holds CHUNK_MAX bytes.
+CRC-32 is zlib's (IEEE 802.3). Names are the CRC-32 of the leaf's first key (of a
+postings file: of its first set's tag), plus 1 (modulo 2**32) as often as needed to
+differ from every name of its kind given before it in key order. A reader needs none
+of the writer's constants (INLINE_MAX, LEAF_BITS, CHUNK_*): only GRAM_MAX and MIN_SUFFIX,
+which the lookups below use.
+
+Lookups. A (folded) term t in field f, t without white space: f `=`: the key "E" + t;
+t empty: "A"; t of GRAM_MAX characters or fewer: "G" + t; else every key starting with
+"S" + t (a `contains` f) or "H" + t (a `^` f). Those keys' sets, in f, united, are
+exactly the records whose value in f the term matches (contains / startswith / equals
+on folded values), and in a relation field, at which elements. A term with white space
+(a phrase; smart_split's quotes keep it whole): f `=`: "E" + t, exact; a `^` f: the
+records whose value starts with its first word (t starting with white space: "A"); a
+`contains` f: those holding each of its words (each word's lookup; no word: "A"); a
+superset, which the plan checks on the candidates' documents.
+
+Combination (DRF's SearchFilter, one filter() over the joined relations): a record is
+selected when every term matches in some field; a term matched in a field of the record
+itself needs nothing more; the terms matched only in relation fields (two or more) must
+be served by one choice of element per relation: some (relation, element) pairs, one per
+relation, such that each such term matched at one of them.
+
+The read plan (`search`): the root; the leaves of up to LEAF_BATCH terms' keys at once,
+the terms likeliest to be rare first (words before phrases, longer first); then the
+terms of the batch from the fewest records up (as the leaves' size classes bound them),
+each term's postings files, or, where the candidates (the records every term so far
+holds) are a page's worth or fewer, or lie on fewer pages than the term has files to
+read, or the files would overrun the budget, nothing: the term is checked on the
+candidates' documents (the pages the answer reads anyway, when they are a page's
+worth). Batches go on while the candidates are more than a page's worth; the terms left
+are checked on documents. A phrase narrows the candidates by its words' sets and is
+checked on documents.
 """
 from __future__ import annotations
 
 import bisect
 import itertools
+import operator
 import zlib
 from array import array
-from collections import defaultdict
-from dataclasses import dataclass
-from typing import Any, Iterable
+from dataclasses import dataclass, field as dataclass_field
+from typing import Callable, Iterable, NamedTuple, Sequence
 
 from ...catalogue.querying import NORMALISE, SEARCH, SearchField, search_field
-from . import common
-from .common import Flush, Request, fold, query_dir, read_u32, related_records, u32
+from .common import Flush, Missing, Reader, Request, fold, query_dir
 
-BUCKETS = 1024  # postings files of a search column (a key's file: CRC-32 of its UTF-8 bytes modulo this)
-TOKEN, HEAD, WHOLE = "", " ", "\t"  # what starts a search key of each kind: a token, a first token, a whole value
-RECORD, ELEMENT = "\x00", "\x01"
-
-
-def text_file(name: str, column: str, block: int) -> str:
-    return f"{query_dir(name)}/search/{column}/{block}.txt"
-
-
-def keys_file(name: str, column: str, heads: bool = False) -> str:
-    return f"{query_dir(name)}/search/{column}/{'heads' if heads else 'keys'}.txt"
-
-
-def any_file(name: str, column: str) -> str:
-    return f"{query_dir(name)}/search/{column}/any.u32"
-
-
-def postings_file(name: str, column: str, bucket: int) -> str:
-    return f"{query_dir(name)}/search/{column}/postings/{bucket}.bin"
+ROOT, LEAF_DIR, POSTINGS_DIR = "root.bin", "leaf", "post"
+ROOT_MAGIC, LEAF_MAGIC, POSTINGS_MAGIC = b"TIR1", b"TIL1", b"TIP1"
+VERSION = 1
+ANY, EXACT, GRAM, HEAD, SUFFIX = "A", "E", "G", "H", "S"
+GRAM_MAX = 2  # characters of the terms answered by a precomputed set
+MIN_SUFFIX = GRAM_MAX + 1
+LEAF_BITS = 10  # a leaf holds 2**LEAF_BITS keys on average
+INLINE_MAX = 32  # bytes of a set kept in its leaf; longer ones go to postings files
+CHUNK_MIN, CHUNK_MAX, CHUNK_ALONE, CHUNK_BITS = 16384, 65536, 4096, 3  # postings files' sizes (_Chunks)
+CHUNK_MASK = (1 << CHUNK_BITS) - 1
+LEAF_BATCH = 4  # terms whose leaves a round reads (the rest wait: the candidates may be few by then)
+PAGE_SIZE = 12  # records of a page, as the plan reckons the pages its candidates' documents lie on
+ELEMENT_BITS = 16  # the build's code of a relation field's match: record << ELEMENT_BITS | element
+ELEMENT_MASK = (1 << ELEMENT_BITS) - 1
+LIST, BITMAP = 0, 1
+INLINE, FILE = 0, 1
+LOW = 0xFFFF
 
 
-def bucket_of(key: str) -> int:
-    return zlib.crc32(key.encode()) % BUCKETS
+# ---- numbers ------------------------------------------------------------------------
+
+
+def put_varint(out: bytearray, number: int) -> None:
+    if number < 0x80:
+        out.append(number)
+        return
+    while number > 0x7F:
+        out.append(number & 0x7F | 0x80)
+        number >>= 7
+    out.append(number)
+
+
+def _varint(number: int) -> bytearray:
+    out = bytearray()
+    put_varint(out, number)
+    return out
+
+
+def get_varint(data: bytes, at: int) -> tuple[int, int]:
+    """The varint at `at`, and where the next thing starts."""
+    byte = data[at]
+    if byte < 0x80:
+        return byte, at + 1
+    number, shift = 0, 0
+    while True:
+        byte = data[at]
+        at += 1
+        number |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return number, at
+        shift += 7
+
+
+def _name(taken: set[int], data: bytes) -> int:
+    """A file's name: the CRC-32 of `data`, plus 1 until no file has it."""
+    name = zlib.crc32(data)
+    while name in taken:
+        name = (name + 1) & 0xFFFFFFFF
+    taken.add(name)
+    return name
+
+
+def leaf_file(name: int) -> str:
+    return f"{LEAF_DIR}/{name:08x}.bin"
+
+
+def postings_file(name: int) -> str:
+    return f"{POSTINGS_DIR}/{name:08x}.bin"
+
+
+# ---- fields -------------------------------------------------------------------------
+
+
+def index_fields(specs: Iterable[str]) -> list[SearchField]:
+    """The fields an index holds: the specs' search fields, one of each (column, lookup)."""
+    found: dict[tuple[str, str], SearchField] = {}
+    for spec in specs:
+        field = search_field(spec)
+        found.setdefault((field.column, field.lookup), field)
+    return list(found.values())
+
+
+def column_values(document: dict, field: SearchField) -> list[str | None]:
+    """A record's values in a search field's column, unfolded, as text (a boolean as SQLite
+    holds it, 1 or 0): of a field of its own, [value] or [] (null); of a relation field,
+    each related record's at its element (None where it has none)."""
+    if field.relation is None:
+        value = document.get(field.field)
+        return [] if value is None else [_text(value)]
+    return [None if (value := record.get(field.field)) is None else _text(value)
+            for record in _related(document, field.relation)]
+
+
+def _text(value) -> str:
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    return str(value)
+
+
+# ---- sets ---------------------------------------------------------------------------
+
+
+def encode_set(positions: Sequence[int], count: int, out: bytearray) -> None:
+    """Sorted distinct positions (of `count` records) as a set, the smaller form."""
+    listed = 2 * len(positions) + 8 * (-(-(positions[-1] + 1) // 65536) if positions else 0)
+    if (count + 7) // 8 < listed:
+        bitmap = bytearray((count + 7) // 8)
+        for position in positions:
+            bitmap[position >> 3] |= 1 << (position & 7)
+        put_varint(out, BITMAP)
+        out += bitmap
+        return
+    put_varint(out, LIST)
+    if len(positions) == 1:  # (most keys: one record)
+        out += bytes((1, *_varint(positions[0] >> 16), 1)) + (positions[0] & LOW).to_bytes(2, "little")
+        return
+    groups = []
+    at = 0
+    while at < len(positions):
+        high = positions[at] >> 16
+        stop = bisect.bisect_left(positions, (high + 1) << 16, at)
+        groups.append((high, stop - at))
+        at = stop
+    put_varint(out, len(groups))
+    for high, size in groups:
+        put_varint(out, high)
+        put_varint(out, size)
+    lows = array("H", map(operator.and_, positions, itertools.repeat(LOW)))
+    if _BIG_ENDIAN:
+        lows.byteswap()
+    out += lows.tobytes()
+
+
+def decode_set(data: bytes, at: int, count: int) -> tuple[list[int], int]:
+    """The positions of the set at `at` (of `count` records), sorted, and where it ends."""
+    form, at = get_varint(data, at)
+    if form == BITMAP:
+        stop = at + (count + 7) // 8
+        found: list[int] = []
+        for index, byte in enumerate(data[at:stop]):
+            if byte:
+                base = index << 3
+                found.extend([base + bit for bit in _BITS[byte]])
+        return found, stop
+    groups, at = get_varint(data, at)
+    heads = []
+    for _ in range(groups):
+        high, at = get_varint(data, at)
+        size, at = get_varint(data, at)
+        heads.append((high, size))
+    found = []
+    for high, size in heads:
+        lows = array("H")
+        lows.frombytes(data[at:at + 2 * size])
+        if _BIG_ENDIAN:
+            lows.byteswap()
+        found.extend(map(operator.add, lows, itertools.repeat(high << 16)) if high else lows)
+        at += 2 * size
+    return found, at
+
+
+_BITS = [tuple(bit for bit in range(8) if byte >> bit & 1) for byte in range(256)]
+_BIG_ENDIAN = array("H", [1]).tobytes() == b"\x00\x01"
+
+
+def encode_postings(codes: Sequence[int], relation: bool, count: int) -> tuple[bytes, int]:
+    """A key's postings in a field: its positions (of a relation field: record << ELEMENT_BITS
+    | element codes), sorted; and how many records they hold."""
+    out = bytearray()
+    if not relation:
+        encode_set(codes, count, out)
+        return bytes(out), len(codes)
+    records = array("I", map(operator.rshift, codes, itertools.repeat(ELEMENT_BITS)))
+    elements = array("H", map(operator.and_, codes, itertools.repeat(ELEMENT_MASK)))
+    if not any(elements):
+        put_varint(out, 1)
+        encode_set(records, count, out)
+        return bytes(out), len(records)
+    top = max(elements)
+    put_varint(out, top + 1)
+    for element in range(top + 1):
+        encode_set(array("I", itertools.compress(records, map(operator.eq, elements, itertools.repeat(element)))),
+                   count, out)
+    return bytes(out), len(dict.fromkeys(records))
+
+
+@dataclass
+class Postings:
+    """A key's (or several keys') records in a field, and of a relation field the records
+    matched at each element."""
+    records: set[int]
+    by_element: list[set[int]]
+
+    def elements_of(self, record: int) -> set[int]:
+        return {element for element, held in enumerate(self.by_element) if record in held}
+
+    def update(self, other: "Postings") -> None:
+        self.records |= other.records
+        for element, held in enumerate(other.by_element):
+            if element < len(self.by_element):
+                self.by_element[element] |= held
+            else:
+                self.by_element.append(set(held))
+
+
+def decode_postings(data: bytes, at: int, relation: bool, count: int) -> Postings:
+    if not relation:
+        return Postings(set(decode_set(data, at, count)[0]), [])
+    elements, at = get_varint(data, at)
+    by_element = []
+    for _ in range(elements):
+        positions, at = decode_set(data, at, count)
+        by_element.append(set(positions))
+    return Postings(set().union(*by_element), by_element)
+
+
+# ---- the build's side ---------------------------------------------------------------------
+
+
+class _Column:
+    """What a run of records holds in one column: each key's codes (a position, or of a
+    relation column record << ELEMENT_BITS | element), a single one as an int until a
+    second comes; the codes of the values there are at all."""
+
+    def __init__(self, relation: bool) -> None:
+        self.relation = relation
+        self.lookups: set[str] = set()
+        self.any = array("Q" if relation else "I")
+        self.tokens: dict[str, "int | array"] = {}
+        self.heads: dict[str, "int | array"] = {}
+        self.wholes: dict[str, "int | array"] = {}
+
+    def add(self, first: int, run: list[list[str | None]]) -> None:
+        """The values of a run of records from `first` (tight loops: a million records pass here)."""
+        if self.relation:
+            if any(len(values) > ELEMENT_MASK for values in run):
+                raise ValueError(f"a record among {first}.. has more than {ELEMENT_MASK} related records "
+                                 f"in one relation: the term index numbers them in {ELEMENT_BITS} bits")
+            coded = [(position << ELEMENT_BITS | element, value) for position, values in enumerate(run, first)
+                     for element, value in enumerate(values) if value is not None]
+        else:
+            coded = [(position, values[0]) for position, values in enumerate(run, first) if values]
+        self.any.extend([code for code, _ in coded])
+        kind = self.any.typecode
+        if "contains" in self.lookups:
+            self._post(self.tokens, [(code, token) for code, value in coded for token in set(value.split())], kind)
+        if "startswith" in self.lookups:
+            self._post(self.heads, [(code, value.split(None, 1)[0]) for code, value in coded
+                                    if value and not value[0].isspace()], kind)
+        if "exact" in self.lookups:
+            self._post(self.wholes, [(code, value) for code, value in coded], kind)
+
+    @staticmethod
+    def _post(keys: dict, coded: list[tuple[int, str]], kind: str) -> None:
+        for code, key in coded:
+            held = keys.get(key)
+            if held is None:
+                keys[key] = code
+            elif held.__class__ is int:
+                keys[key] = array(kind, (held, code))
+            else:
+                held.append(code)
+
+
+class TermIndexWriter:
+    """A collection's term index made from its records' folded values, given in order;
+    `finish` hands each file to `flush(path, bytes)` (paths relative to the index's
+    directory: the caller writes a file only where its bytes changed)."""
+
+    def __init__(self, specs: Sequence[str], record_count: int, inline_max: int = INLINE_MAX) -> None:
+        self.fields = index_fields(specs)
+        self.count, self.inline_max = record_count, inline_max
+        self.columns: dict[str, _Column] = {}
+        for field in self.fields:
+            self.columns.setdefault(field.column, _Column(field.relation is not None)).lookups.add(field.lookup)
+        self.readers = readers(self.fields)
+        self.added = 0
+
+    def add(self, first: int, run: dict[str, list[list[str | None]]]) -> None:
+        """A run of records from `first` (runs come in order): by column, each record's
+        folded values (as column_values gives them, folded)."""
+        if first != self.added:
+            raise ValueError(f"records from {first} given after {self.added} records")
+        for name, column in self.columns.items():
+            column.add(first, run[name])
+        self.added += len(next(iter(run.values()), []))
+
+    def add_documents(self, first: int, documents: list[dict], fold: Callable[[str], str]) -> None:
+        """A run of records from their documents (api/render's), their values folded by `fold`."""
+        self.add(first, {column: run_values(documents, field, fold) for column, field in self.readers.items()})
+
+    def finish(self, flush: Flush) -> None:
+        entries = self._entries()
+        keys = sorted(entries)
+        leaves: list[tuple[bytes, int]] = []
+        leaf_names: set[int] = set()
+        chunks = _Chunks(flush)
+        out, previous, first, held = bytearray(), b"", None, 0
+        mask = (1 << LEAF_BITS) - 1
+        for key in keys:
+            encoded = key.encode()
+            if first is None:
+                first, previous = encoded, b""
+            _put_key(out, previous, encoded)
+            previous = encoded
+            self._put_entry(out, encoded, entries[key], chunks)
+            held += 1
+            if zlib.crc32(encoded) & mask == 0 or key is keys[-1]:
+                name = _name(leaf_names, first)
+                body = bytearray(LEAF_MAGIC)
+                put_varint(body, held)
+                flush(leaf_file(name), bytes(body + out))
+                leaves.append((first, name))
+                out, first, held = bytearray(), None, 0
+        chunks.close()
+        flush(ROOT, self._root(leaves))
+
+    def _root(self, leaves: list[tuple[bytes, int]]) -> bytes:
+        out = bytearray(ROOT_MAGIC)
+        for number in (VERSION, self.count, len(self.fields)):
+            put_varint(out, number)
+        for field in self.fields:
+            spec = field.spec.encode()
+            put_varint(out, len(spec))
+            out += spec
+        put_varint(out, len(leaves))
+        previous = b""
+        for first, name in leaves:
+            _put_key(out, previous, first)
+            put_varint(out, name)
+            previous = first
+        return bytes(out)
+
+    def _put_entry(self, out: bytearray, key: bytes, by_field: dict[int, "int | array"], chunks: "_Chunks") -> None:
+        put_varint(out, len(by_field))
+        for number in sorted(by_field):
+            codes = by_field[number]
+            if codes.__class__ is int and self.fields[number].relation is None and self.inline_max >= 8:
+                # (most keys: one record)
+                put_varint(out, number)
+                body = _ONE_SET + _varint(codes >> 16) + b"\x01" + (codes & LOW).to_bytes(2, "little")
+                out += bytes((1, INLINE, len(body))) + body
+                continue
+            data, records = encode_postings([codes] if codes.__class__ is int else codes,
+                                            self.fields[number].relation is not None, self.count)
+            put_varint(out, number)
+            put_varint(out, records.bit_length())
+            if len(data) <= self.inline_max:
+                put_varint(out, INLINE)
+                put_varint(out, len(data))
+                out += data
+            else:
+                tag = bytearray(key + b"\x00")
+                put_varint(tag, number)
+                name, ordinal = chunks.put(bytes(tag), data)
+                put_varint(out, FILE)
+                put_varint(out, name)
+                put_varint(out, ordinal)
+
+    def _entries(self) -> dict[str, dict[int, "int | array"]]:
+        """Every key's codes, by field number."""
+        entries: dict[str, dict[int, "int | array"]] = {}
+
+        def put(key: str, number: int, codes) -> None:
+            entries.setdefault(key, {})[number] = codes
+
+        for number, field in enumerate(self.fields):
+            column = self.columns[field.column]
+            if field.lookup == "exact":
+                for value, codes in column.wholes.items():
+                    put(EXACT + value, number, codes)
+                continue
+            if column.any:
+                put(ANY, number, column.any)
+            if field.lookup == "contains":
+                suffixes: dict[str, list] = {}
+                grams: dict[str, list] = {}
+                for token, codes in column.tokens.items():
+                    for start in range(len(token) - MIN_SUFFIX + 1):
+                        suffixes.setdefault(token[start:], []).append(codes)
+                    for gram in _grams(token):
+                        grams.setdefault(gram, []).append(codes)
+                for suffix, held in suffixes.items():
+                    put(SUFFIX + suffix, number, _union(held, column.any.typecode))
+            else:
+                grams = {}
+                for head, codes in column.heads.items():
+                    put(HEAD + head, number, codes)
+                    for size in range(1, GRAM_MAX + 1):
+                        if len(head) >= size:
+                            grams.setdefault(head[:size], []).append(codes)
+            for gram, held in grams.items():
+                put(GRAM + gram, number, _union(held, column.any.typecode))
+        return entries
+
+
+_ONE_SET = bytes((LIST, 1))  # (a set of one record: its form, one group)
+
+
+class _Chunks:
+    """The postings files, filled with sets in key order: a set longer than CHUNK_ALONE has
+    a file of its own; a file ends after a set, once it holds CHUNK_MIN bytes, where the
+    set's tag (key, NUL, field) has a CRC-32 whose low CHUNK_BITS bits are zero, or once
+    it holds CHUNK_MAX bytes (the rare long run without such a tag)."""
+
+    def __init__(self, flush: Flush) -> None:
+        self.flush = flush
+        self.names: set[int] = set()
+        self.name: int | None = None
+        self.sets: list[bytes] = []
+        self.size = 0
+
+    def put(self, tag: bytes, data: bytes) -> tuple[int, int]:
+        """Where a set goes: its file's name and its place among the file's sets."""
+        if len(data) > CHUNK_ALONE:
+            self.close()
+            name = self.name = _name(self.names, tag)
+            self.sets.append(data)
+            self.close()
+            return name, 0
+        if self.name is None:
+            self.name = _name(self.names, tag)
+        name, ordinal = self.name, len(self.sets)
+        self.sets.append(data)
+        self.size += len(data)
+        if self.size >= CHUNK_MAX or self.size >= CHUNK_MIN and zlib.crc32(tag) & CHUNK_MASK == 0:
+            self.close()
+        return name, ordinal
+
+    def close(self) -> None:
+        if self.name is None:
+            return
+        out = bytearray(POSTINGS_MAGIC)
+        put_varint(out, len(self.sets))
+        for data in self.sets:
+            put_varint(out, len(data))
+        self.flush(postings_file(self.name), bytes(out + b"".join(self.sets)))
+        self.name, self.sets, self.size = None, [], 0
+
+
+def _grams(token: str) -> set[str]:
+    """The strings of 1 to GRAM_MAX characters in a token."""
+    found = set(token)
+    for size in range(2, GRAM_MAX + 1):
+        found.update(token[start:start + size] for start in range(len(token) - size + 1))
+    return found
+
+
+def _union(held: list, typecode: str) -> "int | array":
+    """The codes of several keys together, sorted, each once."""
+    if len(held) == 1:
+        return held[0]
+    joined: set[int] = set()
+    for codes in held:
+        if codes.__class__ is int:
+            joined.add(codes)
+        else:
+            joined.update(codes)
+    return array(typecode, sorted(joined))
+
+
+def _put_key(out: bytearray, previous: bytes, key: bytes) -> None:
+    shared = _shared(previous, key)
+    put_varint(out, shared)
+    put_varint(out, len(key) - shared)
+    out += key[shared:]
+
+
+def _shared(a: bytes, b: bytes) -> int:
+    """How many bytes two keys share at their start: the first set bit of their XOR (C
+    speed, not a loop a byte)."""
+    size = max(len(a), len(b))
+    differ = int.from_bytes(a.ljust(size, b"\x00"), "big") ^ int.from_bytes(b.ljust(size, b"\x00"), "big")
+    return min(size - (differ.bit_length() + 7) // 8, len(a), len(b))
+
+
+def document_values(document: dict, fields: dict[str, SearchField], fold: Callable[[str], str]) \
+        -> dict[str, list[str | None]]:
+    """A record's folded values by column, from its document."""
+    return {column: [None if value is None else fold(value) for value in column_values(document, field)]
+            for column, field in fields.items()}
+
+
+def run_values(documents: list[dict], field: SearchField, fold: Callable[[str], str]) -> list[list[str | None]]:
+    """Each document's folded values in a field's column: column_values, a comprehension a
+    run rather than a call a record."""
+    name = field.field
+    if field.relation is None:
+        return [[] if (value := document.get(name)) is None else
+                [fold(value if value.__class__ is str else _text(value))] for document in documents]
+    relation = field.relation
+    return [[None if (value := record.get(name)) is None else fold(value if value.__class__ is str else _text(value))
+             for record in _related(document, relation)]
+            for document in documents]
+
+
+def _related(document: dict, relation: str) -> list | tuple:
+    """The records a document embeds in a relation, a to-one's as one or none."""
+    related = document.get(relation)
+    return () if related is None else related if related.__class__ is list else (related,)
+
+
+# ---- the reader's side --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Root:
+    """What `root.bin` says: the record count, the fields, each leaf's first key and name."""
+    count: int
+    fields: list[SearchField]
+    firsts: list[bytes]
+    names: list[int]
+
+    @classmethod
+    def decode(cls, data: bytes) -> "Root":
+        if data[:4] != ROOT_MAGIC:
+            raise ValueError("not a term index's root")
+        version, at = get_varint(data, 4)
+        if version != VERSION:
+            raise ValueError(f"a term index of version {version}; this reader reads {VERSION}")
+        count, at = get_varint(data, at)
+        size, at = get_varint(data, at)
+        fields = []
+        for _ in range(size):
+            length, at = get_varint(data, at)
+            fields.append(search_field(data[at:at + length].decode()))
+            at += length
+        leaves, at = get_varint(data, at)
+        firsts, names, previous = [], [], b""
+        for _ in range(leaves):
+            previous, at = _get_key(data, at, previous)
+            name, at = get_varint(data, at)
+            firsts.append(previous)
+            names.append(name)
+        return cls(count, fields, firsts, names)
+
+    def leaves(self, key: bytes, prefix: bool) -> range:
+        """The leaves that may hold the key (with `prefix`: every key starting with it)."""
+        start = max(bisect.bisect_right(self.firsts, key) - 1, 0)
+        stop = bisect.bisect_left(self.firsts, key + b"\xff") if prefix else start + 1
+        return range(start, max(stop, start + 1) if self.firsts else start)
+
+
+def _get_key(data: bytes, at: int, previous: bytes) -> tuple[bytes, int]:
+    shared, length = data[at], data[at + 1]
+    if shared >= 0x80 or length >= 0x80:
+        shared, at = get_varint(data, at)
+        length, at = get_varint(data, at)
+    else:
+        at += 2
+    return previous[:shared] + data[at:at + length], at + length
+
+
+class Piece(NamedTuple):
+    """One key's set in one field, as its leaf tells of it: inline in `data` from `start`,
+    or (data None) the set at `start` among those of the postings file `name`; `records`:
+    at most how many records it holds (the leaf tells their number's bit length). (A
+    tuple: a leaf makes a thousand of them for each request that reads it.)"""
+    field: int
+    records: int
+    data: bytes | None
+    start: int
+    name: int
+
+
+def decode_leaf(data: bytes) -> dict[bytes, list[Piece]]:
+    """A leaf's keys, each with its pieces. (Every request reads a leaf or more whole: the
+    varints of one byte, most of them, are read inline.)"""
+    if data[:4] != LEAF_MAGIC:
+        raise ValueError("not a term index's leaf")
+    entries, at = get_varint(data, 4)
+    found: dict[bytes, list[Piece]] = {}
+    key = b""
+    for _ in range(entries):
+        key, at = _get_key(data, at, key)
+        fields = data[at]
+        at += 1
+        if fields >= 0x80:
+            fields, at = get_varint(data, at - 1)
+        pieces = []
+        for _ in range(fields):
+            number, size_class, where = data[at], data[at + 1], data[at + 2]
+            if number >= 0x80 or size_class >= 0x80 or where >= 0x80:
+                number, at = get_varint(data, at)
+                size_class, at = get_varint(data, at)
+                where, at = get_varint(data, at)
+            else:
+                at += 3
+            if where == INLINE:
+                size, at = get_varint(data, at)
+                pieces.append(Piece(number, (1 << size_class) - 1, data, at, 0))
+                at += size
+            else:
+                name, at = get_varint(data, at)
+                ordinal, at = get_varint(data, at)
+                pieces.append(Piece(number, (1 << size_class) - 1, None, ordinal, name))
+        found[key] = pieces
+    return found
+
+
+class Reads:
+    """The index files a request read, each once: how many, and their bytes."""
+
+    def __init__(self, read: Reader) -> None:
+        self.read = read
+        self.held: dict[str, bytes | None] = {}
+
+    def get(self, path: str) -> bytes:
+        if path not in self.held:
+            self.held[path] = self.read(path)
+        data = self.held[path]
+        if data is None:
+            raise Missing(f"the term index's {path}")
+        return data
+
+    @property
+    def objects(self) -> int:
+        return len(self.held)
+
+    @property
+    def bytes(self) -> int:
+        return sum(len(data or b"") for data in self.held.values())
+
+
+# ---- the read plan of one request ---------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Budget:
+    """What a host may read for a request: objects and bytes (the plan keeps the index's
+    reads and the documents it checks within them where the answer allows)."""
+    objects: int = 48
+    bytes: int = 8 << 20
+
+
+@dataclass
+class Found:
+    """The records a search selects (sorted positions) and what finding them cost."""
+    positions: list[int]
+    index_objects: int
+    index_bytes: int
+    checked: int  # records whose documents were read to check them
+    within_budget: bool
+
+
+@dataclass
+class _Hits:
+    """A term's records: matched in a field of the record's own, and per relation field."""
+    own: set[int]
+    related: list[tuple[str, Postings]]
+
+    def records(self) -> set[int]:
+        found = set(self.own)
+        for _, postings in self.related:
+            found |= postings.records
+        return found
+
+
+@dataclass
+class _Term:
+    """A request's term, and the keys whose sets give its records: per field, the lookups
+    (key, whether a prefix) all of which hold where the term matches; `exact`: the term
+    holds no white space, so the keys give exactly its records."""
+    text: str
+    exact: bool
+    clauses: list[tuple[int, list[tuple[bytes, bool]]]]
+    pieces: dict[tuple[int, int], list[Piece]] = dataclass_field(default_factory=dict)  # (field, lookup)
+
+    @classmethod
+    def of(cls, text: str, fields: list[SearchField]) -> "_Term":
+        words = text.split()
+        spaced = bool(text) and words != [text]
+        clauses = []
+        for number, field in enumerate(fields):
+            if field.lookup == "exact" or not spaced:
+                looked = [_lookup(text, field)]
+            elif field.lookup == "startswith":
+                looked = [(ANY, False) if text[0].isspace() else _lookup(words[0], field)]
+            else:
+                looked = [_lookup(word, field) for word in dict.fromkeys(words)] or [(ANY, False)]
+            clauses.append((number, [(key.encode(), prefix) for key, prefix in looked]))
+        return cls(text, not spaced, clauses)
+
+    def estimate(self) -> int:
+        """At most how many records the keys give (a union's: the sum of its sets')."""
+        return sum(min(sum(p.records for p in self.pieces[number, at]) for at in range(len(looked)))
+                   for number, looked in self.clauses)
+
+    def unread(self, reads: Reads) -> dict[str, int]:
+        """The postings files its sets lie in that the request has not read, with the bytes
+        of its sets there."""
+        found: dict[str, int] = {}
+        for pieces in self.pieces.values():
+            for piece in pieces:
+                path = postings_file(piece.name)
+                if piece.data is None and path not in reads.held:
+                    found[path] = found.get(path, 0) + 2 * piece.records  # (a list's 2 bytes a record)
+        return found
+
+    def prior(self) -> tuple:
+        """Before its leaf is read, how likely the term has few records: a word before a
+        phrase, a longer before a shorter (a long word is a rare one)."""
+        return not self.exact, -len(self.text)
+
+
+def _lookup(term: str, field: SearchField) -> tuple[str, bool]:
+    """The key (and whether every key starting with it) of a term without white space."""
+    if field.lookup == "exact":
+        return EXACT + term, False
+    if not term:
+        return ANY, False  # ('' is in every value, but a null is no value: NULL LIKE '%%')
+    if len(term) <= GRAM_MAX:
+        return GRAM + term, False
+    return (SUFFIX if field.lookup == "contains" else HEAD) + term, True
+
+
+def search(read: Reader, terms: list[str], documents: Callable[[list[int]], dict[int, dict]],
+           budget: Budget = Budget(), page_size: int = PAGE_SIZE, check_at: int | None = None) -> Found:
+    """The records where every (folded) term matches some field, as DRF's SearchFilter
+    selects them: a term matched in a related record counts, and where several terms are
+    matched only in related records, one related record of each relation serves them all
+    (DRF's single filter() joins them once).
+
+    The plan (the module's docstring says it whole): the root; the leaves of LEAF_BATCH
+    terms at a time; the terms from the fewest records up, each from its sets (reading
+    its postings files) or checked on the candidates' documents: `documents(positions)`
+    gives each one's folded values by column (document_values), reading the pages of
+    `page_size` records holding them (the caller counts those reads). A term is checked
+    on documents where the candidates are `check_at` or fewer (default: a page's worth,
+    whose pages the answer reads anyway), or lie on no more pages than the term has
+    postings files to read, or its files would overrun the budget. A term with white
+    space (a phrase) is always checked on documents, its words' sets narrowing the
+    candidates first."""
+    if not terms:
+        raise ValueError("a search of no terms (DRF's SearchFilter leaves the collection as it is)")
+    check_at = page_size if check_at is None else check_at
+    reads = Reads(read)
+    root = Root.decode(reads.get(ROOT))
+    fields = root.fields
+    pending = sorted((_Term.of(term, fields) for term in dict.fromkeys(terms)), key=_Term.prior)
+    texts = [term.text for term in pending]
+    candidates: set[int] | None = None
+    hits: list[_Hits] = []
+    checked_terms = False
+    while pending and (candidates is None or len(candidates) > check_at):
+        batch, pending = pending[:LEAF_BATCH], pending[LEAF_BATCH:]
+        _find_pieces(batch, root, reads)
+        for term in sorted(batch, key=_Term.estimate):
+            if candidates is not None and _check_instead(term.unread(reads), candidates, reads, budget,
+                                                         page_size, check_at):
+                checked_terms = True
+                continue
+            found = _term_hits(term, fields, reads, root.count)
+            if term.exact:
+                hits.append(found)
+            else:
+                checked_terms = True
+            records = found.records()
+            candidates = records if candidates is None else candidates & records
+    assert candidates is not None
+    if pending:  # (the candidates are few: the terms left are checked on their documents)
+        checked_terms = True
+    if checked_terms and candidates:
+        positions = sorted(candidates)
+        values = documents(positions)
+        kept = [p for p in positions if record_matches(values[p], fields, texts)]
+        checked = len(positions)
+    else:  # (one term needs no join)
+        kept = sorted(candidates if len(hits) < 2 else (p for p in candidates if _joined_in_index(p, hits)))
+        checked = 0
+    return Found(kept, reads.objects, reads.bytes, checked,
+                 reads.objects <= budget.objects and reads.bytes <= budget.bytes)
+
+
+def _check_instead(unread: dict[str, int], candidates: set[int], reads: Reads, budget: Budget, page_size: int,
+                   check_at: int) -> bool:
+    """Whether a term is better checked on the candidates' documents than read from its
+    sets (files not yet read: `unread`)."""
+    return bool(unread) and (len(candidates) <= check_at
+                             or len({p // page_size for p in candidates}) <= len(unread)
+                             or reads.objects + len(unread) > budget.objects
+                             or reads.bytes + sum(unread.values()) > budget.bytes)
+
+
+def _find_pieces(terms: list[_Term], root: Root, reads: Reads) -> None:
+    """The pieces of the terms' keys, from their leaves (read together)."""
+    needed = {leaf: root.names[leaf] for term in terms for _, looked in term.clauses for key, prefix in looked
+              for leaf in root.leaves(key, prefix)}
+    leaves = {leaf: decode_leaf(reads.get(leaf_file(name))) for leaf, name in sorted(needed.items())}
+    for term in terms:
+        for number, looked in term.clauses:
+            for at, (key, prefix) in enumerate(looked):
+                term.pieces[number, at] = [piece for leaf in root.leaves(key, prefix)
+                                           for found, pieces in _keys(leaves[leaf], key, prefix)
+                                           for piece in pieces if piece.field == number]
+
+
+def _keys(leaf: dict[bytes, list[Piece]], key: bytes, prefix: bool):
+    if not prefix:
+        found = leaf.get(key)
+        return [(key, found)] if found is not None else []
+    return [(k, pieces) for k, pieces in leaf.items() if k.startswith(key)]
+
+
+def _term_hits(term: _Term, fields: list[SearchField], reads: Reads, count: int) -> _Hits:
+    """A term's records from its keys' sets (of a phrase: those holding its words)."""
+    own: set[int] = set()
+    related: list[tuple[str, Postings]] = []
+    for number, looked in term.clauses:
+        field = fields[number]
+        relation = field.relation is not None
+        matched: Postings | None = None
+        for at in range(len(looked)):
+            postings = Postings(set(), [])
+            for piece in term.pieces[number, at]:
+                if piece.data is None:
+                    data = reads.get(postings_file(piece.name))
+                    start = _set_start(data, piece.start)
+                else:
+                    data, start = piece.data, piece.start
+                postings.update(decode_postings(data, start, relation, count))
+            if matched is None:
+                matched = postings
+            else:  # (a phrase's words: candidates hold them all; documents say which element)
+                matched.records &= postings.records
+        assert matched is not None
+        if relation:
+            related.append((field.relation, matched))
+        else:
+            own |= matched.records
+    return _Hits(own, related)
+
+
+def _set_start(data: bytes, ordinal: int) -> int:
+    """Where the set at `ordinal` of a postings file starts."""
+    count, at = get_varint(data, len(POSTINGS_MAGIC))
+    lengths = []
+    for _ in range(count):
+        length, at = get_varint(data, at)
+        lengths.append(length)
+    return at + sum(lengths[:ordinal])
+
+
+def _joined_in_index(record: int, hits: list[_Hits]) -> bool:
+    left = [{(relation, element) for relation, postings in found.related if record in postings.records
+             for element in postings.elements_of(record)} for found in hits if record not in found.own]
+    return joined(left)
+
+
+def joined(tags: list[set[tuple[str, int]]]) -> bool:
+    """Whether one choice of a related record per relation serves every term (each term's
+    (relation, element) matches), as DRF's one join does."""
+    if len(tags) <= 1:
+        return True
+    options: dict[str, set[int]] = {}
+    for term in tags:
+        for relation, element in term:
+            options.setdefault(relation, set()).add(element)
+    names = sorted(options)
+    for choice in itertools.product(*(sorted(options[name]) for name in names)):
+        chosen = set(zip(names, choice))
+        if all(term & chosen for term in tags):
+            return True
+    return False
+
+
+_MATCH = {"contains": lambda value, term: term in value,
+          "startswith": lambda value, term: value.startswith(term),
+          "exact": lambda value, term: value == term}
+
+
+def record_matches(values: dict[str, list[str | None]], fields: list[SearchField], terms: list[str]) -> bool:
+    """Whether a record (its folded values by column) is one the terms select: DRF's rule
+    on one record, the reference every answer of the index equals."""
+    left = []
+    for term in terms:
+        tags: set[tuple[str, int]] = set()
+        own = False
+        for field in fields:
+            match = _MATCH[field.lookup]
+            found = [element for element, value in enumerate(values[field.column])
+                     if value is not None and match(value, term)]
+            if found and field.relation is None:
+                own = True
+                break
+            tags.update((field.relation, element) for element in found)
+        if own:
+            continue
+        if not tags:
+            return False
+        left.append(tags)
+    return joined(left)
+
+
+# ---- the search backend's side: the build's runs, a request's search -------------------------
+
+
+def index_dir(name: str) -> str:
+    """Where a collection's term index lies."""
+    return f"{query_dir(name)}/search"
+
+
+def readers(fields: Iterable[SearchField]) -> dict[str, SearchField]:
+    """A field of each column, whose column_values read it (the lookups of a column share its values)."""
+    return {field.column: field for field in fields}
+
+
+class Indexer:
+    """A run of records' folded values in the search columns, given a page at a time in
+    order from the record at `first`; `close()` gives them (picklable) to `finish`."""
+
+    def __init__(self, name: str, query: dict, first: int) -> None:
+        self.first, self.normalise = first, query.get(NORMALISE)
+        self.readers = readers(index_fields(query[SEARCH][name]))
+        self.values: dict[str, list[list[str | None]]] = {column: [] for column in self.readers}
+
+    def add(self, documents: list[dict]) -> None:
+        for column, field in self.readers.items():
+            self.values[column].extend(run_values(documents, field, self.fold))
+
+    def fold(self, text: str) -> str:
+        return fold(text, self.normalise)
+
+    def close(self) -> tuple[int, dict[str, list[list[str | None]]]]:
+        return self.first, self.values
+
+
+def finish(name: str, query: dict, flush: Flush, parts: list[tuple[int, dict[str, list[list[str | None]]]]]) -> None:
+    """The collection's term index, from its runs' values in order."""
+    count = sum(len(next(iter(values.values()))) for _, values in parts)
+    writer = TermIndexWriter(query[SEARCH][name], count, INLINE_MAX)
+    for first, values in parts:
+        writer.add(first, values)
+    folder = index_dir(name)
+    writer.finish(lambda path, data: flush(f"{folder}/{path}", data))
+
+
+def searched(request: Request, terms: list[str]) -> set[int]:
+    """The records a request's search terms select (DRF's SearchFilter, `search`): the
+    index read through the request's `read`, the terms checked on documents read through
+    its `documents` (the pages the answer reads)."""
+    normalise = request.query.get(NORMALISE)
+    by_column = readers(index_fields(request.settings(SEARCH)))
+    folder = index_dir(request.name)
+
+    def folded(text: str) -> str:
+        return fold(text, normalise)
+
+    def values(positions: list[int]) -> dict[int, dict[str, list[str | None]]]:
+        if request.documents is None:
+            raise Missing(f"the documents of {request.name} (a search checks its candidates on them)")
+        found = request.documents(positions)
+        return {p: document_values(found[p], by_column, folded) for p in positions}
+
+    return set(search(lambda path: request.read(f"{folder}/{path}"), [folded(t) for t in terms], values).positions)
 
 
 def constants() -> dict:
     """What the JavaScript twin is rendered with."""
-    return {"buckets": BUCKETS, "head": HEAD, "whole": WHOLE,
-            "files": {"text": text_file("{name}", "{column}", "{block}"),
-                      "keys": keys_file("{name}", "{column}"),
-                      "heads": keys_file("{name}", "{column}", heads=True),
-                      "any": any_file("{name}", "{column}"),
-                      "postings": postings_file("{name}", "{column}", "{bucket}")}}
-
-
-# ---- the build's side: the encoder ----------------------------------------------------------
-
-
-class ColumnIndex:
-    """A search column's token index as a run of records makes it: each key's postings (a
-    position alone until a second comes, then an array), and the records with a value."""
-
-    def __init__(self, kinds: tuple[str, ...], many: bool) -> None:
-        self.kinds, self.many = kinds, many
-        self.keys: dict[str, "int | array"] = {}
-        self.any = array("I")
-
-    def add(self, text: str, first: int, count: int) -> None:
-        """A block's folded text (the layout of its text file) of `count` records from `first`."""
-        if not count:
-            return
-        tokens, heads, whole = "contains" in self.kinds, "startswith" in self.kinds, "exact" in self.kinds
-        anys, many, post = self.any, self.many, self._post
-        records = text[1:-1].split(RECORD)
-        if not many and not heads and tokens != whole:  # (a field of the record's own, one kind: quicker)
-            self._add_one_kind(records, first, tokens)
-            return
-        for position, record in enumerate(records, first):
-            if not record:
-                continue
-            anys.append(position)
-            found: set[str] = set()
-            for value in (record[1:].split(ELEMENT) if many else (record[1:],)):
-                if tokens:
-                    found.update(value.split())
-                if heads and value and not value[0].isspace():
-                    found.add(HEAD + value.split(None, 1)[0])
-                if whole:
-                    found.add(WHOLE + value)
-            post(found, position)
-
-    def _add_one_kind(self, records: list[str], first: int, tokens: bool) -> None:
-        """`add` of a field of the record itself and only its tokens, or only its whole values."""
-        anys, post = self.any, self._post
-        for position, record in enumerate(records, first):
-            if not record:
-                continue
-            anys.append(position)
-            post(set(record[1:].split()) if tokens else (WHOLE + record[1:],), position)
-
-    def _post(self, found: Iterable[str], position: int) -> None:
-        """A record's keys, each posted once."""
-        keys = self.keys
-        for key in found:
-            held = keys.get(key)
-            if held is None:
-                keys[key] = position
-            elif held.__class__ is int:
-                keys[key] = array("I", (held, position))
-            else:
-                held.append(position)
-
-    def packed(self) -> "Packed":
-        """What `finish` needs of it, compact (bytes rather than a dict of objects a key): each
-        postings file's bytes, the keys files' keys."""
-        keys = self.keys
-        buckets: dict[int, list[str]] = defaultdict(list)
-        for key in keys:
-            buckets[bucket_of(key)].append(key)
-        encoded = {bucket: encode_bucket([(key, keys[key]) for key in held]) for bucket, held in buckets.items()}
-        tokens = "\n".join(k for k in keys if k[:1] not in (HEAD, WHOLE)) if "contains" in self.kinds else None
-        heads = "\n".join(k[1:] for k in keys if k[:1] == HEAD) if "startswith" in self.kinds else None
-        self.keys = {}
-        return Packed(tokens, heads, self.any, encoded)
-
-
-@dataclass
-class Packed:
-    """A search column's token index of a run of records: its tokens and first tokens
-    (line-feed separated, None where not made), the records with a value, and its postings
-    files' bytes by bucket."""
-    tokens: str | None
-    heads: str | None
-    any: array
-    buckets: dict[int, bytes]
-
-
-class Indexer:
-    """A run of records' search columns, given a page at a time in order from the record at
-    `first` (a block's first): each block's text is written as soon as it is full, and its
-    tokens posted; `close()` gives each column's packed token index for `finish`."""
-
-    def __init__(self, name: str, query: dict, flush: Flush, first: int) -> None:
-        self.name, self.flush = name, flush
-        self.normalise = query.get(NORMALISE)
-        self.search = [search_field(spec) for spec in query.get(SEARCH, {}).get(name, [])]
-        self.values: list[list[str]] = [[] for _ in self.search]
-        lookups: dict[str, set[str]] = {}
-        for found in self.search:
-            lookups.setdefault(found.column, set()).add(found.lookup)
-        self.index: dict[str, ColumnIndex] = {}
-        for found in self.search:
-            if found.column not in self.index:
-                self.index[found.column] = ColumnIndex(tuple(sorted(lookups[found.column])), found.relation is not None)
-        self.count = self.held_from = first  # (records from held_from on: their values held)
-
-    def add(self, documents: list[dict]) -> None:
-        """The next records (a page's): a list comprehension a field, cheaper than a call a value."""
-        for found, values in zip(self.search, self.values):
-            values.extend(_column(documents, found))
-        self.count += len(documents)
-        while self.count - self.held_from >= common.BLOCK:  # (a block filled up: those past its end kept)
-            self._flush(self.held_from // common.BLOCK, common.BLOCK)
-            self.held_from += common.BLOCK
-
-    def close(self) -> dict[str, Packed]:
-        """The last block's text (unless it ended full), and each column's token index."""
-        if self.count % common.BLOCK or self.count == 0:
-            self._flush(self.count // common.BLOCK, None)
-        return {column: index.packed() for column, index in self.index.items()}
-
-    def _flush(self, block: int, size: int | None) -> None:
-        """The values of a block: the first `size` held (None: all)."""
-        indexed = set()
-        for found, values in zip(self.search, self.values):
-            part = values if size is None else values[:size]
-            if found.column not in indexed:  # (once a column: "title" and "^title" look in the same)
-                indexed.add(found.column)
-                # (folded once a block: lower() and the Persian folding never touch the separators)
-                text = fold(RECORD + RECORD.join(part) + RECORD, self.normalise)
-                self.flush(text_file(self.name, found.column, block), text.encode())
-                self.index[found.column].add(text, block * common.BLOCK, len(part))
-            del values[:len(part)]
-
-
-def finish(name: str, flush: Flush, parts: list[dict[str, Packed]]) -> None:
-    """Each column's token index files, from the runs' packed indexes in order."""
-    for column in parts[0]:
-        _write_column(name, column, flush, [part[column] for part in parts])
-
-
-def _write_column(name: str, column: str, flush: Flush, parts: list[Packed]) -> None:
-    """A column's token index files, from its packed runs in order: a postings file in
-    several runs' is decoded and joined (the keys in the order of their first record)."""
-    first = parts[0]
-    if first.tokens is not None:
-        flush(keys_file(name, column), _lines({k for part in parts for k in part.tokens.split("\n") if k}))
-    if first.heads is not None:
-        flush(keys_file(name, column, heads=True), _lines({k for part in parts for k in part.heads.split("\n") if k}))
-    anys = array("I")
-    for part in parts:
-        anys.extend(part.any)
-    flush(any_file(name, column), u32(anys))
-    for bucket in sorted({b for part in parts for b in part.buckets}):
-        held = [part.buckets[bucket] for part in parts if bucket in part.buckets]
-        if len(held) == 1:
-            flush(postings_file(name, column, bucket), held[0])
-            continue
-        joined: dict[str, array] = {}
-        for data in held:
-            for key, found in decode_bucket(data):
-                mine = joined.get(key)
-                if mine is None:
-                    joined[key] = found
-                else:
-                    mine.extend(found)
-        flush(postings_file(name, column, bucket), encode_bucket(list(joined.items())))
-
-
-def _lines(keys: Iterable[str]) -> bytes:
-    return ("\n" + "".join(key + "\n" for key in sorted(keys))).encode()
-
-
-def encode_bucket(items: list[tuple[str, "int | array"]]) -> bytes:
-    """A postings file (the module's layout) of these keys and their postings."""
-    encoded = [key.encode() for key, _ in items]
-    head = array("I", [len(items)])
-    head.extend(map(len, encoded))
-    flat = array("I")
-    for _, held in items:
-        if held.__class__ is int:
-            head.append(1)
-            flat.append(held)
-        else:
-            head.append(len(held))
-            flat.extend(held)
-    keys = b"".join(encoded)
-    return b"".join([u32(head), keys, bytes(-len(keys) % 4), u32(flat)])
-
-
-# ---- the decoder -------------------------------------------------------------------------
-
-
-def decode_bucket(data: bytes) -> list[tuple[str, array]]:
-    """Every key of a postings file with its postings, in the file's order."""
-    count = int.from_bytes(data[:4], "little")
-    sizes = read_u32(data[4:4 + 8 * count])
-    at = 4 + 8 * count
-    keys = []
-    for length in sizes[:count]:
-        keys.append(data[at:at + length].decode())
-        at += length
-    at += -at % 4
-    found = []
-    for key, held in zip(keys, sizes[count:]):
-        found.append((key, read_u32(data[at:at + 4 * held])))
-        at += 4 * held
-    return found
-
-
-def postings(data: bytes | None, key: str) -> array:
-    """A key's postings in its postings file (none: the file is missing, or lacks it): the
-    key found among the file's keys by a byte search, its place told by their lengths."""
-    if data is None:
-        return array("I")
-    count = int.from_bytes(data[:4], "little")
-    sizes = read_u32(data[4:4 + 8 * count])
-    lengths = sizes[:count]
-    starts = list(itertools.accumulate(lengths, initial=4 + 8 * count))
-    wanted, stop = key.encode(), starts[-1]
-    at = starts[0]
-    while (hit := data.find(wanted, at, stop)) >= 0:
-        index = bisect.bisect_left(starts, hit)
-        if index < count and starts[index] == hit and lengths[index] == len(wanted):
-            first = stop + -stop % 4 + 4 * sum(sizes[count:count + index])
-            return read_u32(data[first:first + 4 * sizes[count + index]])
-        at = hit + 1
-    return array("I")
-
-
-def key_matches(blob: bytes, word: str, starts: bool, ends: bool) -> list[str]:
-    """The keys of a keys file (each between line feeds) that the word is in: that it
-    starts (`starts`), ends (`ends`), is (both), or is anywhere in (neither); each once."""
-    needle = ("\n" if starts else "") + word + ("\n" if ends else "")
-    data = needle.encode()
-    found, at = [], 0
-    while (hit := blob.find(data, at)) >= 0:
-        first = hit + 1 if starts else blob.rfind(b"\n", 0, hit) + 1
-        stop = hit + len(data) - 1 if ends else blob.find(b"\n", hit + len(data))
-        found.append(blob[first:stop].decode())
-        at = stop
-    return found
-
-
-def matches(blob: bytes, term: bytes, lookup: str, many: bool):
-    """(record, element) of each value in a search column's block that the term matches:
-    contains, startswith or exact, each value once (the text file's layout)."""
-    record_sep, element_sep = RECORD.encode(), ELEMENT.encode()
-    if not term and lookup == "contains":
-        lookup = "startswith"  # ('' is in every value, but a null is no value: NULL LIKE '%%')
-    needle = term if lookup == "contains" else element_sep + term
-    at, record, counted = 0, -1, 0
-    while True:
-        found = blob.find(needle, at)
-        if found < 0:
-            return
-        end = found + len(needle)
-        if lookup == "exact" and blob[end:end + 1] not in (record_sep, element_sep):
-            at = found + 1
-            continue
-        record += blob.count(record_sep, counted, found + 1)
-        counted = found + 1
-        start = blob.rfind(record_sep, 0, found + 1)
-        element = blob.count(element_sep, start, found + (lookup != "contains")) - 1
-        yield record, element
-        # Past this value: the next element (a relation's), or the next record.
-        stop = blob.find(record_sep, max(end, found + 1))
-        if many:
-            following = blob.find(element_sep, max(end, found + 1))
-            stop = following if 0 <= following < stop else stop
-        at = stop
-
-
-# ---- the reader: what search.py asks ---------------------------------------------------------
-
-
-def hits(request: Request, field: SearchField, term: str) -> set[int]:
-    """The records whose values in a search field the (folded) term matches, from the
-    column's token index; where a term holds white space, its candidates from the index,
-    each confirmed in the text of its block. Where the keys a term matches lie in more
-    postings files than the column has text blocks (a letter's keys), the text blocks
-    are read instead: never more files than a scan."""
-    name, column, count = request.name, field.column, request.count
-    if field.lookup == "exact":
-        return set(_postings(request, column, WHOLE + term))
-    if not term:  # ('' is in every value, but a null is no value: NULL LIKE '%%')
-        return _with_value(request, column)
-    words = term.split()
-    if words == [term]:  # (no white space: a substring of a value iff of one of its tokens)
-        if field.lookup == "contains":
-            keys = key_matches(request.need(keys_file(name, column)), term, False, False)
-        else:
-            keys = [HEAD + key for key in key_matches(request.need(keys_file(name, column, heads=True)),
-                                                      term, True, False)]
-        found = _keys_postings(request, column, [keys])
-        return found[0] if found is not None else _scanned(request, field, term, common.blocks(count))
-    if field.lookup == "startswith":
-        candidates = (_with_value(request, column) if term[0].isspace()
-                      else set(_postings(request, column, HEAD + words[0])))
-    else:
-        candidates = _phrase_candidates(request, column, term, words)
-        if candidates is None:
-            return _scanned(request, field, term, common.blocks(count))
-    return _confirmed(request, field, term, candidates)
-
-
-def _phrase_candidates(request: Request, column: str, term: str, words: list[str]) -> set[int] | None:
-    """The records holding every word of a term with white space in it as it may lie in a
-    value: a word with white space on both sides is a whole token; the first, unless the
-    term starts with white space, ends one; the last, unless it ends with some, starts one.
-    When some word is a whole token, those alone. None: the keys lie in more postings files
-    than the column has text blocks."""
-    if not words:
-        return _with_value(request, column)
-    lead, trail, last = term[0].isspace(), term[-1].isspace(), len(words) - 1
-    bounded = [(word, at > 0 or lead, at < last or trail) for at, word in enumerate(words)]
-    whole = [word for word, starts, ends in bounded if starts and ends]
-    if whole:
-        sets = [set(_postings(request, column, word)) for word in dict.fromkeys(whole)]
-    else:
-        blob = request.need(keys_file(request.name, column))
-        found = _keys_postings(request, column,
-                               [key_matches(blob, word, starts, ends) for word, starts, ends in bounded])
-        if found is None:
-            return None
-        sets = found
-    return sets[0].intersection(*sets[1:])
-
-
-def _keys_postings(request: Request, column: str, groups: list[list[str]]) -> list[set[int]] | None:
-    """Each group's records: those of any of its keys. None when the keys lie in more postings
-    files than the column has text blocks (a scan reads fewer files)."""
-    if len({bucket_of(key) for keys in groups for key in keys}) > len(common.blocks(request.count)):
-        return None
-    found = []
-    for keys in groups:
-        records: set[int] = set()
-        for key in keys:
-            records.update(_postings(request, column, key))
-        found.append(records)
-    return found
-
-
-def _with_value(request: Request, column: str) -> set[int]:
-    """The records with a value in the column at all (what an empty term matches)."""
-    return set(read_u32(request.need(any_file(request.name, column))))
-
-
-def _confirmed(request: Request, field: SearchField, term: str, candidates: set[int]) -> set[int]:
-    """The candidates whose values the term matches, read in the text of their blocks."""
-    return _scanned(request, field, term, sorted({position // common.BLOCK for position in candidates})) & candidates
-
-
-def _scanned(request: Request, field: SearchField, term: str, blocks: Iterable[int]) -> set[int]:
-    """The records of those blocks whose values the term matches, read in their text."""
-    return {position for block in blocks for position, _ in _block_matches(request, field, term, block)}
-
-
-def _block_matches(request: Request, field: SearchField, term: str, block: int) -> list[tuple[int, int]]:
-    """(record's position, related record's element) of each match of the term in a block's text."""
-    first = block * common.BLOCK
-    blob = request.need(text_file(request.name, field.column, block))
-    return [(first + position, element)
-            for position, element in matches(blob, term.encode(), field.lookup, field.relation is not None)]
-
-
-def elements(request: Request, field: SearchField, at: int, term: str, t: int, position: int,
-             held: dict[tuple[int, int, int], dict[int, set[int]]]) -> set[int]:
-    """Which of a record's related records (in the relation field `at` of the search list)
-    the term `t` matches, read in the text of its block (each block once a field and term)."""
-    block = position // common.BLOCK
-    key = (at, t, block)
-    if key not in held:
-        found: dict[int, set[int]] = {}
-        for record, element in _block_matches(request, field, term, block):
-            found.setdefault(record, set()).add(element)
-        held[key] = found
-    return held[key].get(position, set())
-
-
-def _postings(request: Request, column: str, key: str) -> array:
-    return postings(request.read(postings_file(request.name, column, bucket_of(key))), key)
-
-
-# ---- a record's values ------------------------------------------------------------------------
-
-
-def _column(documents: list[dict], found: SearchField) -> list[str]:
-    """The documents' values in a search column, as the text file's layout writes a record's."""
-    if found.relation is None:
-        field = found.field
-        return ["" if (v := d.get(field)) is None else ELEMENT + (v if isinstance(v, str) else _text(v))
-                for d in documents]
-    return [(ELEMENT + ELEMENT.join(values)) if (values := values_of(d, found)) else "" for d in documents]
-
-
-def values_of(document: dict, found: SearchField) -> list[str]:
-    """A record's values in a search column: its field's, or each related record's."""
-    if found.relation is None:
-        value = document.get(found.field)
-        return [] if value is None else [_text(value)]
-    return [_text(r[found.field]) for r in related_records(document, found.relation) if r.get(found.field) is not None]
-
-
-def _text(value: Any) -> str:
-    if isinstance(value, bool):
-        return "1" if value else "0"  # (as SQLite holds a boolean)
-    return str(value)
+    return {"dir": index_dir("{name}"), "root": ROOT, "leaf": f"{LEAF_DIR}/", "postings": f"{POSTINGS_DIR}/",
+            "magic": {"root": ROOT_MAGIC.decode(), "leaf": LEAF_MAGIC.decode(), "postings": POSTINGS_MAGIC.decode()},
+            "version": VERSION, "kinds": {"any": ANY, "exact": EXACT, "gram": GRAM, "head": HEAD, "suffix": SUFFIX},
+            "gramMax": GRAM_MAX, "leafBatch": LEAF_BATCH, "pageSize": PAGE_SIZE, "bitmap": BITMAP, "inline": INLINE,
+            "budget": {"objects": Budget().objects, "bytes": Budget().bytes}}

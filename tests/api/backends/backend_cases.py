@@ -38,12 +38,19 @@ def files_of(books: list[dict], query: dict) -> dict[str, bytes]:
     return index_files("books", query, books, {}.__getitem__)
 
 
+def documents_of(books: list[dict]):
+    """The way a request reads the books' documents (a search checks candidates on them)."""
+    return lambda positions: {p: books[p] for p in positions}
+
+
 @contextmanager
-def blocks_of(block: int, buckets: int = search_index.BUCKETS):
-    """Index files cut in blocks of `block` records (and postings in `buckets` files) meanwhile."""
+def blocks_of(block: int, inline_max: int = search_index.INLINE_MAX, leaf_bits: int = search_index.LEAF_BITS):
+    """Index files cut in blocks of `block` records (and the term index's sets inline up to
+    `inline_max` bytes, its leaves of 2**leaf_bits keys on average) meanwhile."""
     before, common.BLOCK = common.BLOCK, block
-    kept, search_index.BUCKETS = search_index.BUCKETS, buckets
+    kept = search_index.INLINE_MAX, search_index.LEAF_BITS
+    search_index.INLINE_MAX, search_index.LEAF_BITS = inline_max, leaf_bits
     try:
         yield
     finally:
-        common.BLOCK, search_index.BUCKETS = before, kept
+        common.BLOCK, (search_index.INLINE_MAX, search_index.LEAF_BITS) = before, kept

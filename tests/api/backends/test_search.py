@@ -11,7 +11,7 @@ import itertools
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from backend_cases import EVERY_LOOKUP, QUERY, TERM, WORDS, blocks_of, catalogues, files_of
+from backend_cases import EVERY_LOOKUP, QUERY, TERM, WORDS, blocks_of, catalogues, documents_of, files_of
 from generator.api.backends import Rejected, search_index, select
 from generator.api.backends.common import fold
 from generator.api.backends.search import Search, smart_terms
@@ -92,7 +92,7 @@ def test_a_search_selects_what_a_naive_scan_does(books, terms, normalise):
     query_settings = {**QUERY, "search_normalise": normalise} if normalise else QUERY
     files = files_of(books, query_settings)
     value = " ".join(f'"{t}"' for t in terms)
-    selection = select(files.get, "books", [("search", value)], query_settings, len(books))
+    selection = select(files.get, "books", [("search", value)], query_settings, len(books), documents_of(books))
     expected = naive(books, smart_terms(value), normalise)
     if selection is None:
         assert expected == list(range(len(books)))
@@ -102,50 +102,45 @@ def test_a_search_selects_what_a_naive_scan_does(books, terms, normalise):
 
 @settings(max_examples=300, deadline=None)
 @given(catalogues(), st.lists(st.one_of(TERM, st.sampled_from(WORDS)), min_size=1, max_size=3),
-       st.sampled_from([None, "persian"]), st.sampled_from([65536, 2, 1]), st.sampled_from([1024, 3, 1]))
-def test_the_token_index_selects_what_a_naive_scan_does_with_every_lookup(books, terms, normalise, block, buckets):
+       st.sampled_from([None, "persian"]), st.sampled_from([65536, 2, 1]), st.sampled_from([(32, 10), (0, 0), (0, 1)]))
+def test_the_term_index_selects_what_a_naive_scan_does_with_every_lookup(books, terms, normalise, block, shape):
     """Terms of any white space, in any script, against every lookup (values with white space
     around and inside, empty and null ones, ZWNJ folded to a space), in one block or many,
-    with keys in postings files of their own or many a file."""
+    with sets in leaves or in postings files, in one leaf or a leaf a key or two."""
     query_settings = {**EVERY_LOOKUP, "search_normalise": normalise} if normalise else EVERY_LOOKUP
-    with blocks_of(block, buckets):
+    with blocks_of(block, *shape):
         files = files_of(books, query_settings)
         value = " ".join(f'"{t}"' for t in terms)
-        selection = select(files.get, "books", [("search", value)], query_settings, len(books))
+        selection = select(files.get, "books", [("search", value)], query_settings, len(books), documents_of(books))
     expected = naive(books, smart_terms(value), normalise, EVERY_LOOKUP)
     assert (list(range(len(books))) if selection is None else list(selection.positions)) == expected
 
 
-def test_a_search_reads_no_text_for_a_word_and_only_its_candidates_blocks_for_a_phrase():
+def test_a_word_reads_the_root_and_its_leaf_and_a_phrase_its_candidates_documents():
     books = [{"title": title, "isbn": None if title is None else "1", "authors": [], "publishers": []}
              for title in ["کتاب دریا", "دریا", "شب  دریا", " دریا کتاب", None, ""] * 2 + ["x"] * 6]
-    with blocks_of(6):
-        files = files_of(books, EVERY_LOOKUP)
-        read: list[str] = []
+    files = files_of(books, EVERY_LOOKUP)
+    read: list[str] = []
+    checked: list[int] = []
 
-        def reading(path):
-            read.append(path)
-            return files.get(path)
+    def reading(path):
+        read.append(path)
+        return files.get(path)
 
-        def searched(term):
-            read.clear()
-            selection = select(reading, "books", [("search", term)], EVERY_LOOKUP, len(books))
-            return list(selection.positions)
+    def documents(positions):
+        checked.extend(positions)
+        return documents_of(books)(positions)
 
-        assert searched("ریا") == [p for p in range(12) if p % 6 < 4]
-        assert not any(path.endswith(".txt") and "/keys" not in path and "/heads" not in path for path in read)
-        assert searched('"ب د"') == [0, 6]
-        assert search_index.text_file("books", "title", 2) not in read  # (no candidate in the third block)
-        assert search_index.text_file("books", "title", 0) in read
-        assert searched('" دریا"') == [p for p in range(12) if p % 6 in (0, 2, 3)]
-        assert searched('""') == [p for p in range(18) if p % 6 != 4 or p >= 12]
+    def searched(term):
+        read.clear()
+        checked.clear()
+        selection = select(reading, "books", [("search", term)], EVERY_LOOKUP, len(books), documents)
+        return list(selection.positions)
 
-
-def test_a_postings_file_finds_each_key_among_keys_holding_its_bytes():
-    from array import array
-
-    data = search_index.encode_bucket([("ab", 1), ("b", array("I", [2, 3])), ("abb", 4), ("\t", 5), ("کتاب", 6)])
-    assert len(data) % 4 == 0
-    found = {key: list(search_index.postings(data, key)) for key in ("ab", "b", "abb", "bb", "\t", "کتاب", "تا", "")}
-    assert found == {"ab": [1], "b": [2, 3], "abb": [4], "bb": [], "\t": [5], "کتاب": [6], "تا": [], "": []}
-    assert list(search_index.postings(None, "ab")) == []
+    folder = search_index.index_dir("books")
+    assert searched("ریا") == [p for p in range(12) if p % 6 < 4]
+    assert read[0] == f"{folder}/{search_index.ROOT}" and len(read) == 2 and checked == []
+    assert searched('"ب د"') == [0, 6]
+    assert sorted(checked) == [0, 2, 3, 6, 8, 9]  # (the records holding both letters, checked on their documents)
+    assert searched('" دریا"') == [p for p in range(12) if p % 6 in (0, 2, 3)]
+    assert searched('""') == [p for p in range(18) if p % 6 != 4 or p >= 12]

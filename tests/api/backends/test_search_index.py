@@ -1,0 +1,211 @@
+"""The term index (api/backends/search_index.py) answers every search exactly as DRF does:
+checked against a brute-force reference on the documents (DRF's join written as SQL runs
+it: some choice of one related record per relation, or none, on which every term matches
+in some field), alone and through the registry's select(), with random and adversarial
+terms, on synthetic catalogues with and without a vocabulary, folded plainly and with
+search_normalise: persian; whatever the plan chooses (postings, or checks on documents)."""
+from __future__ import annotations
+
+import csv
+import itertools
+import random
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from generator.api.backends import index_files, select, search_index as ti
+from generator.api.backends.common import fold
+from generator.api.backends.search import smart_terms
+from generator.catalogue import synth
+
+SPECS = ["title", "=isbn", "^title", "authors__fullName", "^authors__slug", "publishers__company"]
+MATCH = {"contains": lambda v, t: t in v, "startswith": lambda v, t: v.startswith(t), "exact": lambda v, t: v == t}
+
+
+def books(data: Path) -> list[dict]:
+    """The books of a synthetic catalogue as their documents embed what a search reads."""
+    def rows(name: str) -> list[dict]:
+        with (data / f"{name}.csv").open(encoding="utf-8") as f:
+            return list(csv.DictReader(f))
+    authors = {r["id"]: {"fullName": r["fullName"], "slug": r["slug"]} for r in rows("authors")}
+    publishers = {r["id"]: {"company": r["company"]} for r in rows("publishers")}
+    return [{"title": r["title"], "isbn": r["isbn"] or None,
+             "authors": [authors[a] for a in r["authors"].split("|") if a],
+             "publishers": [publishers[p] for p in r["publishers"].split("|") if p]} for r in rows("books")]
+
+
+def reference(documents: list[dict], specs: list[str], terms: list[str], normalise: str | None) -> list[int]:
+    """DRF's answer by brute force: a record is selected when, for some choice of one related
+    record per relation (None where it has none), every term matches in some field."""
+    fields = [ti.search_field(spec) for spec in specs]
+    relations = sorted({f.relation for f in fields if f.relation})
+    folded = [fold(term, normalise) for term in terms]
+    found = []
+    for position, document in enumerate(documents):
+        options = [document.get(r) or [None] for r in relations]
+        for choice in itertools.product(*options):
+            row = dict(zip(relations, choice))
+
+            def value(field):
+                holder = document if field.relation is None else row[field.relation]
+                raw = None if holder is None else holder.get(field.field)
+                return None if raw is None else fold(str(raw), normalise)
+            if all(any((v := value(f)) is not None and MATCH[f.lookup](v, t) for f in fields) for t in folded):
+                found.append(position)
+                break
+    return found
+
+
+class Built:
+    """An index in memory, with the reads it serves counted."""
+
+    def __init__(self, documents: list[dict], specs: list[str], normalise: str | None = None,
+                 inline_max: int = ti.INLINE_MAX) -> None:
+        self.documents, self.specs, self.normalise = documents, specs, normalise
+        writer = ti.TermIndexWriter(specs, len(documents), inline_max)
+        for first in range(0, len(documents), 7):  # (runs, as the build's pages come)
+            writer.add_documents(first, documents[first:first + 7], self.fold)
+        self.files: dict[str, bytes] = {}
+        writer.finish(self.files.__setitem__)
+        self.readers = writer.readers
+        self.checked: list[int] = []
+
+    def fold(self, text: str) -> str:
+        return fold(text, self.normalise)
+
+    def values(self, positions: list[int]) -> dict[int, dict]:
+        self.checked.extend(positions)
+        return {p: ti.document_values(self.documents[p], self.readers, self.fold) for p in positions}
+
+    def search(self, terms: list[str], **plan) -> ti.Found:
+        return ti.search(self.files.get, [self.fold(t) for t in terms], self.values, **plan)
+
+
+PLANS = [{}, {"check_at": 0, "page_size": 1}, {"check_at": 10 ** 9}]  # as it chooses; sets first; documents first
+INLINE = [ti.INLINE_MAX, 0]  # (0: every set in a postings file, so that the plan has a choice)
+
+
+def terms_from(documents: list[dict], rng: random.Random, count: int) -> list[list[str]]:
+    """Random requests' terms: words, pieces of words (letters, pairs), prefixes, whole
+    values, phrases, white space, empty, several at once (some from two authors of a book)."""
+    texts = [t for d in documents for t in [d["title"], d["isbn"] or ""] + [a["fullName"] for a in d["authors"]]
+             + [a["slug"] for a in d["authors"]] + [p["company"] for p in d["publishers"]]]
+
+    def one() -> str:
+        text = rng.choice(texts)
+        words = text.split() or [text]
+        word = rng.choice(words)
+        pick = rng.randrange(10)
+        if pick == 0:
+            return word[:rng.randint(1, 4)]
+        if pick == 1:
+            start = rng.randrange(len(word) or 1)
+            return word[start:start + rng.randint(1, 4)]
+        if pick == 2:
+            return text
+        if pick == 3:
+            start = rng.randrange(len(text) or 1)
+            return text[start:start + rng.randint(2, 12)]
+        if pick == 4:
+            return rng.choice(["", " ", "ی", "ا", "0", "97", "-", "x", "زz", " آ", "ا "])
+        return word
+    requests = []
+    for _ in range(count):
+        requests.append([one() for _ in range(rng.choice((1, 1, 1, 2, 2, 3, 5)))])
+    for document in documents[:40]:  # (two authors' words: the join decides)
+        if len(document["authors"]) > 1:
+            first, second = document["authors"][:2]
+            requests.append([first["fullName"].split()[0], second["fullName"].split()[-1]])
+    return requests
+
+
+@pytest.fixture(scope="module", params=[None, 3000], ids=["few-words", "vocabulary"])
+def catalogue(request, tmp_path_factory) -> list[dict]:
+    data = tmp_path_factory.mktemp("synth") / "data"
+    synth.write(data, 300, seed=7, vocabulary=request.param)
+    return books(data)
+
+
+@pytest.mark.parametrize("normalise", [None, "persian"])
+def test_random_terms_answer_as_drf(catalogue, normalise):
+    built = [Built(catalogue, SPECS, normalise, inline) for inline in INLINE]
+    rng = random.Random(11)
+    for terms in terms_from(catalogue, rng, 100):
+        expected = reference(catalogue, SPECS, terms, normalise)
+        for plan, index in itertools.product(PLANS, built):
+            assert index.search(terms, **plan).positions == expected, (terms, plan)
+
+
+def test_the_registry_s_select_answers_as_drf(catalogue):
+    """select() over the files the build's backends write, with the documents it checks on."""
+    specs = ["title", "=isbn", "authors__fullName", "publishers__company"]
+    settings_ = {"search": {"books": specs}}
+    files = index_files("books", settings_, catalogue, {}.__getitem__)
+    for terms in terms_from(catalogue, random.Random(5), 120):
+        raw = " ".join('"' + t.replace('"', "") + '"' for t in terms)
+        quoted = smart_terms(raw)
+        if not quoted:
+            continue
+        selection = select(files.get, "books", [("search", raw)], settings_, len(catalogue),
+                           lambda positions: {p: catalogue[p] for p in positions})
+        assert list(selection.positions) == reference(catalogue, specs, quoted, None), quoted
+
+
+VALUE_CHARS = "abAB ک كيیa\u200c\u00a0\u2003\t-0۰\x00\x01"  # (Persian folding, ZWNJ, white space of several kinds, NUL)
+values = st.text(VALUE_CHARS, max_size=9)
+
+
+@st.composite
+def documents(draw) -> list[dict]:
+    people = draw(st.lists(st.one_of(st.none(), values), min_size=1, max_size=5))
+    made = []
+    for _ in range(draw(st.integers(1, 30))):
+        chosen = draw(st.lists(st.integers(0, len(people) - 1), max_size=3))
+        made.append({"title": draw(st.one_of(st.none(), values)), "isbn": draw(st.one_of(st.none(), values)),
+                     "authors": [{"fullName": people[i], "slug": people[-1 - i]} for i in chosen],
+                     "publishers": [{"company": draw(values)} for _ in range(draw(st.integers(0, 2)))]})
+    return made
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(documents(), st.lists(st.text(VALUE_CHARS, max_size=4), min_size=1, max_size=4),
+       st.sampled_from([None, "persian"]), st.sampled_from(PLANS), st.sampled_from(INLINE))
+def test_adversarial_values_and_terms(made, terms, normalise, plan, inline):
+    built = Built(made, SPECS, normalise, inline)
+    assert built.search(terms, **plan).positions == reference(made, SPECS, terms, normalise)
+
+
+def test_a_rare_word_reads_the_root_and_a_leaf():
+    made = [{"title": f"w{n} common", "isbn": None, "authors": [], "publishers": []} for n in range(3000)]
+    built = Built(made, ["title"])
+    found = built.search(["w1234"])
+    assert found.positions == [1234]
+    assert found.index_objects == 2 and found.checked == 0
+
+
+def test_thirty_words_read_few_files():
+    """Thirty words: a few leaves and postings files, then (candidates few) their documents."""
+    made = [{"title": " ".join(f"w{(n * 7 + k) % 500}" for k in range(30)), "isbn": None, "authors": [],
+             "publishers": []} for n in range(5000)]
+    built = Built(made, SPECS, inline_max=0)
+    terms = made[77]["title"].split()
+    found = built.search(terms)
+    assert found.positions == reference(made, SPECS, terms, None)
+    assert found.index_objects <= 12 and found.checked <= 12
+
+
+def test_an_edit_rewrites_few_files(tmp_path):
+    data = tmp_path / "data"
+    synth.write(data, 3000, seed=7, vocabulary=20000)
+    made = books(data)
+    before = Built(made, SPECS).files
+    made[1500] = dict(made[1500], title=made[42]["title"] + " " + made[7]["title"])
+    after = Built(made, SPECS).files
+    changed = {p for p in before.keys() | after.keys() if before.get(p) != after.get(p)}
+    assert 0 < len(changed) <= 30, sorted(changed)
+
+
+def test_an_empty_collection():
+    built = Built([], SPECS)
+    assert built.search(["x"]).positions == [] and built.search([""]).positions == []
