@@ -121,7 +121,7 @@ from dataclasses import dataclass, field as dataclass_field
 from typing import Callable, Iterable, NamedTuple, Sequence
 
 from ...catalogue.querying import NORMALISE, SEARCH, SearchField, search_field
-from .common import Flush, Missing, Reader, Request, fold, query_dir
+from .common import Flush, Missing, Reader, Request, fold, query_dir, related_records
 
 ROOT, LEAF_DIR, POSTINGS_DIR = "root.bin", "leaf", "post"
 ROOT_MAGIC, LEAF_MAGIC, POSTINGS_MAGIC = b"TIR1", b"TIL1", b"TIP1"
@@ -213,7 +213,7 @@ def column_values(document: dict, field: SearchField) -> list[str | None]:
         value = document.get(field.field)
         return [] if value is None else [_text(value)]
     return [None if (value := record.get(field.field)) is None else _text(value)
-            for record in _related(document, field.relation)]
+            for record in related_records(document, field.relation)]
 
 
 def _text(value) -> str:
@@ -615,14 +615,8 @@ def run_values(documents: list[dict], field: SearchField, fold: Callable[[str], 
                 [fold(value if value.__class__ is str else _text(value))] for document in documents]
     relation = field.relation
     return [[None if (value := record.get(name)) is None else fold(value if value.__class__ is str else _text(value))
-             for record in _related(document, relation)]
+             for record in related_records(document, relation)]
             for document in documents]
-
-
-def _related(document: dict, relation: str) -> list | tuple:
-    """The records a document embeds in a relation, a to-one's as one or none."""
-    related = document.get(relation)
-    return () if related is None else related if related.__class__ is list else (related,)
 
 
 # ---- the reader's side --------------------------------------------------------------------
