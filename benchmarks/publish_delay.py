@@ -14,8 +14,10 @@ front of it; then
   - writes while the bucket is stopped (--outage seconds, one write a second, from its start):
     the time from the bucket's return until every one is in the bucket, and invalidated.
 Every page of a collection names its count, so each new user changes every page of the
-user list (and its .gz twins and indexes): a publish after a write uploads them all, the
-detail first.
+user list (and its .gz twins and indexes): a publish after a write uploads the detail, the
+pages holding the new user and the indexes, invalidates them, and then the pages whose count
+alone changed (the column "→every page up": from the last single's 201 until the service
+has nothing left to publish).
 Before the writes the bucket is brought up to the published site by the write service's own
 start-up publish (timed), for a catalogue of at most --upload-at-start books; a larger one is
 taken as deployed (the record and marker a finished deploy leaves, not the objects), which
@@ -87,10 +89,13 @@ class Run:
         write service's start-up publish leaves them (without the hour moto takes to receive a
         large site over HTTP); the objects themselves are not put there, which changes nothing
         the writes' publishing reads or uploads."""
-        now, links, _ = deploy.scan((self.site / CURRENT).resolve())
+        root = (self.site / CURRENT).resolve()
+        now, links, _ = deploy.scan(root)
         target = deploy.Target.parse(f"s3://{self.bucket}/{PREFIX}")
         record = deploy.Record(self.site, target, self.endpoint.url)
         record.marker = deploy.put_marker(self.s3, target)
+        record.bodies = {path: deploy.body_digest(path, (root / path).read_bytes())
+                         for path in now if deploy.is_page(path)}
         record.finish(links, now)
 
     def post(self, username: str) -> tuple[str, bytes, str]:
@@ -159,6 +164,8 @@ def measure(run: Run, singles: int, outage: float) -> dict:
         written.append((key, body, url))
     run.all_published(written)
     singles_done = time.monotonic() - answered
+    run.until(lambda: not run.service.status()["publish"]["pending"])  # (the pages whose count alone changed)
+    singles_whole = time.monotonic() - answered
     started = time.monotonic()
     with ThreadPoolExecutor(max_workers=16) as pool:
         burst = list(pool.map(lambda n: run.post(f"burst.{n}"), range(200)))
@@ -176,18 +183,20 @@ def measure(run: Run, singles: int, outage: float) -> dict:
     back = time.monotonic()
     run.all_published(during, back)
     return {"median": statistics.median(to_bucket), "p95": percentile(to_bucket, 0.95),
-            "singles invalidated": singles_done, "burst answered": answered, "burst published": burst_published,
+            "singles invalidated": singles_done, "singles whole": singles_whole, "burst answered": answered, "burst published": burst_published,
             "burst invalidated": burst_invalidated, "outage writes": len(during), "failed attempts": failed,
             "after outage": run.times}
 
 
 HEADER = (f"{'books':>9}  {'201→bucket median s':>19}  {'p95 s':>5}  {'last single→invalidated s':>25}  "
+          f"{'→every page up s':>16}  "
           f"{'200 POSTs answered s':>20}  {'all 200 in bucket s':>19}  {'invalidated s':>13}  "
           f"{'outage writes':>13}  {'after it: in bucket, invalidated s':>34}")
 
 
 def row(size: int, r: dict) -> str:
     return (f"{size:>9,}  {r['median']:>19.2f}  {r['p95']:>5.2f}  {r['singles invalidated']:>25.2f}  "
+            f"{r['singles whole']:>16.2f}  "
             f"{r['burst answered']:>20.2f}  {r['burst published']:>19.2f}  {r['burst invalidated']:>13.2f}  "
             f"{r['outage writes']:>13}  {r['after outage'][0]:>16.2f}, {r['after outage'][1]:>15.2f}")
 

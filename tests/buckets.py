@@ -71,7 +71,8 @@ class Endpoint:
     """An S3 and CloudFront endpoint passing each request on to moto's, unless told to fail:
     `down()` closes its port (unreachable) until `up()`; `answer` makes it answer every request
     with an error of S3's (SlowDown, ExpiredToken); `hold_after(n)` lets n uploads pass and then
-    holds the rest (`holding` is set) until `release()`. It writes down every change it passed
+    holds the rest (`holding` is set) until `release()`; `hold_at(part)` holds the first
+    upload of a key holding `part`, and every upload after it. It writes down every change it passed
     on (method and key), in order. Uploads are counted and held under `prefix` alone."""
 
     ERRORS = {"SlowDown": (503, "Please reduce your request rate."),
@@ -85,6 +86,7 @@ class Endpoint:
         self.changes: list[tuple[str, str]] = []
         self.holding, self._released = threading.Event(), threading.Event()
         self._passing: int | None = None
+        self._held_key: str | None = None
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
         self.up()
@@ -127,8 +129,12 @@ class Endpoint:
         self._passing, self._released = uploads, threading.Event()
         self.holding.clear()
 
+    def hold_at(self, part: str) -> None:
+        self._held_key, self._released = part, threading.Event()
+        self.holding.clear()
+
     def release(self) -> None:
-        self._passing = None
+        self._passing = self._held_key = None
         self._released.set()
 
     def handle(self, request: BaseHTTPRequestHandler) -> None:
@@ -141,7 +147,11 @@ class Endpoint:
         key = request.path.split("?")[0]
         if request.command == "PUT" and f"/{self.prefix}/api/" in key:
             with self._lock:
-                if self._passing is not None:
+                if self._held_key is not None:
+                    wait = self.holding.is_set() or self._held_key in key
+                    if wait:
+                        self.holding.set()
+                elif self._passing is not None:
                     if self._passing == 0:
                         self.holding.set()
                         wait = True

@@ -13,8 +13,10 @@ and keeps every unchanged file's inode, size and modification time (hard links b
 generations), so a deploy stats the tree and compares each file with what the last
 deploy to the same target recorded (`<site>/.deploy/`). New and changed files go up
 first, in stages a reader never catches half-way (details, then the pages that link to
-them with their indexes, then the skeleton that names both: stage()), then what the new
-build no longer has is deleted. Each finished upload is journalled at once, so an interrupted deploy
+them with their indexes, then the skeleton that names both: stage()); then the pages
+whose only change is the collection's count (a record added at the end changes
+every page's count: counted_only()), which a reader may read beside the newer files; then
+what the new build no longer has is deleted. Each finished upload is journalled at once, so an interrupted deploy
 resumes where it stopped. Credentials come from boto3's usual chain.
 
 That record is trusted only while the bucket is the one it describes. Each deploy that
@@ -146,6 +148,7 @@ class Record:
         self.manifest = self.directory / f"{name}.json"
         self.journal = self.directory / f"{name}.journal"
         self.known: dict[str, list[int]] = {}
+        self.bodies: dict[str, str] = {}  # of the pages uploaded: body_digest()
         self.marker: str | None = None
         self.links: dict[str, str] = {}  # what scan() found linked when the files were known
         if self.manifest.is_file():
@@ -154,6 +157,7 @@ class Record:
             # deploy compares the bucket with the site once)
             self.known, self.marker = (saved["files"], saved["marker"]) if "files" in saved else (saved, None)
             self.links = saved.get("links", {})
+            self.bodies = saved.get("bodies", {})
         self._held: dict[str, set[str]] | None = None
         if self.journal.is_file():
             self._replay(self.journal.read_text(encoding="utf-8").splitlines())
@@ -173,11 +177,15 @@ class Record:
             else:
                 self._know(*entry)
 
-    def _know(self, path: str, signature: list[int] | None) -> None:
+    def _know(self, path: str, signature: list[int] | None, body: str | None = None) -> None:
         if signature is None:
             self.known.pop(path, None)
         else:
             self.known[path] = signature
+        if body is None:
+            self.bodies.pop(path, None)
+        else:
+            self.bodies[path] = body
         if self._held is not None:
             files = self._held.setdefault(path.rpartition("/")[0], set())
             (files.discard if signature is None else files.add)(path)
@@ -199,8 +207,8 @@ class Record:
             if isinstance(entry, list):
                 self._know(*entry)
 
-    def done(self, path: str, signature: Signature | None) -> None:
-        self._write([path, None if signature is None else list(signature)])
+    def done(self, path: str, signature: Signature | None, body: str | None = None) -> None:
+        self._write([path, None if signature is None else list(signature)] + ([body] if body else []))
 
     def claim(self, marker: str) -> None:
         """The bucket's marker now holds this token."""
@@ -217,13 +225,15 @@ class Record:
         manifest is written again (the journal emptied) once the journal has grown to half its size."""
         if now is not None:
             self.known, self._held = {path: list(signature) for path, signature in now.items()}, None
+            self.bodies = {path: body for path, body in self.bodies.items() if path in now}
         self.links = links
         self._write({"marker": self.marker, "links": links})
         self._file.close()
         if now is None and self.journal.stat().st_size * 2 < self._size():
             return
         temporary = self.manifest.with_suffix(".new")
-        temporary.write_text(json.dumps({"marker": self.marker, "links": links, "files": self.known}), encoding="utf-8")
+        temporary.write_text(json.dumps({"marker": self.marker, "links": links, "files": self.known,
+                                          "bodies": self.bodies}), encoding="utf-8")
         os.replace(temporary, self.manifest)
         self.journal.unlink()
 
@@ -266,10 +276,11 @@ class Plan:
     changed: list[str]
     gone: list[str]
     compared: Comparison | None
+    later: list[str] = field(default_factory=list)  # the blocks of pages whose only change is the count
 
     def invalidate(self) -> list[str]:
         """The URL paths a CDN in front must forget once this deploy is done."""
-        return invalidations(self.changed + self.gone, urlsplit(self.info.base_url).path)
+        return invalidations(self.changed + self.later + self.gone, urlsplit(self.info.base_url).path)
 
 
 def _deploy(client, site: Path, url: str, endpoint: str | None, progress: Callable[[str], None],
@@ -294,39 +305,73 @@ def plan(client, site: Path, target: Target, endpoint: str | None, check: bool =
             held = record.held()
             gone = sorted(path for directory in held.keys() - kept for path in held[directory] if path not in now)
             compared = None
+            later = counted_only(root, changed, record.bodies)
+            changed = [path for path in changed if path not in later]
         else:
             now, links, _ = scan(root)
             compared = compare(root, now, listing(client, target), reason, force)
-            changed, gone = sorted(compared.missing + compared.different), compared.extra
+            changed, gone, later = sorted(compared.missing + compared.different), compared.extra, set()
     except BaseException:
         record.close()
         raise
-    return Plan(target, info, root, now, links, record, found, changed, gone, compared)
+    return Plan(target, info, root, now, links, record, found, changed, gone, compared, sorted(later))
+
+
+def counted_only(root: Path, changed: list[str], bodies: dict[str, str]) -> set[str]:
+    """The changed pages (with their .gz twins) that differ from what the bucket holds (as the
+    record's body digests say) in the collection's count alone, written with as many digits:
+    a record added at the end of a collection changes the count on every one of its pages.
+    Such a page holds the same records at the same bytes as before, so a reader who reads it
+    beside newer files (the page index a page is put together from, the pages holding the new
+    record) reads a consistent answer, one count behind: they may go up after the rest."""
+    later = {path for path in changed if path in bodies and is_page(path)
+             and body_digest(path, (root / path).read_bytes()) == bodies[path]}
+    return later | {f"{path}.gz" for path in later if f"{path}.gz" in changed}
+
+
+def is_page(path: str) -> bool:
+    """A page of a collection's pages/ (not its .gz twin, not a block's page index)."""
+    return path.startswith(f"{API}/") and "/pages/" in path and path.endswith(".json")
+
+
+def body_digest(path: str, data: bytes) -> str | None:
+    """For a page, a digest of its bytes but the collection's count (its head's `{"count":N`,
+    api/assemble.head), and of how many digits the count has (so that the records' bytes lie
+    where the page index says); None for any other file."""
+    if not is_page(path):
+        return None
+    comma = data.find(b",")
+    return hashlib.blake2b(b"%d" % comma + data[comma:], digest_size=16).hexdigest()
 
 
 class Stopped(Exception):
     """A deploy was asked to stop before it was done: what it did is journalled."""
 
 
-def carry_out(client, plan: Plan, progress: Callable[[str], None], stop: threading.Event | None = None) -> Report:
-    """Upload what changed (in stages a reader never catches half-way), then delete what is
-    gone, each step journalled; then the record of the finished deploy. Once `stop` is set,
-    no upload starts (Stopped)."""
+def carry_out(client, plan: Plan, progress: Callable[[str], None], stop: threading.Event | None = None,
+              between: Callable[[], None] | None = None) -> Report:
+    """Upload what changed (in stages a reader never catches half-way), then (after
+    `between()`) the pages whose only change is the count, then delete what is gone, each
+    step journalled; then the record of the finished deploy. Once `stop` is set, no upload
+    starts (Stopped)."""
     target, record = plan.target, plan.record
     try:
         fresh = None
-        if plan.changed or plan.gone or plan.found is None:  # (before the first change: see the module's docstring)
+        if plan.changed or plan.later or plan.gone or plan.found is None:  # (before the first change: see above)
             fresh = put_marker(client, target)
             if plan.compared is None:
                 record.claim(fresh)  # (interrupted, it goes on from its record; a listing one lists again)
-        upload_all(client, target, plan.root, plan.now, plan.changed, plan.info.cache_control, record, progress,
-                   stop)
+        for paths in (plan.changed, plan.later):
+            upload_all(client, target, plan.root, plan.now, paths, plan.info.cache_control, record, progress, stop)
+            if between is not None and paths is plan.changed:
+                between()
         delete_all(client, target, plan.gone, record)
     finally:
         record.close()
     record.marker = fresh or plan.found  # (nothing changed: the bucket holds the site, trust it from now on)
     record.finish(plan.links, None if plan.compared is None else plan.now)
-    return Report(uploaded=len(plan.changed), deleted=len(plan.gone), unchanged=len(record.known) - len(plan.changed),
+    uploaded = len(plan.changed) + len(plan.later)
+    return Report(uploaded=uploaded, deleted=len(plan.gone), unchanged=len(record.known) - uploaded,
                   invalidate=plan.invalidate(), compared=plan.compared)
 
 
@@ -436,8 +481,9 @@ def upload_all(client, target: Target, root: Path, now: dict[str, Signature], ch
         extra = {"ContentType": content_type(path.removesuffix(".gz")), "CacheControl": cache_control}
         if path.endswith(".gz"):
             extra["ContentEncoding"] = "gzip"
-        client.put_object(Bucket=target.bucket, Key=target.key(path), Body=(root / path).read_bytes(), **extra)
-        record.done(path, now[path])
+        body = (root / path).read_bytes()
+        client.put_object(Bucket=target.bucket, Key=target.key(path), Body=body, **extra)
+        record.done(path, now[path], body_digest(path, body))
         uploaded[0] += 1
         if time.monotonic() - last[0] >= 1:
             last[0] = time.monotonic()

@@ -8,7 +8,12 @@ publisher's thread then deploys the published generation as `catalogue deploy` d
 (deploy.plan and carry_out: the deploy's own delta against its record in <site>/.deploy/,
 uploads in stages a reader never catches half-way, deletions last, each step journalled),
 and makes one CloudFront invalidation of what CloudFront caches of the files that changed
-(cached()). When it starts, the
+(cached()) as soon as they are up; the pages whose only change is the collection's count
+follow (a new user changes the count on every page of the user list: thousands of
+objects in a large catalogue, which would hold back the invalidation of the new record's
+pages), with an invalidation of their own. A newer rebuild stops them between two files
+and goes on from the newer generation, so under a stream of writes the counts of the
+pages that do not hold a new record lag until the stream pauses. When it starts, the
 same deploy brings the bucket up to the published generation (reading the bucket's
 marker, and listing the bucket when the record is not trusted).
 
@@ -46,6 +51,7 @@ from .cloudfront import PAGES
 
 BACKOFF = 0.5  # seconds before the second attempt, doubled each failure
 MAX_BACKOFF = 8.0
+HOLD = 60.0  # seconds the pages whose count alone changed wait for a rebuild that stopped them
 MAX_PATHS = 3000  # paths CloudFront takes in an invalidation; beyond, everything
 # Each request fails in seconds rather than hang the publish: botocore's own retries (of
 # throttling among others) are few, the publisher's come after a pause.
@@ -102,6 +108,7 @@ class Publisher:
         self._wanted = threading.Event()
         self._attempt = threading.Lock()  # held while an attempt runs
         self._give_up = threading.Event()  # (for the attempt under way: a newer generation is published)
+        self._later = False  # the attempt under way uploads the pages whose count alone changed
         self._lock = threading.Lock()  # the status
         self._stopping = threading.Event()
         self._failures = 0
@@ -119,6 +126,13 @@ class Publisher:
         self._pending(time.time())
         self._wanted.set()  # (the bucket brought up to the published generation)
         self._thread.start()
+
+    def rebuilding(self) -> None:
+        """A rebuild starts: the pages whose count alone changed stop going up (their uploads
+        would slow the rebuild down), and go on from the generation it publishes (rebuilt()),
+        or after HOLD seconds when it publishes none."""
+        if self._later:
+            self._give_up.set()
 
     def rebuilt(self) -> None:
         """A rebuild published a generation: publish it. Returns once an attempt under way has
@@ -159,8 +173,11 @@ class Publisher:
             try:
                 with self._attempt:
                     self._publish()
-            except deploy.Stopped:
-                continue  # (rebuilt() wants the newer generation published: at once)
+            except deploy.Stopped:  # (rebuilt() wants the newer generation published: at once)
+                if not self._wanted.wait(HOLD):  # (stopped by rebuilding(), and no rebuilt() came)
+                    self._give_up.clear()
+                    self._wanted.set()
+                continue
             except Exception as exc:  # (any fault: the next attempt reads the record again, and goes on)
                 self._record = None
                 with self._lock:
@@ -184,13 +201,24 @@ class Publisher:
         s3 = client("s3", self.endpoint)
         plan = deploy.plan(s3, self.site, self.target, self.endpoint, record=self._record)
         self._record = plan.record  # (true in memory as on disk: each upload is known as it is journalled)
-        self.pending.add(cached(plan.changed + plan.gone), since)
-        report = deploy.carry_out(s3, plan, log.info, self._give_up)
-        invalidation = None
-        if self.distribution and self.pending.paths:
-            invalidation = invalidate(client("cloudfront"), self.distribution, sorted(self.pending.paths),
-                                      self.pending.reference)
-        self.pending.done()
+        self.pending.add(cached(plan.changed), since)
+        invalidations: list[str] = []
+
+        def forget(paths: list[str]) -> None:  # (what the uploads so far changed; then what is left to upload)
+            if self.distribution and self.pending.paths:
+                invalidations.append(invalidate(client("cloudfront"), self.distribution, sorted(self.pending.paths),
+                                                self.pending.reference))
+            self.pending.done()
+            self.pending.add(cached(paths), since)
+            self._later = bool(paths)
+
+        try:
+            report = deploy.carry_out(s3, plan, log.info, self._give_up,
+                                      between=lambda: forget(plan.later + plan.gone))
+        finally:
+            self._later = False
+        forget([])
+        invalidation = ", ".join(invalidations) or None
         seconds = time.monotonic() - started
         with self._lock:
             self._since = None

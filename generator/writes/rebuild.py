@@ -24,11 +24,12 @@ SETTLE = 0.05  # seconds a build waits for the rest of a burst before it starts
 
 class Rebuilder:
     def __init__(self, command: list[str], log: Callable[[str], None], accepted: Accepted | None = None,
-                 published: Callable[[], None] = lambda: None) -> None:
+                 published: Callable[[], None] = lambda: None, starting: Callable[[], None] = lambda: None) -> None:
         self.command = command
         self._log = log
         self._accepted = accepted
         self._published = published
+        self._starting = starting
         self._since: float | None = None  # when the oldest write no build has started for asked for one
         self._building: float | None = None  # the same, of the writes the build under way publishes
         self._last: dict | None = None
@@ -42,11 +43,11 @@ class Rebuilder:
     @classmethod
     def of(cls, data: Path, out: Path, base_url: str | None, listen: str, write_service: str,
            log: Callable[[str], None], links: str = "api", published: Callable[[], None] = lambda: None,
-           ) -> "Rebuilder":
+           starting: Callable[[], None] = lambda: None) -> "Rebuilder":
         """Builds as the site's own were made: the same links (a `--links paths` site stays one)."""
         return cls(command("build", "--data", str(data), "--out", str(out), "--listen", listen,
                            "--write-service", write_service, "--links", links, base_url=base_url),
-                   log, Accepted(out), published)
+                   log, Accepted(out), published, starting)
 
     def start(self) -> None:
         self._thread.start()
@@ -89,6 +90,7 @@ class Rebuilder:
                 self._building, self._since = self._since or time.time(), None
             started = time.monotonic()
             waited = self._accepted.waiting() if self._accepted else set()
+            self._starting()
             done = subprocess.run(self.command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
             seconds = time.monotonic() - started
             with self._lock:

@@ -66,9 +66,12 @@ class Destination:
 
 class Publishing(Protocol):
     """Publishing each rebuild beyond this machine: started and stopped with the service,
-    told after each rebuild that published (before the next starts), asked for its status."""
+    told as each rebuild starts and after each one that published (before the next starts),
+    asked for its status."""
 
     def start(self) -> None: ...
+
+    def rebuilding(self) -> None: ...
 
     def rebuilt(self) -> None: ...
 
@@ -233,7 +236,8 @@ def run(config: Config, publishing: Publishing | None = None) -> None:
     catalogue.refresh()  # (refuses to start on data that does not load)
     rebuilder = Rebuilder.of(config.data, config.out, config.base_url, config.listen,
                              f"{config.host}:{config.port}", log.info, config.links,
-                             publishing.rebuilt if publishing else lambda: None)
+                             publishing.rebuilt if publishing else lambda: None,
+                             publishing.rebuilding if publishing else lambda: None)
     if publishing:
         publishing.start()
     rebuilder.start()

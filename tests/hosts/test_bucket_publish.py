@@ -21,6 +21,7 @@ from buckets import CLOUDFRONT_ENDPOINT, CREDENTIALS, Endpoint, clients, distrib
 from conftest import SAMPLE
 from generator import compose
 from generator.api.urls import BY_NAME, CURRENT, detail_path
+from generator.catalogue import synth
 from generator.cli import main
 from generator.hosts import deploy, publish
 from generator.writes import tokens
@@ -64,10 +65,10 @@ def published(site: Path) -> dict[str, str]:
 class Stack:
     """A built site, its bucket and distribution, and the write service publishing to them."""
 
-    def __init__(self, work: Path, aws: Endpoint, moto_port: int) -> None:
+    def __init__(self, work: Path, aws: Endpoint, moto_port: int, data: Path = SAMPLE) -> None:
         self.work, self.endpoint = work, aws
         self.data, self.site = work / "data", work / "site"
-        shutil.copytree(SAMPLE, self.data)
+        shutil.copytree(data, self.data)
         compose.build(self.data, self.site)
         self.token_file = work / "tokens"
         self.token = tokens.add(self.token_file, "librarian")
@@ -138,7 +139,7 @@ def detail_of(record: dict) -> str:
 def in_sync(stack: Stack) -> None:
     files = published(stack.site)
     assert objects(stack.s3, stack.bucket) == files
-    assert stack.check() == (f"compared with the bucket (--check): {len(files)} of the site's files there, "
+    assert stack.check() == (f"compared with the bucket (--check): {len(files):,} of the site's files there, "
                              "0 missing, 0 different, 0 not in the site")
 
 
@@ -169,6 +170,75 @@ def test_a_write_reaches_the_bucket_in_order_and_is_invalidated(stack):
     made = invalidations(stack.cloudfront, stack.distribution)[before:]
     assert made == [publish.cached(changes)] and {f"/{detail}", "/_pages/user*"} <= set(made[0])
     assert status["publish"]["published"]["invalidation"]
+
+
+def test_the_pages_whose_count_alone_changed_follow_and_wait_for_a_rebuild(tmp_path, aws, moto_port):
+    synth.write(tmp_path / "synth", 200, seed=3)  # (50 users: 5 pages of 12)
+    stack = Stack(tmp_path, aws, moto_port, tmp_path / "synth")
+    try:
+        stack.start()
+        stack.published()
+        before = len(invalidations(stack.cloudfront, stack.distribution))
+        first_page = f"{PREFIX}/api/v1/user/pages/12/0/0.json"
+        old = stack.s3.get_object(Bucket=stack.bucket, Key=first_page)["Body"].read()
+        stack.endpoint.hold_at("/user/pages/12/0/0.json")  # (a page whose count alone changes)
+        created, body = stack.post("counted.one")
+        assert stack.endpoint.holding.wait(WAIT)
+        # The new user, the page holding it and the indexes are up, and the CDN told, while
+        # the pages that only count it wait: one count behind, their records where they were.
+        made = invalidations(stack.cloudfront, stack.distribution)[before:]
+        assert len(made) == 1 and f"/{detail_of(created)}" in made[0] and "/_pages/user*" in made[0]
+        assert stack.s3.get_object(Bucket=stack.bucket, Key=f"{PREFIX}/{detail_of(created)}")["Body"].read() == body
+        assert stack.s3.get_object(Bucket=stack.bucket, Key=first_page)["Body"].read() == old
+        stack.endpoint.release()
+        stack.published()
+        in_sync(stack)
+        made = invalidations(stack.cloudfront, stack.distribution)[before:]
+        assert len(made) == 2 and "/_pages/user*" in made[1]
+        assert b'"count":51,' in stack.s3.get_object(Bucket=stack.bucket, Key=first_page)["Body"].read()
+    finally:
+        stack.stop()
+
+
+def test_a_rebuild_that_starts_stops_the_pages_whose_count_alone_changed(tmp_path, aws, moto_port, monkeypatch):
+    """They wait for the generation the rebuild publishes (their uploads would slow it down),
+    or, when it publishes none, HOLD seconds."""
+    monkeypatch.setattr(publish, "HOLD", 3.0)
+    synth.write(tmp_path / "data", 1200, seed=3)  # (300 users: 25 pages of 12)
+    site = tmp_path / "site"
+    compose.build(tmp_path / "data", site)
+    s3, _ = clients(moto_port)
+    bucket = f"held-{secrets.token_hex(6)}"
+    s3.create_bucket(Bucket=bucket)
+    publisher = publish.Publisher(site, f"s3://{bucket}/{PREFIX}", aws.url)
+    publisher.start()
+    try:
+        wait_until(lambda: not publisher.status()["pending"])
+        with (tmp_path / "data/users.csv").open("a", encoding="utf-8") as f:
+            f.write("0f000000-0000-4000-8000-000000000001,tazeh.karbar,نام,,,1,2,false\n")
+        compose.build(tmp_path / "data", site)
+        aws.changes.clear()
+        aws.hold_at("/user/pages/12/0/0.json")  # (a page whose count alone changed, and all after it)
+        publisher.rebuilt()
+        assert aws.holding.wait(WAIT)
+        publisher.rebuilding()
+        aws.release()
+        time.sleep(1)  # (the uploads under way end; no other starts)
+        stopped = len(aws.changes)
+        time.sleep(1)
+        assert len(aws.changes) == stopped and publisher.status()["pending"]
+        wait_until(lambda: not publisher.status()["pending"])  # (HOLD passed, no rebuilt(): it goes on)
+        files = published(site)
+        assert objects(s3, bucket) == files and len(aws.changes) > stopped + 60
+    finally:
+        publisher.stop()
+
+
+def wait_until(done) -> None:
+    deadline = time.monotonic() + WAIT
+    while not done():
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
 
 
 def test_a_bucket_down_throttled_or_refusing_loses_nothing(stack):

@@ -23,6 +23,7 @@ from click.testing import CliRunner
 from conftest import published_files
 from generator.api.serving import HTML_TYPE
 from generator.api.urls import PUBLISHED, STATE
+from generator.catalogue import synth
 from generator.errors import CatalogueError
 from generator.sitebuild import build
 from generator.cli import main
@@ -121,6 +122,50 @@ def test_deploy_uploads_the_tree_then_only_what_changed(data_dir, tmp_path, buck
     assert objects(client, name) == {f"catalogue/{path}": data for path, data in published(site).items()}
 
 
+def add_user(data: Path) -> str:
+    """A user at the end of users.csv (as a write appends one); its id."""
+    path = data / "users.csv"
+    rows = list(csv.reader(io.StringIO(path.read_text(encoding="utf-8"))))
+    user = dict(zip(rows[0], rows[-1]))
+    user.update(id="0f000000-0000-4000-8000-000000000001", username="tazeh.karbar")
+    with path.open("a", encoding="utf-8", newline="") as file:
+        csv.writer(file, lineterminator="\n").writerow([user[column] for column in rows[0]])
+    return user["id"]
+
+
+def test_pages_whose_only_change_is_the_count_go_up_after_the_rest(tmp_path, bucket, endpoint):
+    client, name = bucket
+    data, site = tmp_path / "data", tmp_path / "site"
+    synth.write(data, 200, seed=3)  # (50 users: pages of 12 at 0..48, of 24 at 0..48)
+    build(data, site)
+    deploy.deploy(site, f"s3://{name}", endpoint, progress=lambda line: None)
+    before = published(site)
+    user = add_user(data)
+    build(data, site)
+    after = published(site)
+    changed = {path for path, digest in after.items() if before.get(path) != digest}
+    plan = deploy.plan(client, site, deploy.Target.parse(f"s3://{name}"), endpoint)
+    assert set(plan.changed) | set(plan.later) == changed and not set(plan.changed) & set(plan.later)
+    # Every page of the user list but the last of each size (where the new user is) differs
+    # in its count alone, and waits; the new user, those last pages and the block's page
+    # index (its count, and where the new user's bytes lie) go first.
+    pages = sorted(path for path in changed if "/user/pages/" in path and path.endswith(".json"))
+    last = {path for path in pages if path.endswith("/48.json")}
+    assert set(plan.later) == {page + suffix for page in set(pages) - last for suffix in ("", ".gz")}
+    assert {f"api/v1/user/{user[:2]}/{user}.json"} | last <= set(plan.changed)
+    assert any(path.endswith(".idx") for path in plan.changed)
+    held: list[dict] = []
+    deploy.carry_out(client, plan, lambda line: None, between=lambda: held.append(objects(client, name)))
+    there = held[0]  # (when the first part was up)
+    assert all(there[path] == after[path] for path in plan.changed)
+    assert all(there[path] == before[path] for path in plan.later)  # (the count one behind, until now)
+    assert objects(client, name) == after
+    # The record knows what the bucket holds: the next deploy has nothing to do.
+    again = deploy.plan(client, site, deploy.Target.parse(f"s3://{name}"), endpoint)
+    assert (again.changed, again.later, again.gone) == ([], [], [])
+    again.record.close()
+
+
 def test_what_the_build_no_longer_has_is_deleted(data_dir, tmp_path, bucket, endpoint):
     client, name = bucket
     site = tmp_path / "site"
@@ -140,11 +185,11 @@ def test_an_interrupted_deploy_resumes_where_it_stopped(data_dir, tmp_path, buck
     real = deploy.Record.done
     calls, recorded = [0], [0]
 
-    def failing(self, path, signature):
+    def failing(self, path, signature, body=None):
         calls[0] += 1
         if calls[0] == 40:
             raise OSError("interrupted")
-        real(self, path, signature)
+        real(self, path, signature, body)
         recorded[0] += 1
 
     def interrupted() -> None:
@@ -378,7 +423,7 @@ def test_a_record_of_an_older_version_and_a_cut_journal(tmp_path):
     third._file.close()
     again.finish({"api/s": "store-1"}, {"api/b": (4, 5, 6)})
     assert json.loads(again.manifest.read_text()) == {"marker": "token-1", "links": {"api/s": "store-1"},
-                                                       "files": {"api/b": [4, 5, 6]}}
+                                                       "files": {"api/b": [4, 5, 6]}, "bodies": {}}
     assert not again.journal.exists()
     assert again.manifest.parent == tmp_path / deploy.DEPLOY_DIR
     assert deploy.Record(tmp_path, deploy.Target.parse("s3://b/q"), "http://e").known == {}  # (another target's)
