@@ -117,13 +117,13 @@ class Run:
             if item["Id"] not in self.made:  # (each read once)
                 batch = self.cloudfront.get_invalidation(DistributionId=self.distribution, Id=item["Id"])
                 self.made[item["Id"]] = set(batch["Invalidation"]["InvalidationBatch"]["Paths"]["Items"])
-        return {url for url in urls if any(url in paths for paths in self.made.values())}
+        return {url for url in urls if any(url in paths or "/*" in paths for paths in self.made.values())}
 
     def until(self, done, what: str = "publishing") -> None:
         deadline = time.monotonic() + WAIT
         while not done():
             if time.monotonic() > deadline:
-                raise SystemExit(f"{what} took more than {WAIT} s: see {self.service.log}")
+                raise SystemExit(f"{what} took more than {WAIT} s: see the write service's log")
             time.sleep(POLL)
 
     def all_published(self, written: list[tuple[str, bytes, str]], since: float | None = None) -> None:
@@ -226,6 +226,8 @@ def main() -> None:
                 print(row(size, measure(run, args.singles, args.outage)) + f"  (start {start:.1f} s)", flush=True)
             finally:
                 run.stop()
+                if run.service is not None:  # (the service's log outlives the run: what went wrong, or how)
+                    shutil.copy(run.service.log, args.workdir / f"publish-{size}.log")
                 shutil.rmtree(work, ignore_errors=True)
 
 

@@ -242,13 +242,17 @@ def cached(paths: list[str]) -> list[str]:
     """What CloudFront caches of these files of a generation, served by the CloudFront host
     (hosts/cloudfront.py): its function rewrites each request to the URI of the file's object
     (the key under the origin path: no base_url path) before the cache is looked up, so that
-    URI names what to forget, a new detail's cached 404 included; and for a collection whose
-    pages changed, the pages the handler put together, with every query string
-    (PAGES + collection + *). CloudFront compresses answers itself: the .gz twins are never
-    asked for, nor the indexes, which the handler reads from the bucket itself."""
+    URI names what to forget, a new detail's cached 404 included; the pages of a collection
+    whose pages changed as one wildcard (a new record changes the count on all of them:
+    thousands of paths, where CloudFront takes 3,000 an invalidation), and the pages the
+    handler put together, with every query string (PAGES + collection + *). CloudFront
+    compresses answers itself: the .gz twins are never asked for, nor the indexes, which the
+    handler reads from the bucket itself."""
     found: set[str] = set()
     for path in paths:
-        if not (path.endswith((".gz", PAGE_INDEX)) or f"/{QUERY_DIR}/" in path):  # (never asked of CloudFront)
+        if deploy.is_page(path):
+            found.add(f"/{path.partition('/pages/')[0]}/pages/*")
+        elif not (path.endswith((".gz", PAGE_INDEX)) or f"/{QUERY_DIR}/" in path):  # (never asked of CloudFront)
             found.add(f"/{path}")
         parts = path.split("/")
         shard = Shard.parse(shard_of(path) or "")

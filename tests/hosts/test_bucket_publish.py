@@ -241,6 +241,16 @@ def wait_until(done) -> None:
         time.sleep(0.05)
 
 
+def test_what_cloudfront_is_told_to_forget():
+    """The objects its function rewrites requests to, a collection's pages as one wildcard
+    (a new record changes the count on every one: thousands), and the pages put together."""
+    changed = ["api/v1/user/81/8162a4c5.json", "api/v1/user/81/8162a4c5.json.gz", "api/v1/user/pages/12/0/0.json",
+               "api/v1/user/pages/12/0/0.json.gz", "api/v1/user/pages/12/1/10008.json", "api/v1/user/pages/12/0/0.idx",
+               "api/v1/user/_query/search/root.bin", "api/v1/user/index.json"]
+    assert publish.cached(changed) == ["/_pages/user*", "/api/v1/user/81/8162a4c5.json", "/api/v1/user/index.json",
+                                       "/api/v1/user/pages/*"]
+
+
 def test_a_bucket_down_throttled_or_refusing_loses_nothing(stack):
     stack.start()
     stack.published()
