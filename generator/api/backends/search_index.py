@@ -43,6 +43,11 @@ Keys. Every fact is an entry under a key: one kind letter then a string.
 - `H` + h: the records whose value's first token is h, the value not starting with white
   space (a `^` field): a term of MIN_SUFFIX or more characters without white space starts
   a value iff it starts its first token: the `H` keys starting with "H" + t.
+- `P` + x + " " + y (a `contains` field), x a suffix (of one character or more) of a token
+  X and y the token after X in the value when one space (U+0020) alone lies between them:
+  the records with such a pair. A phrase "w1 w2" (its two words one space apart) is in a
+  value iff some such X ends with w1 and its Y starts with w2: its records are those of
+  every key starting with "P" + w1 + " " + w2 (written by _PairKeys).
 Keys sort by their UTF-8 bytes (that is, by code point).
 
 Postings (the records of one key in one field), a *set*:
@@ -55,7 +60,7 @@ Postings (the records of one key in one field), a *set*:
   matched at element 0, 1, .. m-1 (their union: its records).
 
 Files (paths relative to the index's directory):
-- `root.bin`: b"TIR1", varint version (1), varint record count, varint number of
+- `root.bin`: b"TIR1", varint version (2), varint record count, varint number of
   fields, each field's spec (varint length, bytes); varint number of leaves, then per
   leaf its first key, front-coded against the previous leaf's (varint bytes shared,
   varint length of the rest, the rest), and varint name: the leaf is
@@ -90,8 +95,11 @@ exactly the records whose value in f the term matches (contains / startswith / e
 on folded values), and in a relation field, at which elements. A term with white space
 (a phrase; smart_split's quotes keep it whole): f `=`: "E" + t, exact; a `^` f: the
 records whose value starts with its first word (t starting with white space: "A"); a
-`contains` f: those holding each of its words (each word's lookup; no word: "A"); a
-superset, which the plan checks on the candidates' documents.
+`contains` f: for each two of its words one space apart (w, v), the keys "P" + w + " " + v
+(every key starting with it where v ends the phrase: it may start a longer token), and
+each word in no such pair, its own lookup (no word: "A"). Exact for a phrase of two
+words one space apart where every field is `contains` or `=`; else a superset, which the
+plan checks on the candidates' documents.
 
 Combination (DRF's SearchFilter, one filter() over the joined relations): a record is
 selected when every term matches in some field; a term matched in a field of the record
@@ -104,11 +112,12 @@ the terms likeliest to be rare first (words before phrases, longer first); then 
 terms of the batch from the fewest records up (as the leaves' size classes bound them),
 each term's postings files, or, where the candidates (the records every term so far
 holds) are a page's worth or fewer, or lie on fewer pages than the term has files to
-read, or the files would overrun the budget, nothing: the term is checked on the
-candidates' documents (the pages the answer reads anyway, when they are a page's
-worth). Batches go on while the candidates are more than a page's worth; the terms left
-are checked on documents. A phrase narrows the candidates by its words' sets and is
-checked on documents.
+read (the fewer reads), nothing: the term is checked on the candidates' documents (the
+pages the answer reads anyway, when they are a page's worth). Batches go on while the
+candidates are more than a page's worth; the terms left are checked on documents. A
+phrase the keys do not hold exactly narrows the candidates by its keys' sets and is
+checked on documents. The plan knows no host's limits: it reads the fewest files it can
+on every host (hosts/contract.py Limits only guard where a platform would fail).
 """
 from __future__ import annotations
 
@@ -125,8 +134,8 @@ from .common import Flush, Missing, Reader, Request, fold, query_dir, related_re
 
 ROOT, LEAF_DIR, POSTINGS_DIR = "root.bin", "leaf", "post"
 ROOT_MAGIC, LEAF_MAGIC, POSTINGS_MAGIC = b"TIR1", b"TIL1", b"TIP1"
-VERSION = 1
-ANY, EXACT, GRAM, HEAD, SUFFIX = "A", "E", "G", "H", "S"
+VERSION = 2
+ANY, EXACT, GRAM, HEAD, PAIR, SUFFIX = "A", "E", "G", "H", "P", "S"
 GRAM_MAX = 2  # characters of the terms answered by a precomputed set
 MIN_SUFFIX = GRAM_MAX + 1
 LEAF_BITS = 10  # a leaf holds 2**LEAF_BITS keys on average
@@ -399,6 +408,7 @@ class TermIndexWriter:
         for field in self.fields:
             self.columns.setdefault(field.column, _Column(field.relation is not None)).lookups.add(field.lookup)
         self.readers = readers(self.fields)
+        self.pairs = _PairKeys(self.fields)
         self.added = 0
 
     def add(self, first: int, run: dict[str, list[list[str | None]]]) -> None:
@@ -408,6 +418,7 @@ class TermIndexWriter:
             raise ValueError(f"records from {first} given after {self.added} records")
         for name, column in self.columns.items():
             column.add(first, run[name])
+        self.pairs.add(first, run)
         self.added += len(next(iter(run.values()), []))
 
     def add_documents(self, first: int, documents: list[dict], fold: Callable[[str], str]) -> None:
@@ -516,7 +527,47 @@ class TermIndexWriter:
                             grams.setdefault(head[:size], []).append(codes)
             for gram, held in grams.items():
                 put(GRAM + gram, number, _union(held, column.any.typecode))
+        self.pairs.put(put)
         return entries
+
+
+class _PairKeys:
+    """The `P` keys of the `contains` fields (the module's docstring): for every two tokens
+    X, Y of a value one space apart, each suffix of X, a space and Y. Self-contained: the
+    writer feeds it each run (`add`) and asks for its keys with the rest (`put`)."""
+
+    def __init__(self, fields: list[SearchField]) -> None:
+        self.fields = [(number, field) for number, field in enumerate(fields) if field.lookup == "contains"]
+        self.relation = {field.column: field.relation is not None for _, field in self.fields}
+        self.pairs: dict[str, dict[str, "int | array"]] = {column: {} for column in self.relation}
+
+    def add(self, first: int, run: dict[str, list[list[str | None]]]) -> None:
+        for column, pairs in self.pairs.items():
+            relation = self.relation[column]
+            for position, values in enumerate(run[column], first):
+                for element, value in enumerate(values):
+                    if value is not None and " " in value:
+                        code = position << ELEMENT_BITS | element if relation else position
+                        _Column._post(pairs, [(code, pair) for pair in adjacent_pairs(value)],
+                                      "Q" if relation else "I")
+
+    def put(self, put: Callable[[str, int, "int | array"], None]) -> None:
+        for number, field in self.fields:
+            keys: dict[str, list] = {}
+            for pair, codes in self.pairs[field.column].items():
+                for start in range(pair.index(" ")):
+                    keys.setdefault(PAIR + pair[start:], []).append(codes)
+            typecode = "Q" if self.relation[field.column] else "I"
+            for key, held in keys.items():
+                put(key, number, _union(held, typecode))
+
+
+def adjacent_pairs(value: str) -> set[str]:
+    """"X Y" for every two tokens of a value one space (U+0020) apart: what a phrase of two
+    words one space apart can match across."""
+    pieces = value.split(" ")
+    return {f"{left.split()[-1]} {right.split()[0]}" for left, right in zip(pieces, pieces[1:])
+            if left and right and not left[-1].isspace() and not right[0].isspace()}
 
 
 _ONE_SET = bytes((LIST, 1))  # (a set of one record: its form, one group)
@@ -744,14 +795,6 @@ class Reads:
 # ---- the read plan of one request ---------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Budget:
-    """What a host may read for a request: objects and bytes (the plan keeps the index's
-    reads and the documents it checks within them where the answer allows)."""
-    objects: int = 48
-    bytes: int = 8 << 20
-
-
 @dataclass
 class Found:
     """The records a search selects (sorted positions) and what finding them cost."""
@@ -759,7 +802,6 @@ class Found:
     index_objects: int
     index_bytes: int
     checked: int  # records whose documents were read to check them
-    within_budget: bool
 
 
 @dataclass
@@ -796,30 +838,39 @@ class _Term:
             elif field.lookup == "startswith":
                 looked = [(ANY, False) if text[0].isspace() else _lookup(words[0], field)]
             else:
-                looked = [_lookup(word, field) for word in dict.fromkeys(words)] or [(ANY, False)]
-            clauses.append((number, [(key.encode(), prefix) for key, prefix in looked]))
-        return cls(text, not spaced, clauses)
+                looked = _phrase_lookups(text, field) or [(ANY, False)]
+            clauses.append((number, [(key.encode(), prefix) for key, prefix in dict.fromkeys(looked)]))
+        paired = len(words) == 2 and text == " ".join(words)  # (its one pair's keys hold it exactly)
+        return cls(text, not spaced or paired and all(f.lookup != "startswith" for f in fields), clauses)
 
     def estimate(self) -> int:
         """At most how many records the keys give (a union's: the sum of its sets')."""
         return sum(min(sum(p.records for p in self.pieces[number, at]) for at in range(len(looked)))
                    for number, looked in self.clauses)
 
-    def unread(self, reads: Reads) -> dict[str, int]:
-        """The postings files its sets lie in that the request has not read, with the bytes
-        of its sets there."""
-        found: dict[str, int] = {}
-        for pieces in self.pieces.values():
-            for piece in pieces:
-                path = postings_file(piece.name)
-                if piece.data is None and path not in reads.held:
-                    found[path] = found.get(path, 0) + 2 * piece.records  # (a list's 2 bytes a record)
-        return found
+    def unread(self, reads: Reads) -> set[str]:
+        """The postings files its sets lie in that the request has not read."""
+        return {postings_file(piece.name) for pieces in self.pieces.values() for piece in pieces
+                if piece.data is None and postings_file(piece.name) not in reads.held}
 
     def prior(self) -> tuple:
         """Before its leaf is read, how likely the term has few records: a word before a
         phrase, a longer before a shorter (a long word is a rare one)."""
         return not self.exact, -len(self.text)
+
+
+def _phrase_lookups(text: str, field: SearchField) -> list[tuple[str, bool]]:
+    """A phrase's lookups in a `contains` field: each two words one space apart, the `P` keys
+    of the pair (the second word's, every key starting with it where it ends the phrase: it
+    may start a longer token); each word in no such pair, its own lookup."""
+    pieces = text.split(" ")
+    looked, paired = [], set()
+    for at, (left, right) in enumerate(zip(pieces, pieces[1:]), 1):
+        if left and right and not left[-1].isspace() and not right[0].isspace():
+            first, second = left.split()[-1], right.split()[0]
+            looked.append((f"{PAIR}{first} {second}", at == len(pieces) - 1 and right == second))
+            paired.update((first, second))
+    return looked + [_lookup(word, field) for word in text.split() if word not in paired]
 
 
 def _lookup(term: str, field: SearchField) -> tuple[str, bool]:
@@ -834,7 +885,7 @@ def _lookup(term: str, field: SearchField) -> tuple[str, bool]:
 
 
 def search(read: Reader, terms: list[str], documents: Callable[[list[int]], dict[int, dict]],
-           budget: Budget = Budget(), page_size: int = PAGE_SIZE, check_at: int | None = None) -> Found:
+           page_size: int = PAGE_SIZE, check_at: int | None = None) -> Found:
     """The records where every (folded) term matches some field, as DRF's SearchFilter
     selects them: a term matched in a related record counts, and where several terms are
     matched only in related records, one related record of each relation serves them all
@@ -847,8 +898,8 @@ def search(read: Reader, terms: list[str], documents: Callable[[list[int]], dict
     `page_size` records holding them (the caller counts those reads). A term is checked
     on documents where the candidates are `check_at` or fewer (default: a page's worth,
     whose pages the answer reads anyway), or lie on no more pages than the term has
-    postings files to read, or its files would overrun the budget. A term with white
-    space (a phrase) is always checked on documents, its words' sets narrowing the
+    postings files to read: the fewer reads. A phrase the keys do not give exactly (other
+    than two words one space apart) is checked on documents, its keys' sets narrowing the
     candidates first."""
     if not terms:
         raise ValueError("a search of no terms (DRF's SearchFilter leaves the collection as it is)")
@@ -865,8 +916,7 @@ def search(read: Reader, terms: list[str], documents: Callable[[list[int]], dict
         batch, pending = pending[:LEAF_BATCH], pending[LEAF_BATCH:]
         _find_pieces(batch, root, reads)
         for term in sorted(batch, key=_Term.estimate):
-            if candidates is not None and _check_instead(term.unread(reads), candidates, reads, budget,
-                                                         page_size, check_at):
+            if candidates is not None and _check_instead(term.unread(reads), candidates, page_size, check_at):
                 checked_terms = True
                 continue
             found = _term_hits(term, fields, reads, root.count)
@@ -887,18 +937,13 @@ def search(read: Reader, terms: list[str], documents: Callable[[list[int]], dict
     else:  # (one term needs no join)
         kept = sorted(candidates if len(hits) < 2 else (p for p in candidates if _joined_in_index(p, hits)))
         checked = 0
-    return Found(kept, reads.objects, reads.bytes, checked,
-                 reads.objects <= budget.objects and reads.bytes <= budget.bytes)
+    return Found(kept, reads.objects, reads.bytes, checked)
 
 
-def _check_instead(unread: dict[str, int], candidates: set[int], reads: Reads, budget: Budget, page_size: int,
-                   check_at: int) -> bool:
+def _check_instead(unread: set[str], candidates: set[int], page_size: int, check_at: int) -> bool:
     """Whether a term is better checked on the candidates' documents than read from its
-    sets (files not yet read: `unread`)."""
-    return bool(unread) and (len(candidates) <= check_at
-                             or len({p // page_size for p in candidates}) <= len(unread)
-                             or reads.objects + len(unread) > budget.objects
-                             or reads.bytes + sum(unread.values()) > budget.bytes)
+    sets (files not yet read: `unread`): the fewer files."""
+    return bool(unread) and (len(candidates) <= check_at or len({p // page_size for p in candidates}) <= len(unread))
 
 
 def _find_pieces(terms: list[_Term], root: Root, reads: Reads) -> None:
@@ -1078,6 +1123,5 @@ def constants() -> dict:
     """What the JavaScript twin is rendered with."""
     return {"dir": index_dir("{name}"), "root": ROOT, "leaf": f"{LEAF_DIR}/", "postings": f"{POSTINGS_DIR}/",
             "magic": {"root": ROOT_MAGIC.decode(), "leaf": LEAF_MAGIC.decode(), "postings": POSTINGS_MAGIC.decode()},
-            "version": VERSION, "kinds": {"any": ANY, "exact": EXACT, "gram": GRAM, "head": HEAD, "suffix": SUFFIX},
-            "gramMax": GRAM_MAX, "leafBatch": LEAF_BATCH, "pageSize": PAGE_SIZE, "bitmap": BITMAP, "inline": INLINE,
-            "budget": {"objects": Budget().objects, "bytes": Budget().bytes}}
+            "version": VERSION, "kinds": {"any": ANY, "exact": EXACT, "gram": GRAM, "head": HEAD, "pair": PAIR, "suffix": SUFFIX},
+            "gramMax": GRAM_MAX, "leafBatch": LEAF_BATCH, "pageSize": PAGE_SIZE, "bitmap": BITMAP, "inline": INLINE}

@@ -1,0 +1,80 @@
+"""No edge host refuses a request DRF answers (docs/spec/query.md §6): the requests an edge
+host's old cap of 48 files refused (a page of 100 records scattered over more page files
+than that, a quoted phrase of two common words whose candidates lay on hundreds of pages),
+answered on the Worker (workerd), the Netlify function (Deno) and CloudFront's handler
+(Node) byte for byte as the DRF service (tests/drf) answers them."""
+from __future__ import annotations
+
+import collections
+import json
+
+import pytest
+
+from drf_service import DrfService, Pair
+from generator.catalogue import synth
+from generator.compose import build
+from query_probes import with_settings
+from servers import Server, server_params
+from test_query_js import python_reads
+
+EDGE = [param for param in server_params() if param.values[0] in ("cloudflare", "netlify", "cloudfront")]
+OLD_CAP = 48  # the files main's Worker and Netlify function read for a page put together
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """A catalogue of 1,500 books (titles from a 2,000-word vocabulary), its DRF service and its
+    site (base_url the service's own)."""
+    work = tmp_path_factory.mktemp("edge-limits")
+    synth.write(work / "plain", 1500, seed=5, vocabulary=2000)
+    data = with_settings(work / "plain", work / "data")
+    drf = DrfService.launch(data, work / "drf")
+    try:
+        build(data, work / "site", base_url=drf.url)
+        drf.wait()
+        yield drf, work / "site", data
+    finally:
+        drf.stop()
+
+
+@pytest.fixture(scope="module", params=EDGE)
+def pair(built, request):
+    drf, site, _ = built
+    host = Server(site, kind=request.param)
+    try:
+        yield Pair(drf, host)
+    finally:
+        host.stop()
+
+
+def requests(data) -> tuple[list[str], list[str]]:
+    """Pages of 100 scattered over the collection; phrases of two common title words (the
+    old hosts checked every record holding both words on its page: hundreds of pages)."""
+    import csv
+
+    with (data / "books.csv").open(encoding="utf-8") as f:
+        titles = [row["title"].split() for row in csv.DictReader(f)]
+    counts = collections.Counter(word for title in titles for word in set(title))
+    common = [word for word, _ in counts.most_common(8)]
+    pairs = collections.Counter((a, b) for title in titles for a, b in zip(title, title[1:])
+                                if a in common and b in common)
+    phrases = [f"search=%22{a}+{b}%22" for (a, b), _ in pairs.most_common(2)]
+    phrases += [f"search=%22{common[0]}+{common[1]}%22", f"search=%22{common[2]}+{common[0][:2]}%22"]
+    scattered = [f"search={common[0]}&ordering=-price&limit=100", "ordering=pages,-price&limit=100&offset=700",
+                 f"search={common[1]}&ordering=title&limit=100&offset=40"]
+    return scattered, phrases
+
+
+def test_the_requests_the_old_cap_refused_are_answered_as_drf_answers_them(built, pair):
+    _, site, data = built
+    generation = (site / "current").resolve()
+    scattered, phrases = requests(data)
+    for query in scattered:
+        read = python_reads(generation, "books", query)
+        assert len(read) > OLD_CAP, (query, len(read))  # (a request the old hosts answered 400)
+    counts = []
+    for query in scattered + phrases:
+        answer = pair.same(f"/api/v1/books/?{query}")
+        assert answer.status == 200, query
+        counts.append(json.loads(answer.body)["count"])
+    assert all(counts[:len(scattered)]) and any(counts[len(scattered):]), counts
