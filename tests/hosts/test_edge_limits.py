@@ -7,9 +7,14 @@ from __future__ import annotations
 
 import collections
 import json
+import os
+import tempfile
+from pathlib import Path
+from urllib.parse import urlencode
 
 import pytest
 
+from conftest import DISK_TEMP
 from drf_service import DrfService, Pair
 from generator.catalogue import synth
 from generator.compose import build
@@ -22,10 +27,14 @@ OLD_CAP = 48  # the files main's Worker and Netlify function read for a page put
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory):
+def built():
     """A catalogue of 1,500 books (titles from a 2,000-word vocabulary), its DRF service and its
-    site (base_url the service's own)."""
-    work = tmp_path_factory.mktemp("edge-limits")
+    site (base_url the service's own), on disk, where Deno reads (conftest.on_disk)."""
+    with tempfile.TemporaryDirectory(dir=os.environ[DISK_TEMP]) as folder:
+        yield from _built(Path(folder))
+
+
+def _built(work: Path):
     synth.write(work / "plain", 1500, seed=5, vocabulary=2000)
     data = with_settings(work / "plain", work / "data")
     drf = DrfService.launch(data, work / "drf")
@@ -58,11 +67,12 @@ def requests(data) -> tuple[list[str], list[str]]:
     common = [word for word, _ in counts.most_common(8)]
     pairs = collections.Counter((a, b) for title in titles for a, b in zip(title, title[1:])
                                 if a in common and b in common)
-    phrases = [f"search=%22{a}+{b}%22" for (a, b), _ in pairs.most_common(2)]
-    phrases += [f"search=%22{common[0]}+{common[1]}%22", f"search=%22{common[2]}+{common[0][:2]}%22"]
-    scattered = [f"search={common[0]}&ordering=-price&limit=100", "ordering=pages,-price&limit=100&offset=700",
-                 f"search={common[1]}&ordering=title&limit=100&offset=40"]
-    return scattered, phrases
+    phrases = [f'"{a} {b}"' for (a, b), _ in pairs.most_common(2)]
+    phrases += [f'"{common[0]} {common[1]}"', f'"{common[2]} {common[0][:2]}"']
+    scattered = [{"search": common[0], "ordering": "-price", "limit": 100}, "ordering=pages,-price&limit=100&offset=700",
+                 {"search": common[1], "ordering": "title", "limit": 100, "offset": 40}]
+    return ([q if isinstance(q, str) else urlencode(q) for q in scattered],
+            [urlencode({"search": phrase}) for phrase in phrases])
 
 
 def test_the_requests_the_old_cap_refused_are_answered_as_drf_answers_them(built, pair):
