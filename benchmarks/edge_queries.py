@@ -40,7 +40,8 @@ def queries(data: Path, count: int, seed: int) -> list[tuple[str, str, str]]:
     adjacent = [pair for row in books for pair in zip(row["title"].split(), row["title"].split()[1:])
                 if pair[0] in common[:20] or pair[1] in common[:20]]
     letters = [c for row in books[:5000] for c in row["title"] if not c.isspace()]
-    ids = {name: [i for row in books for i in row[name].split("|") if i] for name in ("authors", "publishers", "categories")}
+    ids = {name: [i for row in books for i in row[name].split("|") if i]
+           for name in ("authors", "publishers", "categories")}
     deep = lambda: rng.randrange(len(books) // 2, len(books))  # noqa: E731
     orderings = ["title", "-title", "price", "-price", "pages,-price", "-created_time", "title,-pages"]
 
@@ -66,9 +67,9 @@ def queries(data: Path, count: int, seed: int) -> list[tuple[str, str, str]]:
                                                        "publishers": rng.choice(ids["publishers"]),
                                                        "categories": rng.choice(ids["categories"]),
                                                        "limit": DEEP_LIMIT}),
-        "a category, ordering, deep, limit=100": lambda: urlencode({"categories": rng.choice(ids["categories"]),
-                                                                    "ordering": rng.choice(orderings),
-                                                                    "limit": DEEP_LIMIT, "offset": rng.randrange(0, 300)}),
+        "a category, ordering, deep, limit=100": lambda: urlencode({
+            "categories": rng.choice(ids["categories"]), "ordering": rng.choice(orderings),
+            "limit": DEEP_LIMIT, "offset": rng.randrange(0, 300)}),
         "ordering, deep, limit=100": lambda: f"ordering={rng.choice(orderings)}&limit={DEEP_LIMIT}&offset={deep()}",
         "a page of 100": lambda: f"limit={DEEP_LIMIT}&offset={rng.randrange(len(books))}",
     }
@@ -144,7 +145,8 @@ def report(site: Path, data: Path, count: int, seed: int, hosts: list[str]) -> N
     print(f"{'kind':<44} {'n':>3} {'max objects':>11} {'max MB':>7} " + " ".join(f"{n[:10]:>10}" for n in names)
           + "".join(f" {k[:10] + ' !200':>15}" for k in hosts))
     for kind, ats in by_kind.items():
-        line = f"{kind:<44} {len(ats):>3} {max(reads[a][0] for a in ats):>11} {max(reads[a][1] for a in ats) / 1e6:>7.2f} "
+        most = max(reads[a][0] for a in ats), max(reads[a][1] for a in ats) / 1e6
+        line = f"{kind:<44} {len(ats):>3} {most[0]:>11} {most[1]:>7.2f} "
         line += " ".join(f"{sum(refused_by(limits[n], *reads[a][:2]) for a in ats):>10}" for n in names)
         line += "".join(f" {sum(answered[k][a] != 200 for a in ats):>15}" for k in hosts)
         print(line)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import collections
 import json
 import os
+import subprocess
 import tempfile
 from pathlib import Path
 from urllib.parse import urlencode
@@ -18,8 +19,10 @@ from conftest import DISK_TEMP
 from drf_service import DrfService, Pair
 from generator.catalogue import synth
 from generator.compose import build
+from generator.hosts.files import templates
+from generator.hosts.router import answer_values
 from query_probes import with_settings
-from servers import Server, server_params
+from servers import Server, runnable, server_params
 from test_query_js import python_reads
 
 EDGE = [param for param in server_params() if param.values[0] in ("cloudflare", "netlify", "cloudfront")]
@@ -88,3 +91,56 @@ def test_the_requests_the_old_cap_refused_are_answered_as_drf_answers_them(built
         assert answer.status == 200, query
         counts.append(json.loads(answer.body)["count"])
     assert all(counts[:len(scattered)]) and any(counts[len(scattered):]), counts
+
+
+# The guard of pages.js.j2: a page put together with limits this small, in Node.
+GUARD = """
+import {readFileSync} from "node:fs";
+const root = process.argv[2];
+const read = async (key) => {
+  try { return {bytes: new Uint8Array(readFileSync(root + "/" + key)), modified: null}; } catch (error) { return null; }
+};
+const answers = [];
+for (const [query, caps] of JSON.parse(readFileSync(0, "utf8"))) {
+  const counted = readsAtMost(read, {reads: caps.reads ?? Infinity, held: caps.held});
+  try {
+    const made = await assemblePage(counted, readPaging("books", query, await siteInfo(read)), {bytes: Infinity, ...caps});
+    answers.push([200, "", counted.files]);
+  } catch (error) {
+    if (error instanceof PageTooLarge) answers.push([400, pageTooLarge(error.message), counted.files]);
+    else if (error instanceof TooManyReads) answers.push([400, tooManyReads({reads: Infinity, ...caps}), counted.files]);
+    else throw error;
+  }
+}
+process.stdout.write(JSON.stringify(answers));
+"""
+
+
+@pytest.mark.skipif(not runnable("node"), reason="node is not installed")
+def test_past_a_host_s_limits_a_page_answers_the_400_that_says_so(built, tmp_path):
+    """Where a platform would fail (more bytes held than its memory allows, more files than it
+    may read), the host answers 400 instead: a plain page names the largest it can send, and
+    that page is then answered; a search says what the host reads at most."""
+    _, site, data = built
+    values = answer_values("no-cache")
+    code = values["querystring"] + "\n" + values["query"] + "\n" + templates().get_template("pages.js.j2").render(values)
+    path = tmp_path / "guard.mjs"
+    path.write_text(code + GUARD, encoding="utf-8")
+    generation = str((site / "current").resolve())
+    held = 40_000  # (bytes: a few page files)
+    first, = run(path, generation, [("limit=100&offset=7", {"held": held})])
+    assert first[0] == 400, first
+    largest = int(json.loads(first[1])["detail"].split("at most ")[1].split(" ")[0])
+    assert 0 < largest < 100
+    again, = run(path, generation, [(f"limit={largest}&offset=7", {"held": held})])
+    assert again[0] == 200
+    scattered = requests(data)[0][0]
+    status, body, files = run(path, generation, [(scattered, {"reads": 20, "held": 1 << 30})])[0]
+    assert (status, files) == (400, 20)  # ((20 - 4) pages of 12 would hold the page of 100: not too large)
+    assert json.loads(body)["detail"].startswith("This host reads at most 20 files, 1024 MB to answer one request")
+
+
+def run(path, generation: str, requests: list) -> list:
+    done = subprocess.run(["node", str(path), generation], input=json.dumps(requests), capture_output=True, text=True,
+                          check=True, timeout=120)
+    return json.loads(done.stdout)

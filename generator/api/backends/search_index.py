@@ -850,8 +850,8 @@ class _Term:
 
     def unread(self, reads: Reads) -> set[str]:
         """The postings files its sets lie in that the request has not read."""
-        return {postings_file(piece.name) for pieces in self.pieces.values() for piece in pieces
-                if piece.data is None and postings_file(piece.name) not in reads.held}
+        paths = (postings_file(piece.name) for pieces in self.pieces.values() for piece in pieces if piece.data is None)
+        return {path for path in paths if path not in reads.held}
 
     def prior(self) -> tuple:
         """Before its leaf is read, how likely the term has few records: a word before a
@@ -1123,5 +1123,6 @@ def constants() -> dict:
     """What the JavaScript twin is rendered with."""
     return {"dir": index_dir("{name}"), "root": ROOT, "leaf": f"{LEAF_DIR}/", "postings": f"{POSTINGS_DIR}/",
             "magic": {"root": ROOT_MAGIC.decode(), "leaf": LEAF_MAGIC.decode(), "postings": POSTINGS_MAGIC.decode()},
-            "version": VERSION, "kinds": {"any": ANY, "exact": EXACT, "gram": GRAM, "head": HEAD, "pair": PAIR, "suffix": SUFFIX},
+            "version": VERSION,
+            "kinds": {"any": ANY, "exact": EXACT, "gram": GRAM, "head": HEAD, "pair": PAIR, "suffix": SUFFIX},
             "gramMax": GRAM_MAX, "leafBatch": LEAF_BATCH, "pageSize": PAGE_SIZE, "bitmap": BITMAP, "inline": INLINE}
