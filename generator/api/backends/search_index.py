@@ -43,11 +43,11 @@ Keys. Every fact is an entry under a key: one kind letter then a string.
 - `H` + h: the records whose value's first token is h, the value not starting with white
   space (a `^` field): a term of MIN_SUFFIX or more characters without white space starts
   a value iff it starts its first token: the `H` keys starting with "H" + t.
-- `P` + x + " " + y (a `contains` field), x a suffix (of one character or more) of a token
-  X and y the token after X in the value when one space (U+0020) alone lies between them:
-  the records with such a pair. A phrase "w1 w2" (its two words one space apart) is in a
-  value iff some such X ends with w1 and its Y starts with w2: its records are those of
-  every key starting with "P" + w1 + " " + w2 (written by _PairKeys).
+- `P` + x + s + y (a `contains` field), x a suffix (of one character or more) of a token
+  X, y the token after X in the value and s the white space between them: the records
+  with such a pair. A phrase of two words w1 s w2 (no white space before or after) is in
+  a value iff some such X ends with w1, is followed by s and its Y starts with w2: its
+  records are those of every key starting with "P" + w1 + s + w2 (written by _PairKeys).
 Keys sort by their UTF-8 bytes (that is, by code point).
 
 Postings (the records of one key in one field), a *set*:
@@ -95,11 +95,11 @@ exactly the records whose value in f the term matches (contains / startswith / e
 on folded values), and in a relation field, at which elements. A term with white space
 (a phrase; smart_split's quotes keep it whole): f `=`: "E" + t, exact; a `^` f: the
 records whose value starts with its first word (t starting with white space: "A"); a
-`contains` f: for each two of its words one space apart (w, v), the keys "P" + w + " " + v
-(every key starting with it where v ends the phrase: it may start a longer token), and
-each word in no such pair, its own lookup (no word: "A"). Exact for a phrase of two
-words one space apart where every field is `contains` or `=`; else a superset, which the
-plan checks on the candidates' documents.
+`contains` f: for each two neighbouring words w, v and the white space s between them, the
+key "P" + w + s + v (every key starting with it where v ends the phrase: it may start a
+longer token); of one word, its own lookup (no word: "A"). Exact for a phrase of two
+words (no white space before or after) where every field is `contains` or `=`; else a
+superset, which the plan checks on the candidates' documents.
 
 Combination (DRF's SearchFilter, one filter() over the joined relations): a record is
 selected when every term matches in some field; a term matched in a field of the record
@@ -124,13 +124,14 @@ from __future__ import annotations
 import bisect
 import itertools
 import operator
+import re
 import zlib
 from array import array
 from dataclasses import dataclass, field as dataclass_field
 from typing import Callable, Iterable, NamedTuple, Sequence
 
 from ...catalogue.querying import NORMALISE, SEARCH, SearchField, search_field
-from .common import Flush, Missing, Reader, Request, fold, query_dir, related_records
+from .common import SPACES, Flush, Missing, Reader, Request, fold, query_dir, related_records
 
 ROOT, LEAF_DIR, POSTINGS_DIR = "root.bin", "leaf", "post"
 ROOT_MAGIC, LEAF_MAGIC, POSTINGS_MAGIC = b"TIR1", b"TIL1", b"TIP1"
@@ -146,6 +147,7 @@ LEAF_BATCH = 4  # terms whose leaves a round reads (the rest wait: the candidate
 PAGE_SIZE = 12  # records of a page, as the plan reckons the pages its candidates' documents lie on
 ELEMENT_BITS = 16  # the build's code of a relation field's match: record << ELEMENT_BITS | element
 ELEMENT_MASK = (1 << ELEMENT_BITS) - 1
+WHITE = re.compile(f"([{re.escape(SPACES)}]+)")  # a run of white space (what str.split() cuts at)
 LIST, BITMAP = 0, 1
 INLINE, FILE = 0, 1
 LOW = 0xFFFF
@@ -532,8 +534,8 @@ class TermIndexWriter:
 
 
 class _PairKeys:
-    """The `P` keys of the `contains` fields (the module's docstring): for every two tokens
-    X, Y of a value one space apart, each suffix of X, a space and Y. Self-contained: the
+    """The `P` keys of the `contains` fields (the module's docstring): for every two
+    neighbouring tokens X, Y of a value, each suffix of X, the white space between and Y. Self-contained: the
     writer feeds it each run (`add`) and asks for its keys with the rest (`put`)."""
 
     def __init__(self, fields: list[SearchField]) -> None:
@@ -546,16 +548,16 @@ class _PairKeys:
             relation = self.relation[column]
             for position, values in enumerate(run[column], first):
                 for element, value in enumerate(values):
-                    if value is not None and " " in value:
+                    found = adjacent_pairs(value) if value is not None else ()
+                    if found:
                         code = position << ELEMENT_BITS | element if relation else position
-                        _Column._post(pairs, [(code, pair) for pair in adjacent_pairs(value)],
-                                      "Q" if relation else "I")
+                        _Column._post(pairs, [(code, pair) for pair in found], "Q" if relation else "I")
 
     def put(self, put: Callable[[str, int, "int | array"], None]) -> None:
         for number, field in self.fields:
             keys: dict[str, list] = {}
             for pair, codes in self.pairs[field.column].items():
-                for start in range(pair.index(" ")):
+                for start in range(WHITE.search(pair).start()):
                     keys.setdefault(PAIR + pair[start:], []).append(codes)
             typecode = "Q" if self.relation[field.column] else "I"
             for key, held in keys.items():
@@ -563,11 +565,10 @@ class _PairKeys:
 
 
 def adjacent_pairs(value: str) -> set[str]:
-    """"X Y" for every two tokens of a value one space (U+0020) apart: what a phrase of two
-    words one space apart can match across."""
-    pieces = value.split(" ")
-    return {f"{left.split()[-1]} {right.split()[0]}" for left, right in zip(pieces, pieces[1:])
-            if left and right and not left[-1].isspace() and not right[0].isspace()}
+    """X + the white space after it + Y, for every two neighbouring tokens X, Y of a value:
+    what a phrase of two words can match across."""
+    parts = WHITE.split(value.strip())
+    return {"".join(parts[at:at + 3]) for at in range(0, len(parts) - 2, 2)}
 
 
 _ONE_SET = bytes((LIST, 1))  # (a set of one record: its form, one group)
@@ -840,7 +841,7 @@ class _Term:
             else:
                 looked = _phrase_lookups(text, field) or [(ANY, False)]
             clauses.append((number, [(key.encode(), prefix) for key, prefix in dict.fromkeys(looked)]))
-        paired = len(words) == 2 and text == " ".join(words)  # (its one pair's keys hold it exactly)
+        paired = len(words) == 2 and not text[0].isspace() and not text[-1].isspace()  # (its pair's keys hold it)
         return cls(text, not spaced or paired and all(f.lookup != "startswith" for f in fields), clauses)
 
     def estimate(self) -> int:
@@ -860,17 +861,13 @@ class _Term:
 
 
 def _phrase_lookups(text: str, field: SearchField) -> list[tuple[str, bool]]:
-    """A phrase's lookups in a `contains` field: each two words one space apart, the `P` keys
-    of the pair (the second word's, every key starting with it where it ends the phrase: it
-    may start a longer token); each word in no such pair, its own lookup."""
-    pieces = text.split(" ")
-    looked, paired = [], set()
-    for at, (left, right) in enumerate(zip(pieces, pieces[1:]), 1):
-        if left and right and not left[-1].isspace() and not right[0].isspace():
-            first, second = left.split()[-1], right.split()[0]
-            looked.append((f"{PAIR}{first} {second}", at == len(pieces) - 1 and right == second))
-            paired.update((first, second))
-    return looked + [_lookup(word, field) for word in text.split() if word not in paired]
+    """A phrase's lookups in a `contains` field: for each two neighbouring words, the `P` key
+    of the pair with the white space between them (and every key starting with it where the
+    second word ends the phrase: it may start a longer token); of one word, its own lookup."""
+    parts = WHITE.split(text)  # (words at even places, "" before or after white space at an end)
+    pairs = [(PAIR + "".join(parts[at:at + 3]), at + 3 == len(parts)) for at in range(0, len(parts) - 2, 2)
+             if parts[at] and parts[at + 2]]
+    return pairs or [_lookup(word, field) for word in text.split()]
 
 
 def _lookup(term: str, field: SearchField) -> tuple[str, bool]:
@@ -899,8 +896,7 @@ def search(read: Reader, terms: list[str], documents: Callable[[list[int]], dict
     on documents where the candidates are `check_at` or fewer (default: a page's worth,
     whose pages the answer reads anyway), or lie on no more pages than the term has
     postings files to read: the fewer reads. A phrase the keys do not give exactly (other
-    than two words one space apart) is checked on documents, its keys' sets narrowing the
-    candidates first."""
+    than two words) is checked on documents, its keys' sets narrowing the candidates first."""
     if not terms:
         raise ValueError("a search of no terms (DRF's SearchFilter leaves the collection as it is)")
     check_at = page_size if check_at is None else check_at
