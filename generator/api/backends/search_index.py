@@ -534,8 +534,9 @@ class TermIndexWriter:
 
 
 class _PairKeys:
-    """The `P` keys of the `contains` fields (the module's docstring): for every two
-    neighbouring tokens X, Y of a value, each suffix of X, the white space between and Y. Self-contained: the
+    """The `P` keys of the `contains` fields (the module's docstring): for every run of
+    white space in a value, each suffix of the token before it, the run and the token after
+    it; and the run's last character and the token after it. Self-contained: the
     writer feeds it each run (`add`) and asks for its keys with the rest (`put`)."""
 
     def __init__(self, fields: list[SearchField]) -> None:
@@ -557,18 +558,21 @@ class _PairKeys:
         for number, field in self.fields:
             keys: dict[str, list] = {}
             for pair, codes in self.pairs[field.column].items():
-                for start in range(WHITE.search(pair).start()):
+                left, white, right = WHITE.split(pair)
+                for start in range(len(left)):
                     keys.setdefault(PAIR + pair[start:], []).append(codes)
+                if right:
+                    keys.setdefault(PAIR + white[-1] + right, []).append(codes)
             typecode = "Q" if self.relation[field.column] else "I"
             for key, held in keys.items():
                 put(key, number, _union(held, typecode))
 
 
 def adjacent_pairs(value: str) -> set[str]:
-    """X + the white space after it + Y, for every two neighbouring tokens X, Y of a value:
-    what a phrase of two words can match across."""
-    parts = WHITE.split(value.strip())
-    return {"".join(parts[at:at + 3]) for at in range(0, len(parts) - 2, 2)}
+    """L + s + R for every run of white space s in a value, L the token before it ("" at the
+    value's start) and R the token after it ("" at its end): what a phrase can match across."""
+    parts = WHITE.split(value)
+    return {"".join(parts[at:at + 3]) for at in range(0, len(parts) - 2, 2) if parts[at] or parts[at + 2]}
 
 
 _ONE_SET = bytes((LIST, 1))  # (a set of one record: its form, one group)
@@ -841,8 +845,7 @@ class _Term:
             else:
                 looked = _phrase_lookups(text, field) or [(ANY, False)]
             clauses.append((number, [(key.encode(), prefix) for key, prefix in dict.fromkeys(looked)]))
-        paired = len(words) == 2 and not text[0].isspace() and not text[-1].isspace()  # (its pair's keys hold it)
-        return cls(text, not spaced or paired and all(f.lookup != "startswith" for f in fields), clauses)
+        return cls(text, not spaced or _phrase_exact(text) and all(f.lookup != "startswith" for f in fields), clauses)
 
     def estimate(self) -> int:
         """At most how many records the keys give (a union's: the sum of its sets')."""
@@ -863,11 +866,24 @@ class _Term:
 def _phrase_lookups(text: str, field: SearchField) -> list[tuple[str, bool]]:
     """A phrase's lookups in a `contains` field: for each two neighbouring words, the `P` key
     of the pair with the white space between them (and every key starting with it where the
-    second word ends the phrase: it may start a longer token); of one word, its own lookup."""
+    second word ends the phrase: it may start a longer token); white space first, the key of
+    its last character and the first word; white space last, the last word's key with it
+    (every key starting with it); where none, its words' own lookups."""
     parts = WHITE.split(text)  # (words at even places, "" before or after white space at an end)
-    pairs = [(PAIR + "".join(parts[at:at + 3]), at + 3 == len(parts)) for at in range(0, len(parts) - 2, 2)
-             if parts[at] and parts[at + 2]]
-    return pairs or [_lookup(word, field) for word in text.split()]
+    looked = [(PAIR + "".join(parts[at:at + 3]), at + 3 == len(parts)) for at in range(0, len(parts) - 2, 2)
+              if parts[at] and parts[at + 2]]
+    if len(parts) >= 3 and not parts[0] and parts[2]:  # (white space first: a run ending as it does, a token)
+        looked.append((PAIR + parts[1][-1] + parts[2], len(parts) == 3))
+    if len(parts) >= 3 and not parts[-1] and parts[-3]:  # (white space last: a token, a run starting with it)
+        looked.append((PAIR + parts[-3] + parts[-2], True))
+    return looked or [_lookup(word, field) for word in text.split()]
+
+
+def _phrase_exact(text: str) -> bool:
+    """Whether a phrase's `P` keys give exactly its records: two words, or a word with white
+    space after it, or one white space character and a word."""
+    parts = WHITE.split(text)
+    return len(parts) == 3 and bool(parts[0] or parts[2]) and bool(parts[0] or len(parts[1]) == 1)
 
 
 def _lookup(term: str, field: SearchField) -> tuple[str, bool]:
