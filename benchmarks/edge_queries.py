@@ -6,7 +6,8 @@ per-request limits its platform documents (each host's LIMITS, hosts/contract.py
     python benchmarks/edge_queries.py SITE DATA [--count 300] [--seed 7] [--hosts netlify,cloudfront]
 
 The kinds of query: quoted phrases of two and three common title words (adjacent in a title,
-or not), one- and two-letter terms, several terms of mixed frequency, search with filters and
+or not; with two spaces or a tab between, a word with white space around it), one- and
+two-letter terms, several terms of mixed frequency, search with filters and
 an ordering at a deep offset with limit=100, three filters with limit=100, an ordering deep
 with limit=100, a plain page of 100 anywhere, an author's `^slug` and name. For each, the
 objects and bytes an edge host reads (query_rate.edge_reads: the same reads the JavaScript
@@ -52,6 +53,8 @@ def queries(data: Path, count: int, seed: int) -> list[tuple[str, str, str]]:
         "phrase of two common words": lambda: search('"%s %s"' % rng.choice(adjacent)),
         "phrase of three common words": lambda: search('"%s"' % " ".join(_three(rng, books, common))),
         "phrase of two common words, not adjacent": lambda: search('"%s %s"' % tuple(rng.sample(common[:10], 2))),
+        "phrase with other white space": lambda: search(rng.choice(['"%s  %s"', '"%s\t%s"', '"%s "', '" %s"', '" %s "'])
+                                                        .replace("%s", "{}").format(*rng.sample(common[:10], 2))),
         "one letter": lambda: search(rng.choice(letters)),
         "two letters": lambda: search("".join(rng.sample(letters, 2)) if rng.random() < 0.3 else _two(rng, books)),
         "one- and two-letter terms": lambda: search(f"{rng.choice(letters)} {_two(rng, books)}"),

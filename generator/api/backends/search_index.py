@@ -43,11 +43,16 @@ Keys. Every fact is an entry under a key: one kind letter then a string.
 - `H` + h: the records whose value's first token is h, the value not starting with white
   space (a `^` field): a term of MIN_SUFFIX or more characters without white space starts
   a value iff it starts its first token: the `H` keys starting with "H" + t.
-- `P` + x + s + y (a `contains` field), x a suffix (of one character or more) of a token
-  X, y the token after X in the value and s the white space between them: the records
-  with such a pair. A phrase of two words w1 s w2 (no white space before or after) is in
-  a value iff some such X ends with w1, is followed by s and its Y starts with w2: its
-  records are those of every key starting with "P" + w1 + s + w2 (written by _PairKeys).
+- `P` + x + s + y (a `contains` field), for every run s of white space in a value, x a
+  suffix (of one character or more) of the token X before it and y the token after it
+  ("" at the value's end): the records with such a run. A phrase of two words w1 s w2
+  is in a value iff some such X ends with w1, is followed by s and its Y starts with w2:
+  the keys starting with "P" + w1 + s + w2; a word w with white space t after it, iff
+  some X ends with w and is followed by a run starting with t: the keys starting with
+  "P" + w + t.
+- `P` + c + y: c the last character of such a run, y the token after it: a word w after
+  one white space character c is in a value iff the keys starting with "P" + c + w
+  hold it. (Both written by _PairKeys.)
 Keys sort by their UTF-8 bytes (that is, by code point).
 
 Postings (the records of one key in one field), a *set*:
@@ -94,11 +99,13 @@ t empty: "A"; t of GRAM_MAX characters or fewer: "G" + t; else every key startin
 exactly the records whose value in f the term matches (contains / startswith / equals
 on folded values), and in a relation field, at which elements. A term with white space
 (a phrase; smart_split's quotes keep it whole): f `=`: "E" + t, exact; a `^` f: the
-records whose value starts with its first word (t starting with white space: "A"); a
+records whose first token is its first word, "H" + it (t starting with white space: "A"); a
 `contains` f: for each two neighbouring words w, v and the white space s between them, the
 key "P" + w + s + v (every key starting with it where v ends the phrase: it may start a
-longer token); of one word, its own lookup (no word: "A"). Exact for a phrase of two
-words (no white space before or after) where every field is `contains` or `=`; else a
+longer token); white space first, "P" + its last character + the first word; white space
+t last, every key starting with "P" + the last word + t; where none of these, each word's
+own lookup (no word: "A"). Exact, where every field is `contains` or `=`, for two words,
+a word and white space after it, or one white space character and a word; else a
 superset, which the plan checks on the candidates' documents.
 
 Combination (DRF's SearchFilter, one filter() over the joined relations): a record is
@@ -841,7 +848,7 @@ class _Term:
             if field.lookup == "exact" or not spaced:
                 looked = [_lookup(text, field)]
             elif field.lookup == "startswith":
-                looked = [(ANY, False) if text[0].isspace() else _lookup(words[0], field)]
+                looked = [(ANY, False) if text[0].isspace() else (HEAD + words[0], False)]  # (its first token)
             else:
                 looked = _phrase_lookups(text, field) or [(ANY, False)]
             clauses.append((number, [(key.encode(), prefix) for key, prefix in dict.fromkeys(looked)]))
