@@ -50,9 +50,10 @@ Keys. Every fact is an entry under a key: one kind letter then a string.
   the keys starting with "P" + w1 + s + w2; a word w with white space t after it, iff
   some X ends with w and is followed by a run starting with t: the keys starting with
   "P" + w + t.
-- `P` + c + y: c the last character of such a run, y the token after it: a word w after
-  one white space character c is in a value iff the keys starting with "P" + c + w
-  hold it. (Both written by _PairKeys.)
+- `P` + c + y + u: c the last character of such a run, y the token after it and u the run
+  after y ("" at the end): a word w after one white space character c is in a value iff
+  the keys starting with "P" + c + w hold it; with white space t after it, "P" + c + w +
+  t. (Both written by _PairKeys.)
 Keys sort by their UTF-8 bytes (that is, by code point).
 
 Postings (the records of one key in one field), a *set*:
@@ -102,10 +103,12 @@ on folded values), and in a relation field, at which elements. A term with white
 records whose first token is its first word, "H" + it (t starting with white space: "A"); a
 `contains` f: for each two neighbouring words w, v and the white space s between them, the
 key "P" + w + s + v (every key starting with it where v ends the phrase: it may start a
-longer token); white space first, "P" + its last character + the first word; white space
-t last, every key starting with "P" + the last word + t; where none of these, each word's
+longer token); white space first, every key starting with "P" + its last character + the
+first word + the white space after it; white space t last, every key starting with "P" +
+the last word + t; where none of these, each word's
 own lookup (no word: "A"). Exact, where every field is `contains` or `=`, for two words,
-a word and white space after it, or one white space character and a word; else a
+a word and white space after it, or one white space character, a word (and white space
+after it); else a
 superset, which the plan checks on the candidates' documents.
 
 Combination (DRF's SearchFilter, one filter() over the joined relations): a record is
@@ -543,8 +546,9 @@ class TermIndexWriter:
 class _PairKeys:
     """The `P` keys of the `contains` fields (the module's docstring): for every run of
     white space in a value, each suffix of the token before it, the run and the token after
-    it; and the run's last character and the token after it. Self-contained: the
-    writer feeds it each run (`add`) and asks for its keys with the rest (`put`)."""
+    it; and the run's last character, the token after it and the run after that.
+    Self-contained: the writer feeds it each run (`add`) and asks for its keys with the rest
+    (`put`)."""
 
     def __init__(self, fields: list[SearchField]) -> None:
         self.fields = [(number, field) for number, field in enumerate(fields) if field.lookup == "contains"]
@@ -565,21 +569,22 @@ class _PairKeys:
         for number, field in self.fields:
             keys: dict[str, list] = {}
             for pair, codes in self.pairs[field.column].items():
-                left, white, right = WHITE.split(pair)
+                left, white, right, *after = WHITE.split(pair)
                 for start in range(len(left)):
-                    keys.setdefault(PAIR + pair[start:], []).append(codes)
+                    keys.setdefault(PAIR + left[start:] + white + right, []).append(codes)
                 if right:
-                    keys.setdefault(PAIR + white[-1] + right, []).append(codes)
+                    keys.setdefault(PAIR + white[-1] + right + "".join(after), []).append(codes)
             typecode = "Q" if self.relation[field.column] else "I"
             for key, held in keys.items():
                 put(key, number, _union(held, typecode))
 
 
 def adjacent_pairs(value: str) -> set[str]:
-    """L + s + R for every run of white space s in a value, L the token before it ("" at the
-    value's start) and R the token after it ("" at its end): what a phrase can match across."""
+    """L + s + R + t for every run of white space s in a value, L the token before it ("" at
+    the value's start), R the token after it ("" at its end) and t the run after R (none at
+    the end): what a phrase can match across."""
     parts = WHITE.split(value)
-    return {"".join(parts[at:at + 3]) for at in range(0, len(parts) - 2, 2) if parts[at] or parts[at + 2]}
+    return {"".join(parts[at:at + 4]) for at in range(0, len(parts) - 2, 2) if parts[at] or parts[at + 2]}
 
 
 _ONE_SET = bytes((LIST, 1))  # (a set of one record: its form, one group)
@@ -873,14 +878,14 @@ class _Term:
 def _phrase_lookups(text: str, field: SearchField) -> list[tuple[str, bool]]:
     """A phrase's lookups in a `contains` field: for each two neighbouring words, the `P` key
     of the pair with the white space between them (and every key starting with it where the
-    second word ends the phrase: it may start a longer token); white space first, the key of
-    its last character and the first word; white space last, the last word's key with it
-    (every key starting with it); where none, its words' own lookups."""
+    second word ends the phrase: it may start a longer token); white space first, the keys
+    starting with its last character, the first word and the white space after it; white
+    space last, those starting with the last word and it; where none, its words' own lookups."""
     parts = WHITE.split(text)  # (words at even places, "" before or after white space at an end)
     looked = [(PAIR + "".join(parts[at:at + 3]), at + 3 == len(parts)) for at in range(0, len(parts) - 2, 2)
               if parts[at] and parts[at + 2]]
     if len(parts) >= 3 and not parts[0] and parts[2]:  # (white space first: a run ending as it does, a token)
-        looked.append((PAIR + parts[1][-1] + parts[2], len(parts) == 3))
+        looked.append((PAIR + parts[1][-1] + "".join(parts[2:4]), True))
     if len(parts) >= 3 and not parts[-1] and parts[-3]:  # (white space last: a token, a run starting with it)
         looked.append((PAIR + parts[-3] + parts[-2], True))
     return looked or [_lookup(word, field) for word in text.split()]
@@ -888,8 +893,10 @@ def _phrase_lookups(text: str, field: SearchField) -> list[tuple[str, bool]]:
 
 def _phrase_exact(text: str) -> bool:
     """Whether a phrase's `P` keys give exactly its records: two words, or a word with white
-    space after it, or one white space character and a word."""
+    space after it, or one white space character and a word (and white space after it)."""
     parts = WHITE.split(text)
+    if len(parts) == 5:
+        return not parts[0] and bool(parts[2]) and not parts[4] and len(parts[1]) == 1
     return len(parts) == 3 and bool(parts[0] or parts[2]) and bool(parts[0] or len(parts[1]) == 1)
 
 
