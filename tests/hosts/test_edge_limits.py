@@ -6,6 +6,7 @@ answered on the Worker (workerd), the Netlify function (Deno) and CloudFront's h
 from __future__ import annotations
 
 import collections
+import csv
 import json
 import os
 import subprocess
@@ -60,10 +61,9 @@ def pair(built, request):
 
 
 def requests(data) -> tuple[list[str], list[str]]:
-    """Pages of 100 scattered over the collection; phrases of two common title words (the
-    old hosts checked every record holding both words on its page: hundreds of pages)."""
-    import csv
-
+    """Pages of 100 scattered over the collection; phrases of two common title words, and a
+    common word with white space around it (the old hosts checked every record holding the
+    words on its page: hundreds of pages)."""
     with (data / "books.csv").open(encoding="utf-8") as f:
         titles = [row["title"].split() for row in csv.DictReader(f)]
     counts = collections.Counter(word for title in titles for word in set(title))
@@ -71,7 +71,8 @@ def requests(data) -> tuple[list[str], list[str]]:
     pairs = collections.Counter((a, b) for title in titles for a, b in zip(title, title[1:])
                                 if a in common and b in common)
     phrases = [f'"{a} {b}"' for (a, b), _ in pairs.most_common(2)]
-    phrases += [f'"{common[0]} {common[1]}"', f'"{common[2]} {common[0][:2]}"']
+    phrases += [f'"{common[0]} {common[1]}"', f'"{common[2]} {common[0][:2]}"', f'"{common[0]}\t{common[1]}"',
+                f'"{common[0]} "', f'" {common[1]}"', f'" {common[0]} "']
     scattered = [{"search": common[0], "ordering": "-price", "limit": 100}, "ordering=pages,-price&limit=100&offset=700",
                  {"search": common[1], "ordering": "title", "limit": 100, "offset": 40}]
     return ([q if isinstance(q, str) else urlencode(q) for q in scattered],
