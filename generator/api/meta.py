@@ -96,11 +96,11 @@ SERVER_ERROR = detail("A server error occurred.")
 SERVICE_UNAVAILABLE = detail("Service temporarily unavailable, try again later.")
 # A host that cannot read or send so large a page (an edge runtime's caps: docs/spec/query.md §1).
 PAGE_TOO_LARGE = "This host answers pages of at most {largest} records: ask for limit={largest} or less."
-# An edge host may read only so many files a request; a search over a very large collection
-# can need more (api/backends/search_index.py: a term matching many keys, a phrase, reads a text file
-# per field per 65,536 records).
-TOO_MANY_READS = ("This host reads at most {most} files to answer one request, and this search, ordering "
-                  "or filter needs more on a collection this large; the built-in server and nginx answer it.")
+# Where an edge platform would fail a request itself (hosts/contract.py Limits: its files, the
+# bytes it holds), the host answers this instead; the read plans keep every request DRF answers
+# inside them (docs/spec/query.md §6), so it is a guard, not an answer a client should meet.
+TOO_MANY_READS = ("This host reads at most {most} to answer one request, and this one needs more; "
+                  "the built-in server and nginx answer it.")
 # Django refuses a query string of more than DATA_UPLOAD_MAX_NUMBER_FIELDS (1,000) fields with
 # its HTML 400 page; the same status here, in DRF's shape, with Django's message.
 TOO_MANY_FIELDS = detail("The number of GET/POST parameters exceeded settings.DATA_UPLOAD_MAX_NUMBER_FIELDS.")

@@ -26,7 +26,7 @@ from ..api.urls import ACCEPTED, API, CURRENT, HOSTS
 from ..errors import CatalogueError
 from ..system import foreground
 from . import npm, router
-from .contract import Host, Local
+from .contract import Host, Limits, Local
 from .files import link_published, replace, templates
 
 CONFIG_DIR = f"{HOSTS}/cloudflare"
@@ -38,9 +38,11 @@ RUNNER = Path(__file__).with_name("workerd.mjs")
 WORKERD = "miniflare"  # the npm package that carries workerd
 INSTALL_HINT = "workerd runs in Node.js: install Node.js and npm (npm installs workerd on first use)"
 
-# Files a request may read: a Worker on the free plan makes at most 50 subrequests, and a
-# read of a static asset or an R2 object is one (a page put together reads indexes and pages).
-READS = 48
+# A Worker's invocation (the free plan's figures; a paid plan's are larger): 50 subrequests
+# by fetch() to the internet, but 1,000 operations on Cloudflare's own services, which an R2
+# binding's get() and a static asset's fetch() are (the Worker reads nothing else); 128 MB of
+# memory; 10 ms of CPU time (what the read plan's few small files are for).
+LIMITS = Limits(objects=1000, memory=128 << 20, source="https://developers.cloudflare.com/workers/platform/limits/")
 
 def write(site: Path) -> Path:
     """The Worker and its wrangler configurations for the published site; returns worker.js."""
@@ -58,7 +60,7 @@ def write(site: Path) -> Path:
 def worker(info: SiteInfo) -> str:
     """The Worker module for a site served as `info` says."""
     return templates().get_template("worker.js.j2").render(
-        router=router.javascript(info.prefix), reads=READS, **router.answer_values(info.cache_control))
+        router=router.javascript(info.prefix), **LIMITS.javascript(), **router.answer_values(info.cache_control))
 
 
 def installed() -> bool:
@@ -90,4 +92,4 @@ def serve(site: Path, local: Local) -> int:
 
 
 HOST = Host("cloudflare", "a Cloudflare Worker in front of static assets or R2 (hosts/cloudflare/), run here in workerd",
-            write, serve, installed, parts=(router.write,))
+            write, serve, installed, parts=(router.write,), limits=LIMITS)

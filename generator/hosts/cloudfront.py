@@ -24,8 +24,8 @@ or 404 it answers 404 with the body the route table gives the missing file
 
 A CloudFront Function cannot read objects, so the pages sent to PAGES are put together by
 pages.mjs, on origin request: templates/pages.js.j2 (the JavaScript hosts' one
-implementation) reading the page indexes and pages from the S3 origin. Its caps: READS
-objects a request, and the body CloudFront takes from a generated response (1 MB): a
+implementation) reading the page indexes and pages from the S3 origin. Its caps: LIMITS
+(the time and memory Lambda@Edge gives it), and the body CloudFront takes from a generated response (1 MB): a
 larger page answers the 400 that names the largest page (docs/spec/query.md). Only the collections'
 lists can ask for such a page, so only their cache behaviours call it.
 
@@ -55,7 +55,7 @@ from ..api.serving import ACCEPTS_GZIP, ALLOW_READ, ALLOW_WRITE, HTML_TYPE, JSON
 from ..api.urls import API, CURRENT, DEFAULT_LIMIT, HOSTS, RESOURCES, first_page_path, page_file
 from ..errors import CatalogueError
 from ..system import foreground
-from .contract import Host, Local
+from .contract import Host, Limits, Local
 from .files import replace, replace_bytes, templates
 from . import router
 from .router import answer_values, javascript, js_regex
@@ -74,7 +74,14 @@ MAX_FUNCTION = 10 * 1024  # bytes of code a CloudFront Function may hold
 # bytes, the smaller reading); the page's body gets what its headers leave, with room.
 MAX_GENERATED = 1_000_000
 PAGE_BYTES = MAX_GENERATED - 4096
-READS = 100  # objects a page put together may read: (READS - 4) pages of the default size
+# Lambda@Edge at origin request: up to 30 s (TIMEOUT) and the memory the stack gives it (its
+# quotas allow 128 MB to 10 GB), and no count of GetObjects; each is tens of milliseconds
+# from the edge to the bucket's region, one after the other, so the time allows about
+# TIMEOUT / READ_SECONDS of them.
+TIMEOUT, MEMORY_MB, READ_SECONDS = 30, 512, 0.05
+LIMITS = Limits(objects=round(TIMEOUT / READ_SECONDS), memory=MEMORY_MB << 20,
+                source="https://docs.aws.amazon.com/AmazonCloudFront/latest/DeveloperGuide/"
+                       "cloudfront-limits.html#limits-lambda-at-edge")
 ERROR_TTL = 10  # seconds CloudFront keeps a 404 for a missing detail: a new record shows soon
 BUCKET_MISSES = (403, 404)  # S3's statuses for a missing object (403: the distribution may not list)
 RUNNER = Path(__file__).with_name("cloudfront.mjs")
@@ -156,7 +163,7 @@ def pages_module(cache_control: str, page_bytes: int = PAGE_BYTES) -> str:
     return templates().get_template("cloudfront-pages.mjs.j2").render(
         pages=json.dumps(PAGES), allow=json.dumps({r.name: allow(r) for r in RESOURCES}),
         not_found=json.dumps(meta.NOT_FOUND.decode()), missing=missing_table(),
-        misses=json.dumps([str(status) for status in BUCKET_MISSES]), reads=READS, bytes=page_bytes,
+        misses=json.dumps([str(status) for status in BUCKET_MISSES]), bytes=page_bytes, **LIMITS.javascript(),
         accepts_gzip=js_regex(ACCEPTS_GZIP, whole=False)[0], **answer_values(cache_control))
 
 
@@ -236,7 +243,7 @@ def template(code: str, archive: bytes, info: SiteInfo) -> str:
         policies=policies(info.cache_control), behaviours=behaviours(info.prefix), default=DEFAULT_BEHAVIOUR,
         security={key: config for key, config in (v[0::2] for v in SECURITY.values())},
         misses=BUCKET_MISSES, error_ttl=ERROR_TTL, archive=Path(PAGES_ZIP).name, pages_uri=PAGES,
-        handler=f"{Path(PAGES_MODULE).stem}.handler", code_sha256=base64.b64encode(hashlib.sha256(archive).digest()).decode())
+        timeout=TIMEOUT, memory=MEMORY_MB, handler=f"{Path(PAGES_MODULE).stem}.handler", code_sha256=base64.b64encode(hashlib.sha256(archive).digest()).decode())
 
 
 # ---- here -----------------------------------------------------------------------------------
@@ -295,7 +302,7 @@ def serve(site: Path, local: Local) -> int:
 
 HOST = Host("cloudfront", "CloudFront and S3: a CloudFront Function, a Lambda@Edge handler for the pages no file "
             "holds and a CloudFormation stack (hosts/cloudfront/), run here in Node",
-            write, serve, installed, takes_writes=False, parts=(router.write,))
+            write, serve, installed, takes_writes=False, parts=(router.write,), limits=LIMITS)
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ part of it answers.
 from __future__ import annotations
 
 import http.client
+import math
 import threading
 import time
 from dataclasses import dataclass
@@ -51,6 +52,41 @@ class Option:
 
 
 @dataclass(frozen=True)
+class Limits:
+    """What an edge platform lets one request read and hold, as the page `source` documents
+    them. The read plan (api/backends/search_index.py) picks the fewest reads for a request
+    whatever the host; these are where the platform itself would fail it (a subrequest
+    refused, memory exhausted, the time up), so a request the hosts' pages.js.j2 sees about
+    to pass one answers 400 (meta.TOO_MANY_READS) instead: with the limits declared here,
+    none that DRF answers does, at the sizes `make bench` measures."""
+    objects: float  # files one request may read (math.inf: none documented)
+    memory: int  # bytes of memory a request's code has
+    source: str  # the platform's documentation stating them
+
+    BEFORE = 2  # files a request reads before a page is put together: site.json, the page's own file
+    HELD_SHARE = 2  # the files a request holds take at most 1/HELD_SHARE of the memory (the rest:
+    # the runtime, the decoded index, the answer)
+
+    @property
+    def reads(self) -> float:
+        """The files a page put together may read."""
+        return self.objects - self.BEFORE
+
+    @property
+    def held(self) -> int:
+        """The bytes of files a page put together may hold."""
+        return self.memory // self.HELD_SHARE
+
+    def refuses(self, objects: int, size: int) -> bool:
+        """Whether a page that reads so many files, of so many bytes, would break the limits."""
+        return objects > self.reads or size > self.held
+
+    def javascript(self) -> dict[str, str]:
+        """`reads` and `held` as a host's template writes them (JavaScript numbers)."""
+        return {"reads": "Infinity" if math.isinf(self.reads) else str(int(self.reads)), "held": str(self.held)}
+
+
+@dataclass(frozen=True)
 class Host:
     name: str
     summary: str  # one line, for --help and the docs
@@ -60,6 +96,7 @@ class Host:
     takes_writes: bool = True  # whether it passes POSTs to a write service (else answers each 503)
     options: tuple[Option, ...] = ()
     parts: tuple[Callable[[Path], object], ...] = ()  # shared files it uses, written into the site before it
+    limits: Limits | None = None  # an edge platform's per-request limits (None: a server of your own)
 
 
 # ---- ready -------------------------------------------------------------------------------

@@ -25,6 +25,7 @@ request for a file's path is routed like every request and gets the JSON 404.
 from __future__ import annotations
 
 import json
+import math
 import os
 import secrets
 import shutil
@@ -35,7 +36,7 @@ from ..api.serving import ACCEPTS_GZIP, WRITE_TIMEOUT_VARIABLE, SiteInfo, write_
 from ..api.urls import ACCEPTED, API, CURRENT, HOSTS, PUBLISHED
 from ..errors import CatalogueError
 from ..system import foreground
-from .contract import Host, Local
+from .contract import Host, Limits, Local
 from .files import replace, templates
 from . import router
 from .router import answer_values, javascript, js_regex
@@ -47,9 +48,10 @@ PUBLISH_DIR = "public"  # filled by fill() from <site>/current (see docs/deployi
 KEY_FILE = "file-key"
 FILE_HEADER = "x-catalogue-file"  # on the function's own reads of files: the key
 WRITE_SERVICE = "CATALOGUE_WRITE_SERVICE"  # the environment variable naming the write service's URL
-# Files a request may read to put a page together: each is a fetch() of the site's own URL,
-# and an Edge Function has 50 ms of CPU time (its fetches' waiting is not counted).
-READS = 48
+# An Edge Function: its reads are fetch()es of the site's own URLs, of which Netlify documents
+# no count; 512 MB of memory; 50 ms of CPU time a request (a fetch's waiting not counted); an
+# answer's headers within 40 s.
+LIMITS = Limits(objects=math.inf, memory=512 << 20, source="https://docs.netlify.com/edge-functions/limits/")
 RUNNER = Path(__file__).with_name("netlify.mjs")
 INSTALL_HINT = ("deno is not installed: `catalogue serve --server netlify` runs the Edge Function in it "
                 "(install Deno, or `pip install deno` into this Python's environment)")
@@ -124,7 +126,7 @@ def file_key(path: Path) -> str:
 def edge_function(info: SiteInfo, key: str) -> str:
     """The Edge Function (an ES module) for a site served as `info` says."""
     return templates().get_template("netlify.js.j2").render(
-        router=javascript(info.prefix), reads=READS, file_header=json.dumps(FILE_HEADER), key=json.dumps(key),
+        router=javascript(info.prefix), **LIMITS.javascript(), file_header=json.dumps(FILE_HEADER), key=json.dumps(key),
         write_service=json.dumps(WRITE_SERVICE), write_timeout_variable=json.dumps(WRITE_TIMEOUT_VARIABLE),
         accepts_gzip=js_regex(ACCEPTS_GZIP, whole=False)[0],
         **answer_values(info.cache_control))
@@ -171,7 +173,7 @@ def serve(site: Path, local: Local) -> int:
 
 
 HOST = Host("netlify", "a Netlify Edge Function in front of the files (hosts/netlify/), run here in Deno",
-            write, serve, installed, parts=(router.write,))
+            write, serve, installed, parts=(router.write,), limits=LIMITS)
 
 
 if __name__ == "__main__":  # python -m generator.hosts.netlify SITE: fill its publish directory

@@ -43,6 +43,17 @@ Keys. Every fact is an entry under a key: one kind letter then a string.
 - `H` + h: the records whose value's first token is h, the value not starting with white
   space (a `^` field): a term of MIN_SUFFIX or more characters without white space starts
   a value iff it starts its first token: the `H` keys starting with "H" + t.
+- `P` + x + s + y (a `contains` field), for every run s of white space in a value, x a
+  suffix (of one character or more) of the token X before it and y the token after it
+  ("" at the value's end): the records with such a run. A phrase of two words w1 s w2
+  is in a value iff some such X ends with w1, is followed by s and its Y starts with w2:
+  the keys starting with "P" + w1 + s + w2; a word w with white space t after it, iff
+  some X ends with w and is followed by a run starting with t: the keys starting with
+  "P" + w + t.
+- `P` + c + y + u: c the last character of such a run, y the token after it and u the run
+  after y ("" at the end): a word w after one white space character c is in a value iff
+  the keys starting with "P" + c + w hold it; with white space t after it, "P" + c + w +
+  t. (Both written by _PairKeys.)
 Keys sort by their UTF-8 bytes (that is, by code point).
 
 Postings (the records of one key in one field), a *set*:
@@ -55,7 +66,7 @@ Postings (the records of one key in one field), a *set*:
   matched at element 0, 1, .. m-1 (their union: its records).
 
 Files (paths relative to the index's directory):
-- `root.bin`: b"TIR1", varint version (1), varint record count, varint number of
+- `root.bin`: b"TIR1", varint version (2), varint record count, varint number of
   fields, each field's spec (varint length, bytes); varint number of leaves, then per
   leaf its first key, front-coded against the previous leaf's (varint bytes shared,
   varint length of the rest, the rest), and varint name: the leaf is
@@ -89,8 +100,15 @@ t empty: "A"; t of GRAM_MAX characters or fewer: "G" + t; else every key startin
 exactly the records whose value in f the term matches (contains / startswith / equals
 on folded values), and in a relation field, at which elements. A term with white space
 (a phrase; smart_split's quotes keep it whole): f `=`: "E" + t, exact; a `^` f: the
-records whose value starts with its first word (t starting with white space: "A"); a
-`contains` f: those holding each of its words (each word's lookup; no word: "A"); a
+records whose first token is its first word, "H" + it (t starting with white space: "A"); a
+`contains` f: for each two neighbouring words w, v and the white space s between them, the
+key "P" + w + s + v (every key starting with it where v ends the phrase: it may start a
+longer token); white space first, every key starting with "P" + its last character + the
+first word + the white space after it; white space t last, every key starting with "P" +
+the last word + t; where none of these, each word's
+own lookup (no word: "A"). Exact, where every field is `contains` or `=`, for two words,
+a word and white space after it, or one white space character, a word (and white space
+after it); else a
 superset, which the plan checks on the candidates' documents.
 
 Combination (DRF's SearchFilter, one filter() over the joined relations): a record is
@@ -104,29 +122,31 @@ the terms likeliest to be rare first (words before phrases, longer first); then 
 terms of the batch from the fewest records up (as the leaves' size classes bound them),
 each term's postings files, or, where the candidates (the records every term so far
 holds) are a page's worth or fewer, or lie on fewer pages than the term has files to
-read, or the files would overrun the budget, nothing: the term is checked on the
-candidates' documents (the pages the answer reads anyway, when they are a page's
-worth). Batches go on while the candidates are more than a page's worth; the terms left
-are checked on documents. A phrase narrows the candidates by its words' sets and is
-checked on documents.
+read (the fewer reads), nothing: the term is checked on the candidates' documents (the
+pages the answer reads anyway, when they are a page's worth). Batches go on while the
+candidates are more than a page's worth; the terms left are checked on documents. A
+phrase the keys do not hold exactly narrows the candidates by its keys' sets and is
+checked on documents. The plan knows no host's limits: it reads the fewest files it can
+on every host (hosts/contract.py Limits only guard where a platform would fail).
 """
 from __future__ import annotations
 
 import bisect
 import itertools
 import operator
+import re
 import zlib
 from array import array
 from dataclasses import dataclass, field as dataclass_field
 from typing import Callable, Iterable, NamedTuple, Sequence
 
 from ...catalogue.querying import NORMALISE, SEARCH, SearchField, search_field
-from .common import Flush, Missing, Reader, Request, fold, query_dir, related_records
+from .common import SPACES, Flush, Missing, Reader, Request, fold, query_dir, related_records
 
 ROOT, LEAF_DIR, POSTINGS_DIR = "root.bin", "leaf", "post"
 ROOT_MAGIC, LEAF_MAGIC, POSTINGS_MAGIC = b"TIR1", b"TIL1", b"TIP1"
-VERSION = 1
-ANY, EXACT, GRAM, HEAD, SUFFIX = "A", "E", "G", "H", "S"
+VERSION = 2
+ANY, EXACT, GRAM, HEAD, PAIR, SUFFIX = "A", "E", "G", "H", "P", "S"
 GRAM_MAX = 2  # characters of the terms answered by a precomputed set
 MIN_SUFFIX = GRAM_MAX + 1
 LEAF_BITS = 10  # a leaf holds 2**LEAF_BITS keys on average
@@ -137,6 +157,7 @@ LEAF_BATCH = 4  # terms whose leaves a round reads (the rest wait: the candidate
 PAGE_SIZE = 12  # records of a page, as the plan reckons the pages its candidates' documents lie on
 ELEMENT_BITS = 16  # the build's code of a relation field's match: record << ELEMENT_BITS | element
 ELEMENT_MASK = (1 << ELEMENT_BITS) - 1
+WHITE = re.compile(f"([{re.escape(SPACES)}]+)")  # a run of white space (what str.split() cuts at)
 LIST, BITMAP = 0, 1
 INLINE, FILE = 0, 1
 LOW = 0xFFFF
@@ -399,6 +420,7 @@ class TermIndexWriter:
         for field in self.fields:
             self.columns.setdefault(field.column, _Column(field.relation is not None)).lookups.add(field.lookup)
         self.readers = readers(self.fields)
+        self.pairs = _PairKeys(self.fields)
         self.added = 0
 
     def add(self, first: int, run: dict[str, list[list[str | None]]]) -> None:
@@ -408,6 +430,7 @@ class TermIndexWriter:
             raise ValueError(f"records from {first} given after {self.added} records")
         for name, column in self.columns.items():
             column.add(first, run[name])
+        self.pairs.add(first, run)
         self.added += len(next(iter(run.values()), []))
 
     def add_documents(self, first: int, documents: list[dict], fold: Callable[[str], str]) -> None:
@@ -516,7 +539,52 @@ class TermIndexWriter:
                             grams.setdefault(head[:size], []).append(codes)
             for gram, held in grams.items():
                 put(GRAM + gram, number, _union(held, column.any.typecode))
+        self.pairs.put(put)
         return entries
+
+
+class _PairKeys:
+    """The `P` keys of the `contains` fields (the module's docstring): for every run of
+    white space in a value, each suffix of the token before it, the run and the token after
+    it; and the run's last character, the token after it and the run after that.
+    Self-contained: the writer feeds it each run (`add`) and asks for its keys with the rest
+    (`put`)."""
+
+    def __init__(self, fields: list[SearchField]) -> None:
+        self.fields = [(number, field) for number, field in enumerate(fields) if field.lookup == "contains"]
+        self.relation = {field.column: field.relation is not None for _, field in self.fields}
+        self.pairs: dict[str, dict[str, "int | array"]] = {column: {} for column in self.relation}
+
+    def add(self, first: int, run: dict[str, list[list[str | None]]]) -> None:
+        for column, pairs in self.pairs.items():
+            relation = self.relation[column]
+            for position, values in enumerate(run[column], first):
+                for element, value in enumerate(values):
+                    found = adjacent_pairs(value) if value is not None else ()
+                    if found:
+                        code = position << ELEMENT_BITS | element if relation else position
+                        _Column._post(pairs, [(code, pair) for pair in found], "Q" if relation else "I")
+
+    def put(self, put: Callable[[str, int, "int | array"], None]) -> None:
+        for number, field in self.fields:
+            keys: dict[str, list] = {}
+            for pair, codes in self.pairs[field.column].items():
+                left, white, right, *after = WHITE.split(pair)
+                for start in range(len(left)):
+                    keys.setdefault(PAIR + left[start:] + white + right, []).append(codes)
+                if right:
+                    keys.setdefault(PAIR + white[-1] + right + "".join(after), []).append(codes)
+            typecode = "Q" if self.relation[field.column] else "I"
+            for key, held in keys.items():
+                put(key, number, _union(held, typecode))
+
+
+def adjacent_pairs(value: str) -> set[str]:
+    """L + s + R + t for every run of white space s in a value, L the token before it ("" at
+    the value's start), R the token after it ("" at its end) and t the run after R (none at
+    the end): what a phrase can match across."""
+    parts = WHITE.split(value)
+    return {"".join(parts[at:at + 4]) for at in range(0, len(parts) - 2, 2) if parts[at] or parts[at + 2]}
 
 
 _ONE_SET = bytes((LIST, 1))  # (a set of one record: its form, one group)
@@ -744,14 +812,6 @@ class Reads:
 # ---- the read plan of one request ---------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Budget:
-    """What a host may read for a request: objects and bytes (the plan keeps the index's
-    reads and the documents it checks within them where the answer allows)."""
-    objects: int = 48
-    bytes: int = 8 << 20
-
-
 @dataclass
 class Found:
     """The records a search selects (sorted positions) and what finding them cost."""
@@ -759,7 +819,6 @@ class Found:
     index_objects: int
     index_bytes: int
     checked: int  # records whose documents were read to check them
-    within_budget: bool
 
 
 @dataclass
@@ -794,32 +853,51 @@ class _Term:
             if field.lookup == "exact" or not spaced:
                 looked = [_lookup(text, field)]
             elif field.lookup == "startswith":
-                looked = [(ANY, False) if text[0].isspace() else _lookup(words[0], field)]
+                looked = [(ANY, False) if text[0].isspace() else (HEAD + words[0], False)]  # (its first token)
             else:
-                looked = [_lookup(word, field) for word in dict.fromkeys(words)] or [(ANY, False)]
-            clauses.append((number, [(key.encode(), prefix) for key, prefix in looked]))
-        return cls(text, not spaced, clauses)
+                looked = _phrase_lookups(text, field) or [(ANY, False)]
+            clauses.append((number, [(key.encode(), prefix) for key, prefix in dict.fromkeys(looked)]))
+        return cls(text, not spaced or _phrase_exact(text) and all(f.lookup != "startswith" for f in fields), clauses)
 
     def estimate(self) -> int:
         """At most how many records the keys give (a union's: the sum of its sets')."""
         return sum(min(sum(p.records for p in self.pieces[number, at]) for at in range(len(looked)))
                    for number, looked in self.clauses)
 
-    def unread(self, reads: Reads) -> dict[str, int]:
-        """The postings files its sets lie in that the request has not read, with the bytes
-        of its sets there."""
-        found: dict[str, int] = {}
-        for pieces in self.pieces.values():
-            for piece in pieces:
-                path = postings_file(piece.name)
-                if piece.data is None and path not in reads.held:
-                    found[path] = found.get(path, 0) + 2 * piece.records  # (a list's 2 bytes a record)
-        return found
+    def unread(self, reads: Reads) -> set[str]:
+        """The postings files its sets lie in that the request has not read."""
+        paths = (postings_file(piece.name) for pieces in self.pieces.values() for piece in pieces if piece.data is None)
+        return {path for path in paths if path not in reads.held}
 
     def prior(self) -> tuple:
         """Before its leaf is read, how likely the term has few records: a word before a
         phrase, a longer before a shorter (a long word is a rare one)."""
         return not self.exact, -len(self.text)
+
+
+def _phrase_lookups(text: str, field: SearchField) -> list[tuple[str, bool]]:
+    """A phrase's lookups in a `contains` field: for each two neighbouring words, the `P` key
+    of the pair with the white space between them (and every key starting with it where the
+    second word ends the phrase: it may start a longer token); white space first, the keys
+    starting with its last character, the first word and the white space after it; white
+    space last, those starting with the last word and it; where none, its words' own lookups."""
+    parts = WHITE.split(text)  # (words at even places, "" before or after white space at an end)
+    looked = [(PAIR + "".join(parts[at:at + 3]), at + 3 == len(parts)) for at in range(0, len(parts) - 2, 2)
+              if parts[at] and parts[at + 2]]
+    if len(parts) >= 3 and not parts[0] and parts[2]:  # (white space first: a run ending as it does, a token)
+        looked.append((PAIR + parts[1][-1] + "".join(parts[2:4]), True))
+    if len(parts) >= 3 and not parts[-1] and parts[-3]:  # (white space last: a token, a run starting with it)
+        looked.append((PAIR + parts[-3] + parts[-2], True))
+    return looked or [_lookup(word, field) for word in text.split()]
+
+
+def _phrase_exact(text: str) -> bool:
+    """Whether a phrase's `P` keys give exactly its records: two words, or a word with white
+    space after it, or one white space character and a word (and white space after it)."""
+    parts = WHITE.split(text)
+    if len(parts) == 5:
+        return not parts[0] and bool(parts[2]) and not parts[4] and len(parts[1]) == 1
+    return len(parts) == 3 and bool(parts[0] or parts[2]) and bool(parts[0] or len(parts[1]) == 1)
 
 
 def _lookup(term: str, field: SearchField) -> tuple[str, bool]:
@@ -834,7 +912,7 @@ def _lookup(term: str, field: SearchField) -> tuple[str, bool]:
 
 
 def search(read: Reader, terms: list[str], documents: Callable[[list[int]], dict[int, dict]],
-           budget: Budget = Budget(), page_size: int = PAGE_SIZE, check_at: int | None = None) -> Found:
+           page_size: int = PAGE_SIZE, check_at: int | None = None) -> Found:
     """The records where every (folded) term matches some field, as DRF's SearchFilter
     selects them: a term matched in a related record counts, and where several terms are
     matched only in related records, one related record of each relation serves them all
@@ -847,9 +925,8 @@ def search(read: Reader, terms: list[str], documents: Callable[[list[int]], dict
     `page_size` records holding them (the caller counts those reads). A term is checked
     on documents where the candidates are `check_at` or fewer (default: a page's worth,
     whose pages the answer reads anyway), or lie on no more pages than the term has
-    postings files to read, or its files would overrun the budget. A term with white
-    space (a phrase) is always checked on documents, its words' sets narrowing the
-    candidates first."""
+    postings files to read: the fewer reads. A phrase the keys do not give exactly (other
+    than two words) is checked on documents, its keys' sets narrowing the candidates first."""
     if not terms:
         raise ValueError("a search of no terms (DRF's SearchFilter leaves the collection as it is)")
     check_at = page_size if check_at is None else check_at
@@ -865,8 +942,7 @@ def search(read: Reader, terms: list[str], documents: Callable[[list[int]], dict
         batch, pending = pending[:LEAF_BATCH], pending[LEAF_BATCH:]
         _find_pieces(batch, root, reads)
         for term in sorted(batch, key=_Term.estimate):
-            if candidates is not None and _check_instead(term.unread(reads), candidates, reads, budget,
-                                                         page_size, check_at):
+            if candidates is not None and _check_instead(term.unread(reads), candidates, page_size, check_at):
                 checked_terms = True
                 continue
             found = _term_hits(term, fields, reads, root.count)
@@ -887,18 +963,13 @@ def search(read: Reader, terms: list[str], documents: Callable[[list[int]], dict
     else:  # (one term needs no join)
         kept = sorted(candidates if len(hits) < 2 else (p for p in candidates if _joined_in_index(p, hits)))
         checked = 0
-    return Found(kept, reads.objects, reads.bytes, checked,
-                 reads.objects <= budget.objects and reads.bytes <= budget.bytes)
+    return Found(kept, reads.objects, reads.bytes, checked)
 
 
-def _check_instead(unread: dict[str, int], candidates: set[int], reads: Reads, budget: Budget, page_size: int,
-                   check_at: int) -> bool:
+def _check_instead(unread: set[str], candidates: set[int], page_size: int, check_at: int) -> bool:
     """Whether a term is better checked on the candidates' documents than read from its
-    sets (files not yet read: `unread`)."""
-    return bool(unread) and (len(candidates) <= check_at
-                             or len({p // page_size for p in candidates}) <= len(unread)
-                             or reads.objects + len(unread) > budget.objects
-                             or reads.bytes + sum(unread.values()) > budget.bytes)
+    sets (files not yet read: `unread`): the fewer files."""
+    return bool(unread) and (len(candidates) <= check_at or len({p // page_size for p in candidates}) <= len(unread))
 
 
 def _find_pieces(terms: list[_Term], root: Root, reads: Reads) -> None:
@@ -1078,6 +1149,6 @@ def constants() -> dict:
     """What the JavaScript twin is rendered with."""
     return {"dir": index_dir("{name}"), "root": ROOT, "leaf": f"{LEAF_DIR}/", "postings": f"{POSTINGS_DIR}/",
             "magic": {"root": ROOT_MAGIC.decode(), "leaf": LEAF_MAGIC.decode(), "postings": POSTINGS_MAGIC.decode()},
-            "version": VERSION, "kinds": {"any": ANY, "exact": EXACT, "gram": GRAM, "head": HEAD, "suffix": SUFFIX},
-            "gramMax": GRAM_MAX, "leafBatch": LEAF_BATCH, "pageSize": PAGE_SIZE, "bitmap": BITMAP, "inline": INLINE,
-            "budget": {"objects": Budget().objects, "bytes": Budget().bytes}}
+            "version": VERSION,
+            "kinds": {"any": ANY, "exact": EXACT, "gram": GRAM, "head": HEAD, "pair": PAIR, "suffix": SUFFIX},
+            "gramMax": GRAM_MAX, "leafBatch": LEAF_BATCH, "pageSize": PAGE_SIZE, "bitmap": BITMAP, "inline": INLINE}

@@ -1,0 +1,147 @@
+"""No edge host refuses a request DRF answers (docs/spec/query.md §6): the requests an edge
+host's old cap of 48 files refused (a page of 100 records scattered over more page files
+than that, a quoted phrase of two common words whose candidates lay on hundreds of pages),
+answered on the Worker (workerd), the Netlify function (Deno) and CloudFront's handler
+(Node) byte for byte as the DRF service (tests/drf) answers them."""
+from __future__ import annotations
+
+import collections
+import csv
+import json
+import os
+import subprocess
+import tempfile
+from pathlib import Path
+from urllib.parse import urlencode
+
+import pytest
+
+from conftest import DISK_TEMP
+from drf_service import DrfService, Pair
+from generator.catalogue import synth
+from generator.compose import build
+from generator.hosts.files import templates
+from generator.hosts.router import answer_values
+from query_probes import with_settings
+from servers import Server, runnable, server_params
+from test_query_js import python_reads
+
+EDGE = [param for param in server_params() if param.values[0] in ("cloudflare", "netlify", "cloudfront")]
+OLD_CAP = 48  # the files main's Worker and Netlify function read for a page put together
+
+
+@pytest.fixture(scope="module")
+def built():
+    """A catalogue of 1,500 books (titles from a 2,000-word vocabulary), its DRF service and its
+    site (base_url the service's own), on disk, where Deno reads (conftest.on_disk)."""
+    with tempfile.TemporaryDirectory(dir=os.environ[DISK_TEMP]) as folder:
+        yield from _built(Path(folder))
+
+
+def _built(work: Path):
+    synth.write(work / "plain", 1500, seed=5, vocabulary=2000)
+    data = with_settings(work / "plain", work / "data")
+    drf = DrfService.launch(data, work / "drf")
+    try:
+        build(data, work / "site", base_url=drf.url)
+        drf.wait()
+        yield drf, work / "site", data
+    finally:
+        drf.stop()
+
+
+@pytest.fixture(scope="module", params=EDGE)
+def pair(built, request):
+    drf, site, _ = built
+    host = Server(site, kind=request.param)
+    try:
+        yield Pair(drf, host)
+    finally:
+        host.stop()
+
+
+def requests(data) -> tuple[list[str], list[str]]:
+    """Pages of 100 scattered over the collection; phrases of two common title words, and a
+    common word with white space around it (the old hosts checked every record holding the
+    words on its page: hundreds of pages)."""
+    with (data / "books.csv").open(encoding="utf-8") as f:
+        titles = [row["title"].split() for row in csv.DictReader(f)]
+    counts = collections.Counter(word for title in titles for word in set(title))
+    common = [word for word, _ in counts.most_common(8)]
+    pairs = collections.Counter((a, b) for title in titles for a, b in zip(title, title[1:])
+                                if a in common and b in common)
+    phrases = [f'"{a} {b}"' for (a, b), _ in pairs.most_common(2)]
+    phrases += [f'"{common[0]} {common[1]}"', f'"{common[2]} {common[0][:2]}"', f'"{common[0]}\t{common[1]}"',
+                f'"{common[0]} "', f'" {common[1]}"', f'" {common[0]} "']
+    scattered = [{"search": common[0], "ordering": "-price", "limit": 100}, "ordering=pages,-price&limit=100&offset=700",
+                 {"search": common[1], "ordering": "title", "limit": 100, "offset": 40}]
+    return ([q if isinstance(q, str) else urlencode(q) for q in scattered],
+            [urlencode({"search": phrase}) for phrase in phrases])
+
+
+def test_the_requests_the_old_cap_refused_are_answered_as_drf_answers_them(built, pair):
+    _, site, data = built
+    generation = (site / "current").resolve()
+    scattered, phrases = requests(data)
+    for query in scattered:
+        read = python_reads(generation, "books", query)
+        assert len(read) > OLD_CAP, (query, len(read))  # (a request the old hosts answered 400)
+    counts = []
+    for query in scattered + phrases:
+        answer = pair.same(f"/api/v1/books/?{query}")
+        assert answer.status == 200, query
+        counts.append(json.loads(answer.body)["count"])
+    assert all(counts[:len(scattered)]) and any(counts[len(scattered):]), counts
+
+
+# The guard of pages.js.j2: a page put together with limits this small, in Node.
+GUARD = """
+import {readFileSync} from "node:fs";
+const root = process.argv[2];
+const read = async (key) => {
+  try { return {bytes: new Uint8Array(readFileSync(root + "/" + key)), modified: null}; } catch (error) { return null; }
+};
+const answers = [];
+for (const [query, caps] of JSON.parse(readFileSync(0, "utf8"))) {
+  const counted = readsAtMost(read, {reads: caps.reads ?? Infinity, held: caps.held});
+  try {
+    const made = await assemblePage(counted, readPaging("books", query, await siteInfo(read)), {bytes: Infinity, ...caps});
+    answers.push([200, "", counted.files]);
+  } catch (error) {
+    if (error instanceof PageTooLarge) answers.push([400, pageTooLarge(error.message), counted.files]);
+    else if (error instanceof TooManyReads) answers.push([400, tooManyReads({reads: Infinity, ...caps}), counted.files]);
+    else throw error;
+  }
+}
+process.stdout.write(JSON.stringify(answers));
+"""
+
+
+@pytest.mark.skipif(not runnable("node"), reason="node is not installed")
+def test_past_a_host_s_limits_a_page_answers_the_400_that_says_so(built, tmp_path):
+    """Where a platform would fail (more bytes held than its memory allows, more files than it
+    may read), the host answers 400 instead: a plain page names the largest it can send, and
+    that page is then answered; a search says what the host reads at most."""
+    _, site, data = built
+    values = answer_values("no-cache")
+    code = values["querystring"] + "\n" + values["query"] + "\n" + templates().get_template("pages.js.j2").render(values)
+    path = tmp_path / "guard.mjs"
+    path.write_text(code + GUARD, encoding="utf-8")
+    generation = str((site / "current").resolve())
+    held = 40_000  # (bytes: a few page files)
+    first, = run(path, generation, [("limit=100&offset=7", {"held": held})])
+    assert first[0] == 400, first
+    largest = int(json.loads(first[1])["detail"].split("at most ")[1].split(" ")[0])
+    assert 0 < largest < 100
+    again, = run(path, generation, [(f"limit={largest}&offset=7", {"held": held})])
+    assert again[0] == 200
+    scattered = requests(data)[0][0]
+    status, body, files = run(path, generation, [(scattered, {"reads": 20, "held": 1 << 30})])[0]
+    assert (status, files) == (400, 20)  # ((20 - 4) pages of 12 would hold the page of 100: not too large)
+    assert json.loads(body)["detail"].startswith("This host reads at most 20 files, 1024 MB to answer one request")
+
+
+def run(path, generation: str, requests: list) -> list:
+    done = subprocess.run(["node", str(path), generation], input=json.dumps(requests), capture_output=True, text=True,
+                          check=True, timeout=120)
+    return json.loads(done.stdout)
