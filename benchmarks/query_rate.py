@@ -2,7 +2,7 @@
 the largest page of one without max_limit (§1).
 
     python benchmarks/query_rate.py [--books 100000] [--vocabulary 200000] [--seed 7] [--workdir bench-work]
-                                    [--repeat 15] [--keep]
+                                    [--repeat 15] [--keep] [--no-serve] [--one-site]
 
 Synthesises the catalogue of N books (`catalogue synth`, titles and names from a Zipfian
 vocabulary) and builds it twice with `catalogue build` as a user runs it, each a fresh
@@ -180,6 +180,9 @@ def main() -> None:
     parser.add_argument("--quiet-within", type=float, default=120.0,
                         help="seconds to wait at most for I/O pressure to settle before each build")
     parser.add_argument("--no-serve", action="store_true", help="the builds and the edit only")
+    parser.add_argument("--one-site", action="store_true",
+                        help="delete the site without the settings before building the other (a million books' "
+                             "site takes some 20 GB of disk)")
     args = parser.parse_args()
     args.workdir = args.workdir.absolute()
     args.workdir.mkdir(parents=True, exist_ok=True)
@@ -197,6 +200,8 @@ def main() -> None:
         without = run_build(plain, plain_site, quiet)
         if not args.no_serve:
             print(streamed(plain_site, args.books), flush=True)
+        if args.one_site:
+            shutil.rmtree(plain_site)
         with_query = run_build(data, site, quiet)
         report_builds(args.books, without, with_query, site)
         edited, rewritten = edit(data, site, quiet)

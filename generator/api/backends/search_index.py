@@ -117,8 +117,8 @@ import itertools
 import multiprocessing
 import operator
 import zlib
-from concurrent.futures import ProcessPoolExecutor
 from array import array
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field as dataclass_field
 from typing import Callable, Iterable, NamedTuple, Sequence
 
@@ -487,7 +487,7 @@ class TermIndexWriter:
         """Every file, to `flush`: the sets encoded by `processes` processes, then put in
         leaves and postings files in key order."""
         entries = self._entries()
-        entries.sort(key=_KEY)  # (stable: a key's fields stay in their order)
+        entries.sort(key=_key_of)  # (stable: a key's fields stay in their order)
         self._encode_sets(entries, processes)
         leaves: list[tuple[bytes, int]] = []
         leaf_names: set[int] = set()
@@ -632,7 +632,7 @@ def _encode_share(share: list[int]) -> list[tuple[bytes, int]]:
     return [writer._encode(entries[at][1], entries[at][2]) for at in share]
 
 
-def _KEY(entry: tuple) -> str:
+def _key_of(entry: tuple) -> str:
     return entry[0]
 
 
@@ -711,7 +711,7 @@ def _grams(token: str) -> set[str]:
     return found
 
 
-def _union(held: list) -> "array | numpy.ndarray":
+def _union(held: list) -> "list[int] | numpy.ndarray":
     """The codes of several keys together, sorted, each once."""
     if sum(1 if codes.__class__ is int else len(codes) for codes in held) <= VECTOR_MIN:
         joined: set[int] = set()
