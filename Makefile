@@ -101,7 +101,7 @@ bench: $(TEST_STAMP)
 	$(BIN)/python benchmarks/serve_rate.py --books 20000 --workdir bench-work
 	$(BIN)/python benchmarks/nginx_bare.py --books 20000 --workdir bench-work
 	$(BIN)/python benchmarks/import_rate.py --books 10000 --workdir bench-work
-	$(BIN)/python benchmarks/query_rate.py --books $(if $(BENCH_FULL),1000000,100000) --workdir bench-work
+	$(BIN)/python benchmarks/query_rate.py --books $(if $(BENCH_FULL),1000000 --one-site,100000) --workdir bench-work
 	$(BIN)/python benchmarks/term_index.py --books $(if $(BENCH_FULL),1000000,100000) --workdir bench-work
 
 # The README's pictures of the HTML view (docs/screenshots/), taken by the browser test.

@@ -1,17 +1,22 @@
 """make bench (queries): search, ordering and filters on a large catalogue (docs/spec/query.md §2–5), and
 the largest page of one without max_limit (§1).
 
-    python benchmarks/query_rate.py [--books 1000000] [--workdir bench-work] [--repeat 15]
+    python benchmarks/query_rate.py [--books 100000] [--vocabulary 200000] [--seed 7] [--workdir bench-work]
+                                    [--repeat 15] [--keep] [--no-serve] [--one-site]
 
-Builds the synthetic catalogue of N books twice, without and with the settings below
-(each a fresh build in its own process: seconds and peak RSS), streams a page of every
-book from the first (the built-in server's peak RSS while it does), reports the query indexes'
-bytes against the site's, then serves the second with the built-in server and times
-requests one at a time (median and 90th percentile, after one warm-up request that loads
-the indexes): a search for a rare title word and for the most common one, an ordering
-page deep in the collection, a filter by the most prolific author, a filter with an
-ordering. For each it also counts the files and bytes an edge host reads to answer it
-(the same reads the JavaScript hosts make: tests check they are the Python's).
+Synthesises the catalogue of N books (`catalogue synth`, titles and names from a Zipfian
+vocabulary) and builds it twice with `catalogue build` as a user runs it, each a fresh
+build timed from outside with the peak RSS and PSS of its process tree (bench.py's
+run_build): without and with the settings below. Streams a page of every book from the
+first (the built-in server's peak RSS while it does), reports the query indexes' bytes
+against the site's, then edits one title (the middle row of books.csv) and builds again:
+the index files that edit rewrote (written anew, or gone) and the seconds of the build's
+query indexes step. Last, serves the second with the built-in server and times requests
+one at a time (median and 90th percentile, after one warm-up request that loads the
+indexes): a search for a rare title word and for the most common one, an ordering page
+deep in the collection, a filter by the most prolific author, a filter with an ordering.
+For each it also counts the files and bytes an edge host reads to answer it (the same
+reads the JavaScript hosts make: tests check they are the Python's).
 """
 from __future__ import annotations
 
@@ -21,10 +26,8 @@ import csv
 import http.client
 import json
 import os
-import resource
 import shutil
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -33,8 +36,13 @@ from urllib.parse import urlencode
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
+from bench import Quiet, edit_one_title, run_build  # noqa: E402
 from workload import catalogue  # noqa: E402
 from servers import Server  # noqa: E402
+from generator.api.urls import CURRENT, QUERY_DIR  # noqa: E402
+
+SEED, VOCABULARY = 7, 200000  # the catalogues of the national-scale figures (benchmarks/probes.py's)
+EDITED = "middle"  # the row of books.csv whose title the edit changes (bench.EDITED_ROWS)
 
 SETTINGS = """
 max_limit: 100
@@ -47,33 +55,39 @@ filters:
   books: [authors, translators, publishers, categories]
   bookshelf: [user]
 """
-BUILD = """
-import json, sys, time
-from generator.sitebuild import build
-started = time.monotonic()
-summary = build(sys.argv[1], sys.argv[2], background=False)
-print(json.dumps({"seconds": time.monotonic() - started, "files": summary.files, "bytes": summary.bytes,
-                  "phases": summary.phases}))
-"""
 
 
-def timed_build(data: Path, site: Path) -> dict:
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    done = subprocess.run([sys.executable, "-c", BUILD, str(data), str(site)], cwd=ROOT, check=True,
-                          capture_output=True, text=True)
-    result = json.loads(done.stdout.strip().splitlines()[-1])
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    result["rss_mb"] = peak / 1024 if peak > before else None  # (the largest child so far: a lower bound)
-    return result
+def index_inodes(site: Path) -> dict[str, int]:
+    """Each query index file of the published generation, with its inode (a file the next
+    build links from this one keeps it)."""
+    root = (site / CURRENT).resolve()
+    found = {}
+    for directory, _dirs, names in os.walk(root / "api"):
+        if f"/{QUERY_DIR}" in directory:
+            for name in names:
+                path = os.path.join(directory, name)
+                found[os.path.relpath(path, root)] = os.stat(path).st_ino
+    return found
 
 
 def index_bytes(site: Path) -> tuple[int, int]:
-    files = size = 0
-    for directory, _dirs, names in os.walk((site / "current").resolve() / "api"):
-        if "/_query" in directory:
-            files += len(names)
-            size += sum(os.path.getsize(os.path.join(directory, n)) for n in names)
-    return files, size
+    root = (site / CURRENT).resolve()
+    paths = index_inodes(site)
+    return len(paths), sum(os.path.getsize(root / path) for path in paths)
+
+
+def edit(data: Path, site: Path, quiet: Quiet) -> tuple[dict, int]:
+    """One title changed (books.csv's EDITED row) and the site built again: the build, and
+    how many index files it rewrote or took away. books.csv is put back after."""
+    before = index_inodes(site)
+    shutil.copy(data / "books.csv", data / "books.csv.orig")
+    try:
+        edit_one_title(data, EDITED)
+        built = run_build(data, site, quiet)
+    finally:
+        shutil.move(data / "books.csv.orig", data / "books.csv")
+    after = index_inodes(site)
+    return built, sum(1 for path in before.keys() | after.keys() if before.get(path) != after.get(path))
 
 
 def words(data: Path) -> tuple[str, str]:
@@ -158,54 +172,88 @@ def streamed(site: Path, books: int) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--books", type=int, default=100000)
+    parser.add_argument("--vocabulary", type=int, default=VOCABULARY, help="words of the titles and names (0: synth's few hundred)")
+    parser.add_argument("--seed", type=int, default=SEED)
     parser.add_argument("--workdir", type=Path, default=ROOT / "bench-work")
     parser.add_argument("--repeat", type=int, default=15)
     parser.add_argument("--keep", action="store_true", help="keep the built sites")
+    parser.add_argument("--quiet-within", type=float, default=120.0,
+                        help="seconds to wait at most for I/O pressure to settle before each build")
+    parser.add_argument("--no-serve", action="store_true", help="the builds and the edit only")
+    parser.add_argument("--one-site", action="store_true",
+                        help="delete the site without the settings before building the other (a million books' "
+                             "site takes some 20 GB of disk)")
     args = parser.parse_args()
-    plain = catalogue(args.workdir, args.books)
-    data = args.workdir / f"data-{args.books}-query"
-    if not data.exists():
-        shutil.copytree(plain, data)
+    args.workdir = args.workdir.absolute()
+    args.workdir.mkdir(parents=True, exist_ok=True)
+    plain = catalogue(args.workdir, args.books, args.seed, args.vocabulary or None)
+    data = plain.with_name(plain.name + "-query")
+    if not (data / "site.yaml").exists():
+        shutil.copytree(plain, data, dirs_exist_ok=True)
         with (data / "site.yaml").open("a", encoding="utf-8") as f:
             f.write(SETTINGS)
-    # (nothing deleted until both are built: creating files right after deleting many is slower)
-    without = timed_build(plain, args.workdir / f"site-plain-{args.books}")
-    print(streamed(args.workdir / f"site-plain-{args.books}", args.books), flush=True)
-    with_query = timed_build(data, args.workdir / f"site-query-{args.books}")
-    site = args.workdir / f"site-query-{args.books}"
+    quiet = Quiet(most=args.quiet_within)
+    stamp = time.time_ns()  # (fresh sites: one left by an interrupted run would make an incremental build)
+    plain_site, site = (args.workdir / f"site-{kind}-{args.books}-{stamp}" for kind in ("plain", "query"))
+    try:
+        # (nothing deleted until both are built: creating files right after deleting many is slower)
+        without = run_build(plain, plain_site, quiet)
+        if not args.no_serve:
+            print(streamed(plain_site, args.books), flush=True)
+        if args.one_site:
+            shutil.rmtree(plain_site)
+        with_query = run_build(data, site, quiet)
+        report_builds(args.books, without, with_query, site)
+        edited, rewritten = edit(data, site, quiet)
+        print(f"a one-title edit ({EDITED} row of books.csv): {edited['wall']:.1f} s, the query indexes "
+              f"{edited['phases'].get('query indexes', 0):.1f} s, {rewritten} index files rewritten or gone; "
+              f"peak RSS {edited['rss'] / MB:,.0f} MB", flush=True)
+        if not args.no_serve:
+            serve(data, site, args.books, args.repeat)
+    finally:
+        for built in (plain_site, site):
+            if not args.keep:
+                shutil.rmtree(built, ignore_errors=True)
+
+
+MB = 2 ** 20
+
+
+def report_builds(books: int, without: dict, with_query: dict, site: Path) -> None:
     files, size = index_bytes(site)
-    print(f"{args.books:,} books: build {without['seconds']:.1f} s without search/ordering/filters, "
-          f"{with_query['seconds']:.1f} s with ({with_query['seconds'] / without['seconds']:.2f}x; the indexes "
-          f"{with_query['phases'].get('query indexes', 0):.1f} s); peak RSS of the build process "
-          f"{without['rss_mb'] or 0:.0f} / {with_query['rss_mb'] or 0:.0f} MB")
+    print(f"{books:,} books: `catalogue build` {without['wall']:.1f} s without search/ordering/filters, "
+          f"{with_query['wall']:.1f} s with ({with_query['wall'] / without['wall']:.2f}x; the indexes "
+          f"{with_query['phases'].get('query indexes', 0):.1f} s); peak RSS of the build's process tree "
+          f"{without['rss'] / MB:,.0f} / {with_query['rss'] / MB:,.0f} MB (PSS {without['pss'] / MB:,.0f} / "
+          f"{with_query['pss'] / MB:,.0f} MB); processor {without['cpu']:.1f} / {with_query['cpu']:.1f} s")
     print("phases with:", {k: round(v, 1) for k, v in with_query["phases"].items()})
     print("phases without:", {k: round(v, 1) for k, v in without["phases"].items()})
     print(f"query indexes: {files:,} files, {size / 1e6:,.1f} MB ({100 * size / with_query['bytes']:.1f}% of the "
-          f"site's {with_query['bytes'] / 1e6:,.0f} MB)")
+          f"site's {with_query['bytes'] / 1e6:,.0f} MB)", flush=True)
+
+
+def serve(data: Path, site: Path, books: int, repeat: int) -> None:
+    """The probes, timed on the built-in server, with what an edge host reads for each."""
     common, rare = words(data)
     author = prolific(data)
     probes = [("a rare title word", urlencode({"search": rare})),
               ("the most common title word", urlencode({"search": common})),
-              ("ordering by price, deep", f"ordering=-price&offset={args.books // 2}"),
+              ("ordering by price, deep", f"ordering=-price&offset={books // 2}"),
               ("ordering by title then pages", "ordering=title,-pages&limit=12"),
               ("books of the most prolific author", f"authors={author}"),
               ("that, newest first", f"authors={author}&ordering=-created_time")]
-    generation = (site / "current").resolve()
+    generation = (site / CURRENT).resolve()
     server = Server(site)
     try:
         print(f"{'built-in server, one request at a time':<40} {'median':>9} {'p90':>9} {'count':>9} "
               f"{'edge files':>10} {'edge bytes':>12} {'of them indexes':>22}")
         for label, query in probes:
-            median, p90, count = timings(server.port, f"/api/v1/books/?{query}", args.repeat)
+            median, p90, count = timings(server.port, f"/api/v1/books/?{query}", repeat)
             reads, read, index_reads, index_read = edge_reads(generation, "books", query)
             print(f"{label:<40} {median:7.1f}ms {p90:7.1f}ms {count:>9,} {reads:>10} {read / 1e6:>10.2f}MB "
                   f"{index_reads:>8} {index_read / 1e6:>10.2f}MB")
     finally:
         server.stop()
-        for built in (args.workdir / f"site-plain-{args.books}", site):
-            if not args.keep:
-                shutil.rmtree(built, ignore_errors=True)
-
 
 if __name__ == "__main__":
     main()

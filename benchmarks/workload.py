@@ -22,10 +22,12 @@ def user_build(data: Path, out: Path) -> None:
     subprocess.run(build_command(data, out), check=True, stdout=subprocess.DEVNULL)
 
 
-def catalogue(work: Path, books: int) -> Path:
-    """The data directory of the synthetic catalogue of this many books (CSV files)."""
-    data = work / f"data-{books}-seed{SEED}"
+def catalogue(work: Path, books: int, seed: int = SEED, vocabulary: int | None = None) -> Path:
+    """The data directory of the synthetic catalogue of this many books (CSV files), its text
+    from `vocabulary` words by Zipf's law when given."""
+    data = work / (f"data-{books}-seed{seed}" + (f"-v{vocabulary}" if vocabulary else ""))
     if not (data / "site.yaml").exists():
-        subprocess.run([str(CATALOGUE), "synth", str(data), "--books", str(books), "--seed", str(SEED),
-                        "--format", "csv"], check=True, stdout=subprocess.DEVNULL)
+        words = ["--vocabulary", str(vocabulary)] if vocabulary else []
+        subprocess.run([str(CATALOGUE), "synth", str(data), "--books", str(books), "--seed", str(seed),
+                        "--format", "csv", *words], check=True, stdout=subprocess.DEVNULL)
     return data

@@ -10,15 +10,16 @@ little-endian uint32, a block of positions a file.
 """
 from __future__ import annotations
 
-from array import array
 from datetime import datetime, timedelta, timezone
 from decimal import Decimal
 from typing import Any, Sequence
 
+import numpy
+
 from ...catalogue.querying import ORDERING, scalars, sort_kind
 from ...catalogue.resources import BY_NAME, Resource
 from . import common
-from .common import SPACES, Backend, Flush, Reader, Request, need, query_dir, read_u32, u32
+from .common import SPACES, Backend, Flush, Reader, Request, need, query_dir, read_u32
 
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 MICROSECOND = timedelta(microseconds=1)
@@ -121,16 +122,21 @@ def sort_key(kind: str, value: Any) -> Any:
 def write_order(name: str, flush: Flush, field: str, keys: list) -> None:
     distinct = sorted({key for key in keys if key is not None})
     rank_of = {key: rank for rank, key in enumerate(distinct, 1)}
-    ranks = array("I", (0 if key is None else rank_of[key] for key in keys))
+    ranks = numpy.fromiter((0 if key is None else rank_of[key] for key in keys), dtype=numpy.int64, count=len(keys))
     del rank_of, distinct
-    ascending = sorted(range(len(ranks)), key=ranks.__getitem__)  # (a stable sort: ties keep their order)
-    descending = sorted(range(len(ranks)), key=lambda p: -ranks[p])
+    ascending = numpy.argsort(ranks, kind="stable")  # (a stable sort: ties keep their order)
+    descending = numpy.argsort(-ranks, kind="stable")
     block_size = common.BLOCK
     for block in common.blocks(len(ranks)):
         part = slice(block * block_size, (block + 1) * block_size)
-        flush(rank_file(name, field, block), u32(ranks[part]))
-        flush(sorted_file(name, field, False, block), u32(ascending[part]))
-        flush(sorted_file(name, field, True, block), u32(descending[part]))
+        flush(rank_file(name, field, block), _u32(ranks[part]))
+        flush(sorted_file(name, field, False, block), _u32(ascending[part]))
+        flush(sorted_file(name, field, True, block), _u32(descending[part]))
+
+
+def _u32(values: numpy.ndarray) -> bytes:
+    """common.u32's bytes (little-endian uint32s) of a vector."""
+    return values.astype("<u4").tobytes()
 
 
 class Whole:

@@ -53,7 +53,7 @@ Keys. Every fact is an entry under a key: one kind letter then a string.
 - `P` + c + y + u: c the last character of such a run, y the token after it and u the run
   after y ("" at the end): a word w after one white space character c is in a value iff
   the keys starting with "P" + c + w hold it; with white space t after it, "P" + c + w +
-  t. (Both written by _PairKeys.)
+  t. (Both written by _pair_entries.)
 Keys sort by their UTF-8 bytes (that is, by code point).
 
 Postings (the records of one key in one field), a *set*:
@@ -133,12 +133,16 @@ from __future__ import annotations
 
 import bisect
 import itertools
+import multiprocessing
 import operator
 import re
 import zlib
 from array import array
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field as dataclass_field
 from typing import Callable, Iterable, NamedTuple, Sequence
+
+import numpy
 
 from ...catalogue.querying import NORMALISE, SEARCH, SearchField, search_field
 from .common import SPACES, Flush, Missing, Reader, Request, fold, query_dir, related_records
@@ -161,6 +165,8 @@ WHITE = re.compile(f"([{re.escape(SPACES)}]+)")  # a run of white space (what st
 LIST, BITMAP = 0, 1
 INLINE, FILE = 0, 1
 LOW = 0xFFFF
+PARALLEL_MIN = 4096  # sets to encode for which the writer uses more than one process
+VECTOR_MIN = 64  # positions of a set the writer encodes with vector operations (fewer: a loop is quicker)
 
 
 # ---- numbers ------------------------------------------------------------------------
@@ -248,6 +254,11 @@ def _text(value) -> str:
 
 def encode_set(positions: Sequence[int], count: int, out: bytearray) -> None:
     """Sorted distinct positions (of `count` records) as a set, the smaller form."""
+    if len(positions) > VECTOR_MIN:
+        _encode_long_set(numpy.asarray(positions, dtype=numpy.uint32), count, out)
+        return
+    if positions.__class__ is numpy.ndarray:
+        positions = positions.tolist()
     listed = 2 * len(positions) + 8 * (-(-(positions[-1] + 1) // 65536) if positions else 0)
     if (count + 7) // 8 < listed:
         bitmap = bytearray((count + 7) // 8)
@@ -275,6 +286,27 @@ def encode_set(positions: Sequence[int], count: int, out: bytearray) -> None:
     if _BIG_ENDIAN:
         lows.byteswap()
     out += lows.tobytes()
+
+
+def _encode_long_set(positions: numpy.ndarray, count: int, out: bytearray) -> None:
+    """encode_set's bytes of a long set, a vector operation a step (a common letter's set
+    holds most of a million records)."""
+    highs = positions >> 16
+    groups = numpy.flatnonzero(numpy.diff(highs)) + 1
+    if (count + 7) // 8 < 2 * len(positions) + 8 * (int(highs[-1]) + 1):
+        present = numpy.zeros((count + 7) // 8 * 8, dtype=bool)
+        present[positions] = True
+        put_varint(out, BITMAP)
+        out += numpy.packbits(present, bitorder="little").tobytes()
+        return
+    put_varint(out, LIST)
+    starts = numpy.concatenate(([0], groups))
+    sizes = numpy.diff(numpy.concatenate((starts, [len(positions)])))
+    put_varint(out, len(starts))
+    for high, size in zip(highs[starts].tolist(), sizes.tolist()):
+        put_varint(out, high)
+        put_varint(out, size)
+    out += (positions & LOW).astype("<u2").tobytes()
 
 
 def decode_set(data: bytes, at: int, count: int) -> tuple[list[int], int]:
@@ -316,18 +348,26 @@ def encode_postings(codes: Sequence[int], relation: bool, count: int) -> tuple[b
     if not relation:
         encode_set(codes, count, out)
         return bytes(out), len(codes)
-    records = array("I", map(operator.rshift, codes, itertools.repeat(ELEMENT_BITS)))
-    elements = array("H", map(operator.and_, codes, itertools.repeat(ELEMENT_MASK)))
-    if not any(elements):
-        put_varint(out, 1)
-        encode_set(records, count, out)
-        return bytes(out), len(records)
-    top = max(elements)
+    if len(codes) > VECTOR_MIN:
+        coded = numpy.asarray(codes, dtype=numpy.uint64)
+        records = (coded >> ELEMENT_BITS).astype(numpy.uint32)
+        elements = (coded & ELEMENT_MASK).astype(numpy.uint16)
+        distinct = 1 + int(numpy.count_nonzero(numpy.diff(records)))
+        top = int(elements.max())
+    else:
+        records = array("I", map(operator.rshift, codes, itertools.repeat(ELEMENT_BITS)))
+        elements = array("H", map(operator.and_, codes, itertools.repeat(ELEMENT_MASK)))
+        distinct = len(dict.fromkeys(records))
+        top = max(elements)
     put_varint(out, top + 1)
+    if not top:
+        encode_set(records, count, out)
+        return bytes(out), distinct
     for element in range(top + 1):
-        encode_set(array("I", itertools.compress(records, map(operator.eq, elements, itertools.repeat(element)))),
+        encode_set(records[elements == element] if records.__class__ is numpy.ndarray else
+                   array("I", itertools.compress(records, map(operator.eq, elements, itertools.repeat(element)))),
                    count, out)
-    return bytes(out), len(dict.fromkeys(records))
+    return bytes(out), distinct
 
 
 @dataclass
@@ -375,6 +415,7 @@ class _Column:
         self.tokens: dict[str, "int | array"] = {}
         self.heads: dict[str, "int | array"] = {}
         self.wholes: dict[str, "int | array"] = {}
+        self.pairs: dict[str, "int | array"] = {}  # (adjacent_pairs(): a contains column's)
 
     def add(self, first: int, run: list[list[str | None]]) -> None:
         """The values of a run of records from `first` (tight loops: a million records pass here)."""
@@ -390,11 +431,30 @@ class _Column:
         kind = self.any.typecode
         if "contains" in self.lookups:
             self._post(self.tokens, [(code, token) for code, value in coded for token in set(value.split())], kind)
+            self._post(self.pairs, [(code, pair) for code, value in coded for pair in adjacent_pairs(value)], kind)
         if "startswith" in self.lookups:
             self._post(self.heads, [(code, value.split(None, 1)[0]) for code, value in coded
                                     if value and not value[0].isspace()], kind)
         if "exact" in self.lookups:
             self._post(self.wholes, [(code, value) for code, value in coded], kind)
+
+    def merge(self, later: "_Column") -> None:
+        """The column of the run of records that follows this one's, taken in."""
+        self.any.extend(later.any)
+        kind = self.any.typecode
+        for keys, more in ((self.tokens, later.tokens), (self.heads, later.heads), (self.wholes, later.wholes),
+                           (self.pairs, later.pairs)):
+            for key, codes in more.items():
+                held = keys.get(key)
+                if held is None:
+                    keys[key] = codes
+                    continue
+                if held.__class__ is int:
+                    held = keys[key] = array(kind, (held,))
+                if codes.__class__ is int:
+                    held.append(codes)
+                else:
+                    held.extend(codes)
 
     @staticmethod
     def _post(keys: dict, coded: list[tuple[int, str]], kind: str) -> None:
@@ -409,51 +469,71 @@ class _Column:
 
 
 class TermIndexWriter:
-    """A collection's term index made from its records' folded values, given in order;
-    `finish` hands each file to `flush(path, bytes)` (paths relative to the index's
-    directory: the caller writes a file only where its bytes changed)."""
+    """A collection's term index made from its records' folded values, given in order from
+    the record at `first`; `finish` hands each file to `flush(path, bytes)` (paths relative
+    to the index's directory: the caller writes a file only where its bytes changed). A run
+    of records may be read by a writer of its own (elsewhere: another process), whose
+    `columns` the collection's writer takes in (`merge`), runs in order."""
 
-    def __init__(self, specs: Sequence[str], record_count: int, inline_max: int = INLINE_MAX) -> None:
+    def __init__(self, specs: Sequence[str], record_count: int, inline_max: int = INLINE_MAX, first: int = 0) -> None:
         self.fields = index_fields(specs)
         self.count, self.inline_max = record_count, inline_max
         self.columns: dict[str, _Column] = {}
         for field in self.fields:
             self.columns.setdefault(field.column, _Column(field.relation is not None)).lookups.add(field.lookup)
         self.readers = readers(self.fields)
-        self.pairs = _PairKeys(self.fields)
-        self.added = 0
+        self.first = self.added = first
 
     def add(self, first: int, run: dict[str, list[list[str | None]]]) -> None:
         """A run of records from `first` (runs come in order): by column, each record's
         folded values (as column_values gives them, folded)."""
-        if first != self.added:
-            raise ValueError(f"records from {first} given after {self.added} records")
+        self._next(first)
         for name, column in self.columns.items():
             column.add(first, run[name])
-        self.pairs.add(first, run)
         self.added += len(next(iter(run.values()), []))
 
     def add_documents(self, first: int, documents: list[dict], fold: Callable[[str], str]) -> None:
         """A run of records from their documents (api/render's), their values folded by `fold`."""
         self.add(first, {column: run_values(documents, field, fold) for column, field in self.readers.items()})
 
-    def finish(self, flush: Flush) -> None:
+    def merge(self, first: int, stop: int, columns: dict[str, _Column]) -> None:
+        """Records first..stop, read by another writer (its `columns`)."""
+        self._next(first)
+        for name, column in self.columns.items():
+            column.merge(columns[name])
+        self.added = stop
+
+    def _next(self, first: int) -> None:
+        if first != self.added:
+            raise ValueError(f"records from {first} given after {self.added} records")
+
+    def finish(self, flush: Flush, processes: int = 1) -> None:
+        """Every file, to `flush`: the sets encoded by `processes` processes, then put in
+        leaves and postings files in key order."""
         entries = self._entries()
-        keys = sorted(entries)
+        entries.sort(key=_key_of)  # (stable: a key's fields stay in their order)
+        self._encode_sets(entries, processes)
         leaves: list[tuple[bytes, int]] = []
         leaf_names: set[int] = set()
         chunks = _Chunks(flush)
         out, previous, first, held = bytearray(), b"", None, 0
         mask = (1 << LEAF_BITS) - 1
-        for key in keys:
+        at, size = 0, len(entries)
+        while at < size:
+            key = entries[at][0]
+            stop = at + 1
+            while stop < size and entries[stop][0] == key:
+                stop += 1
             encoded = key.encode()
             if first is None:
                 first, previous = encoded, b""
             _put_key(out, previous, encoded)
             previous = encoded
-            self._put_entry(out, encoded, entries[key], chunks)
+            self._put_entry(out, encoded, entries[at:stop], chunks)
+            entries[at:stop] = [None] * (stop - at)  # (its codes, united for it, go now)
             held += 1
-            if zlib.crc32(encoded) & mask == 0 or key is keys[-1]:
+            at = stop
+            if zlib.crc32(encoded) & mask == 0 or at == size:
                 name = _name(leaf_names, first)
                 body = bytearray(LEAF_MAGIC)
                 put_varint(body, held)
@@ -479,18 +559,20 @@ class TermIndexWriter:
             previous = first
         return bytes(out)
 
-    def _put_entry(self, out: bytearray, key: bytes, by_field: dict[int, "int | array"], chunks: "_Chunks") -> None:
+    def _put_entry(self, out: bytearray, key: bytes, by_field: list[tuple], chunks: "_Chunks") -> None:
+        """A key's entry: `by_field`, its (key, field number, codes) in field order, the codes
+        of a key several keys make (a suffix's, a letter's) a list of theirs, united here."""
         put_varint(out, len(by_field))
-        for number in sorted(by_field):
-            codes = by_field[number]
-            if codes.__class__ is int and self.fields[number].relation is None and self.inline_max >= 8:
-                # (most keys: one record)
-                put_varint(out, number)
-                body = _ONE_SET + _varint(codes >> 16) + b"\x01" + (codes & LOW).to_bytes(2, "little")
-                out += bytes((1, INLINE, len(body))) + body
-                continue
-            data, records = encode_postings([codes] if codes.__class__ is int else codes,
-                                            self.fields[number].relation is not None, self.count)
+        for _, number, codes in by_field:
+            if codes.__class__ is int:  # (most keys: one record)
+                body = _one_set(codes, self.fields[number].relation is not None)
+                if len(body) <= self.inline_max:
+                    put_varint(out, number)
+                    out += bytes((1, INLINE, len(body))) + body
+                    continue
+                data, records = self._encode(number, codes)
+            else:
+                data, records = codes
             put_varint(out, number)
             put_varint(out, records.bit_length())
             if len(data) <= self.inline_max:
@@ -505,78 +587,81 @@ class TermIndexWriter:
                 put_varint(out, name)
                 put_varint(out, ordinal)
 
-    def _entries(self) -> dict[str, dict[int, "int | array"]]:
-        """Every key's codes, by field number."""
-        entries: dict[str, dict[int, "int | array"]] = {}
+    def _encode_sets(self, entries: list[tuple], processes: int) -> None:
+        """The sets of the entries of more than one code, encoded (by `processes`
+        processes, each every processes-th of them, forked: they read the entries where
+        they are), each entry's codes replaced by (its set's bytes, its records)."""
+        todo = [at for at, (_, _, codes) in enumerate(entries) if codes.__class__ is not int]
+        shares = [todo[k::processes] for k in range(processes)] if len(todo) >= PARALLEL_MIN else [todo]
+        global _FORKED
+        _FORKED = (self, entries)
+        try:
+            if len(shares) > 1:
+                with ProcessPoolExecutor(len(shares) - 1, mp_context=multiprocessing.get_context("fork")) as pool:
+                    others = pool.map(_encode_share, shares[1:])
+                    done = [_encode_share(shares[0]), *others]
+            else:
+                done = [_encode_share(shares[0])]
+        finally:
+            _FORKED = None
+        for share, sets in zip(shares, done):
+            for at, encoded in zip(share, sets):
+                key, number, _ = entries[at]
+                entries[at] = (key, number, encoded)
 
-        def put(key: str, number: int, codes) -> None:
-            entries.setdefault(key, {})[number] = codes
+    def _encode(self, number: int, codes: "int | array | list") -> tuple[bytes, int]:
+        """A field's set of a key's codes (a list of several keys' codes: their union),
+        and how many records it holds."""
+        if codes.__class__ is list:
+            codes = _union(codes)
+        return encode_postings([codes] if codes.__class__ is int else codes, self.fields[number].relation is not None,
+                               self.count)
 
+    def _entries(self) -> list[tuple[str, int, "int | array | list"]]:
+        """Every key's codes in each field, (key, field number, codes), by field: a key
+        several keys make (a suffix, a letter) has the list of their codes, united only
+        when it is written (so that a few of those unions are held at once, not all)."""
+        entries: list[tuple[str, int, "int | array | list"]] = []
         for number, field in enumerate(self.fields):
             column = self.columns[field.column]
             if field.lookup == "exact":
-                for value, codes in column.wholes.items():
-                    put(EXACT + value, number, codes)
+                entries.extend([(EXACT + value, number, codes) for value, codes in column.wholes.items()])
                 continue
             if column.any:
-                put(ANY, number, column.any)
+                entries.append((ANY, number, column.any))
+            grams: dict[str, list] = {}
             if field.lookup == "contains":
                 suffixes: dict[str, list] = {}
-                grams: dict[str, list] = {}
                 for token, codes in column.tokens.items():
                     for start in range(len(token) - MIN_SUFFIX + 1):
-                        suffixes.setdefault(token[start:], []).append(codes)
+                        _gather(suffixes, token[start:], codes)
                     for gram in _grams(token):
-                        grams.setdefault(gram, []).append(codes)
-                for suffix, held in suffixes.items():
-                    put(SUFFIX + suffix, number, _union(held, column.any.typecode))
+                        _gather(grams, gram, codes)
+                entries.extend([(SUFFIX + suffix, number, held) for suffix, held in suffixes.items()])
+                del suffixes
+                entries.extend(_pair_entries(column.pairs, number))
             else:
-                grams = {}
                 for head, codes in column.heads.items():
-                    put(HEAD + head, number, codes)
-                    for size in range(1, GRAM_MAX + 1):
-                        if len(head) >= size:
-                            grams.setdefault(head[:size], []).append(codes)
-            for gram, held in grams.items():
-                put(GRAM + gram, number, _union(held, column.any.typecode))
-        self.pairs.put(put)
+                    entries.append((HEAD + head, number, codes))
+                    for size in range(1, min(GRAM_MAX, len(head)) + 1):
+                        _gather(grams, head[:size], codes)
+            entries.extend([(GRAM + gram, number, held) for gram, held in grams.items()])
         return entries
 
 
-class _PairKeys:
-    """The `P` keys of the `contains` fields (the module's docstring): for every run of
-    white space in a value, each suffix of the token before it, the run and the token after
-    it; and the run's last character, the token after it and the run after that.
-    Self-contained: the writer feeds it each run (`add`) and asks for its keys with the rest
-    (`put`)."""
-
-    def __init__(self, fields: list[SearchField]) -> None:
-        self.fields = [(number, field) for number, field in enumerate(fields) if field.lookup == "contains"]
-        self.relation = {field.column: field.relation is not None for _, field in self.fields}
-        self.pairs: dict[str, dict[str, "int | array"]] = {column: {} for column in self.relation}
-
-    def add(self, first: int, run: dict[str, list[list[str | None]]]) -> None:
-        for column, pairs in self.pairs.items():
-            relation = self.relation[column]
-            for position, values in enumerate(run[column], first):
-                for element, value in enumerate(values):
-                    found = adjacent_pairs(value) if value is not None else ()
-                    if found:
-                        code = position << ELEMENT_BITS | element if relation else position
-                        _Column._post(pairs, [(code, pair) for pair in found], "Q" if relation else "I")
-
-    def put(self, put: Callable[[str, int, "int | array"], None]) -> None:
-        for number, field in self.fields:
-            keys: dict[str, list] = {}
-            for pair, codes in self.pairs[field.column].items():
-                left, white, right, *after = WHITE.split(pair)
-                for start in range(len(left)):
-                    keys.setdefault(PAIR + left[start:] + white + right, []).append(codes)
-                if right:
-                    keys.setdefault(PAIR + white[-1] + right + "".join(after), []).append(codes)
-            typecode = "Q" if self.relation[field.column] else "I"
-            for key, held in keys.items():
-                put(key, number, _union(held, typecode))
+def _pair_entries(pairs: dict[str, "int | array"], number: int) -> list[tuple[str, int, "int | array | list"]]:
+    """The `P` keys of a `contains` field (the module's docstring) from its column's adjacent
+    pairs: for every run of white space in a value, each suffix of the token before it, the
+    run and the token after it; and the run's last character, the token after it and the run
+    after that."""
+    keys: dict[str, "int | array | list"] = {}
+    for pair, codes in pairs.items():
+        left, white, right, *after = WHITE.split(pair)
+        for start in range(len(left)):
+            _gather(keys, PAIR + left[start:] + white + right, codes)
+        if right:
+            _gather(keys, PAIR + white[-1] + right + "".join(after), codes)
+    return [(key, number, held) for key, held in keys.items()]
 
 
 def adjacent_pairs(value: str) -> set[str]:
@@ -587,7 +672,42 @@ def adjacent_pairs(value: str) -> set[str]:
     return {"".join(parts[at:at + 4]) for at in range(0, len(parts) - 2, 2) if parts[at] or parts[at + 2]}
 
 
+_FORKED: "tuple[TermIndexWriter, list[tuple]] | None" = None  # (what _encode_sets' processes read)
+
+
+def _encode_share(share: list[int]) -> list[tuple[bytes, int]]:
+    writer, entries = _FORKED
+    return [writer._encode(entries[at][1], entries[at][2]) for at in share]
+
+
+def _key_of(entry: tuple) -> str:
+    return entry[0]
+
+
+def _gather(keys: dict, key: str, codes: "int | array") -> None:
+    """A key's codes, or (a key given the codes of several) the list of them."""
+    held = keys.get(key)
+    if held is None:
+        keys[key] = codes
+    elif held.__class__ is list:
+        held.append(codes)
+    else:
+        keys[key] = [held, codes]
+
+
+def _one_set(code: int, relation: bool) -> bytes:
+    """The postings of one code: a set of one record (in a relation field, at its element:
+    an empty set at each element before it)."""
+    position = code >> ELEMENT_BITS if relation else code
+    one = _ONE_SET + _varint(position >> 16) + b"\x01" + (position & LOW).to_bytes(2, "little")
+    if not relation:
+        return one
+    element = code & ELEMENT_MASK
+    return bytes(_varint(element + 1)) + _EMPTY_SET * element + one
+
+
 _ONE_SET = bytes((LIST, 1))  # (a set of one record: its form, one group)
+_EMPTY_SET = bytes((LIST, 0))
 
 
 class _Chunks:
@@ -639,17 +759,22 @@ def _grams(token: str) -> set[str]:
     return found
 
 
-def _union(held: list, typecode: str) -> "int | array":
+def _union(held: list) -> "list[int] | numpy.ndarray":
     """The codes of several keys together, sorted, each once."""
-    if len(held) == 1:
-        return held[0]
-    joined: set[int] = set()
-    for codes in held:
-        if codes.__class__ is int:
-            joined.add(codes)
-        else:
-            joined.update(codes)
-    return array(typecode, sorted(joined))
+    if sum(1 if codes.__class__ is int else len(codes) for codes in held) <= VECTOR_MIN:
+        joined: set[int] = set()
+        for codes in held:
+            if codes.__class__ is int:
+                joined.add(codes)
+            else:
+                joined.update(codes)
+        return sorted(joined)
+    ones = [codes for codes in held if codes.__class__ is int]
+    runs = [numpy.frombuffer(codes, dtype=_DTYPES[codes.typecode]) for codes in held if codes.__class__ is not int]
+    return numpy.unique(numpy.concatenate([numpy.array(ones, dtype=numpy.uint64), *runs]))
+
+
+_DTYPES = {"I": numpy.uint32, "Q": numpy.uint64}
 
 
 def _put_key(out: bytearray, previous: bytes, key: bytes) -> None:
@@ -1096,33 +1221,31 @@ def readers(fields: Iterable[SearchField]) -> dict[str, SearchField]:
 
 
 class Indexer:
-    """A run of records' folded values in the search columns, given a page at a time in
-    order from the record at `first`; `close()` gives them (picklable) to `finish`."""
+    """A run of records' keys, read a page at a time in order from the record at `first`
+    (in a process of the run's own: its values are split into keys there); `close()` gives
+    them (picklable) to `finish`."""
 
     def __init__(self, name: str, query: dict, first: int) -> None:
-        self.first, self.normalise = first, query.get(NORMALISE)
-        self.readers = readers(index_fields(query[SEARCH][name]))
-        self.values: dict[str, list[list[str | None]]] = {column: [] for column in self.readers}
+        self.normalise = query.get(NORMALISE)
+        self.writer = TermIndexWriter(query[SEARCH][name], 0, first=first)
 
     def add(self, documents: list[dict]) -> None:
-        for column, field in self.readers.items():
-            self.values[column].extend(run_values(documents, field, self.fold))
+        self.writer.add_documents(self.writer.added, documents, self.fold)
 
     def fold(self, text: str) -> str:
         return fold(text, self.normalise)
 
-    def close(self) -> tuple[int, dict[str, list[list[str | None]]]]:
-        return self.first, self.values
+    def close(self) -> tuple[int, int, dict[str, _Column]]:
+        return self.writer.first, self.writer.added, self.writer.columns
 
 
-def finish(name: str, query: dict, flush: Flush, parts: list[tuple[int, dict[str, list[list[str | None]]]]]) -> None:
-    """The collection's term index, from its runs' values in order."""
-    count = sum(len(next(iter(values.values()))) for _, values in parts)
-    writer = TermIndexWriter(query[SEARCH][name], count, INLINE_MAX)
-    for first, values in parts:
-        writer.add(first, values)
+def finish(name: str, query: dict, flush: Flush, parts: list[tuple[int, int, dict[str, _Column]]]) -> None:
+    """The collection's term index, from its runs' keys in order."""
+    writer = TermIndexWriter(query[SEARCH][name], parts[-1][1], INLINE_MAX)
+    for first, stop, columns in parts:
+        writer.merge(first, stop, columns)
     folder = index_dir(name)
-    writer.finish(lambda path, data: flush(f"{folder}/{path}", data))
+    writer.finish(lambda path, data: flush(f"{folder}/{path}", data), processes=len(parts))
 
 
 def searched(request: Request, terms: list[str]) -> set[int]:

@@ -211,3 +211,33 @@ def test_an_edit_rewrites_few_files(tmp_path):
 def test_an_empty_collection():
     built = Built([], SPECS)
     assert built.search(["x"]).positions == [] and built.search([""]).positions == []
+
+
+def test_runs_merged_and_sets_encoded_by_processes_give_the_same_files(catalogue, monkeypatch):
+    """The build's way (runs of records read by writers of their own, merged; the sets
+    encoded by two processes, every set with vector operations) writes the bytes of one
+    writer given every record, its sets encoded in a loop."""
+    specs = SPECS
+    whole = Built(catalogue, specs).files
+    monkeypatch.setattr(ti, "VECTOR_MIN", 0)
+    monkeypatch.setattr(ti, "PARALLEL_MIN", 1)
+    writer = ti.TermIndexWriter(specs, len(catalogue))
+    for first, stop in ((0, 100), (100, 101), (101, len(catalogue))):
+        run = ti.TermIndexWriter(specs, 0, first=first)
+        run.add_documents(first, catalogue[first:stop], str.lower)
+        writer.merge(first, run.added, run.columns)
+    files: dict[str, bytes] = {}
+    forms = []
+    encode = ti._encode_long_set
+
+    def noted(positions, count, out):
+        start = len(out)
+        encode(positions, count, out)
+        forms.append(out[start] == ti.BITMAP)
+    monkeypatch.setattr(ti, "_encode_long_set", noted)
+    writer.finish(files.__setitem__, processes=1)
+    assert files == whole
+    assert any(forms) and not all(forms)  # (both forms made with vector operations)
+    files.clear()
+    writer.finish(files.__setitem__, processes=2)
+    assert files == whole
