@@ -38,6 +38,7 @@ import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -276,7 +277,8 @@ class Plan:
     changed: list[str]
     gone: list[str]
     compared: Comparison | None
-    later: list[str] = field(default_factory=list)  # the blocks of pages whose only change is the count
+    later: list[str] = field(default_factory=list)  # of `changed`, the pages whose only change is the count
+    # (known once the details are up: carry_out)
 
     def invalidate(self) -> list[str]:
         """The URL paths a CDN in front must forget once this deploy is done."""
@@ -305,16 +307,14 @@ def plan(client, site: Path, target: Target, endpoint: str | None, check: bool =
             held = record.held()
             gone = sorted(path for directory in held.keys() - kept for path in held[directory] if path not in now)
             compared = None
-            later = counted_only(root, changed, record.bodies)
-            changed = [path for path in changed if path not in later]
         else:
             now, links, _ = scan(root)
             compared = compare(root, now, listing(client, target), reason, force)
-            changed, gone, later = sorted(compared.missing + compared.different), compared.extra, set()
+            changed, gone = sorted(compared.missing + compared.different), compared.extra
     except BaseException:
         record.close()
         raise
-    return Plan(target, info, root, now, links, record, found, changed, gone, compared, sorted(later))
+    return Plan(target, info, root, now, links, record, found, changed, gone, compared)
 
 
 def counted_only(root: Path, changed: list[str], bodies: dict[str, str]) -> set[str]:
@@ -324,8 +324,13 @@ def counted_only(root: Path, changed: list[str], bodies: dict[str, str]) -> set[
     Such a page holds the same records at the same bytes as before, so a reader who reads it
     beside newer files (the page index a page is put together from, the pages holding the new
     record) reads a consistent answer, one count behind: they may go up after the rest."""
-    later = {path for path in changed if path in bodies and is_page(path)
-             and body_digest(path, (root / path).read_bytes()) == bodies[path]}
+    candidates = [path for path in changed if path in bodies and is_page(path)]
+
+    def same(path: str) -> bool:
+        return body_digest(path, (root / path).read_bytes()) == bodies[path]
+
+    with ThreadPoolExecutor(WORKERS) as pool:  # (reads and digests let go of the GIL)
+        later = {path for path, kept in zip(candidates, pool.map(same, candidates)) if kept}
     return later | {f"{path}.gz" for path in later if f"{path}.gz" in changed}
 
 
@@ -350,21 +355,27 @@ class Stopped(Exception):
 
 def carry_out(client, plan: Plan, progress: Callable[[str], None], stop: threading.Event | None = None,
               between: Callable[[], None] | None = None) -> Report:
-    """Upload what changed (in stages a reader never catches half-way), then (after
-    `between()`) the pages whose only change is the count, then delete what is gone, each
-    step journalled; then the record of the finished deploy. Once `stop` is set, no upload
-    starts (Stopped)."""
+    """Upload what changed (in stages a reader never catches half-way): the details first,
+    then, the pages whose only change is the count set apart (plan.later), the rest; then
+    (after `between()`) those pages; then delete what is gone, each step journalled; then
+    the record of the finished deploy. Once `stop` is set, no upload starts (Stopped)."""
     target, record = plan.target, plan.record
     try:
         fresh = None
-        if plan.changed or plan.later or plan.gone or plan.found is None:  # (before the first change: see above)
+        if plan.changed or plan.gone or plan.found is None:  # (before the first change: see above)
             fresh = put_marker(client, target)
             if plan.compared is None:
                 record.claim(fresh)  # (interrupted, it goes on from its record; a listing one lists again)
-        for paths in (plan.changed, plan.later):
-            upload_all(client, target, plan.root, plan.now, paths, plan.info.cache_control, record, progress, stop)
-            if between is not None and paths is plan.changed:
-                between()
+        upload = partial(upload_all, client, target, plan.root, plan.now, cache_control=plan.info.cache_control,
+                         record=record, progress=progress, stop=stop)
+        upload([path for path in plan.changed if stage(path) == 0])  # (the new records: no wait for the rest)
+        if plan.compared is None:
+            later = counted_only(plan.root, plan.changed, record.bodies)
+            plan.changed, plan.later = [path for path in plan.changed if path not in later], sorted(later)
+        upload([path for path in plan.changed if stage(path) > 0])
+        if between is not None:
+            between()
+        upload(plan.later)
         delete_all(client, target, plan.gone, record)
     finally:
         record.close()

@@ -109,6 +109,7 @@ class Publisher:
         self._attempt = threading.Lock()  # held while an attempt runs
         self._give_up = threading.Event()  # (for the attempt under way: a newer generation is published)
         self._later = False  # the attempt under way uploads the pages whose count alone changed
+        self._building = False  # a rebuild is under way (rebuilding() until rebuilt())
         self._lock = threading.Lock()  # the status
         self._stopping = threading.Event()
         self._failures = 0
@@ -130,7 +131,9 @@ class Publisher:
     def rebuilding(self) -> None:
         """A rebuild starts: the pages whose count alone changed stop going up (their uploads
         would slow the rebuild down), and go on from the generation it publishes (rebuilt()),
-        or after HOLD seconds when it publishes none."""
+        or after HOLD seconds when it publishes none. (They wait too when they come to go
+        up while it runs.)"""
+        self._building = True
         if self._later:
             self._give_up.set()
 
@@ -141,6 +144,7 @@ class Publisher:
         self._give_up.set()
         with self._attempt:
             self._give_up.clear()
+            self._building = False
         self._pending(now)
         self._wanted.set()
 
@@ -175,6 +179,7 @@ class Publisher:
                     self._publish()
             except deploy.Stopped:  # (rebuilt() wants the newer generation published: at once)
                 if not self._wanted.wait(HOLD):  # (stopped by rebuilding(), and no rebuilt() came)
+                    self._building = False
                     self._give_up.clear()
                     self._wanted.set()
                 continue
@@ -200,17 +205,24 @@ class Publisher:
             since = self._since or time.time()
         s3 = client("s3", self.endpoint)
         plan = deploy.plan(s3, self.site, self.target, self.endpoint, record=self._record)
+        log.info("generation %s: %d files to upload, %d to delete; planned in %.2f s", plan.root.name,
+                 len(plan.changed), len(plan.gone), time.monotonic() - started)
         self._record = plan.record  # (true in memory as on disk: each upload is known as it is journalled)
         self.pending.add(cached(plan.changed), since)
         invalidations: list[str] = []
 
         def forget(paths: list[str]) -> None:  # (what the uploads so far changed; then what is left to upload)
+            if paths:
+                log.info("generation %s: up but %d pages whose count alone changed, %.2f s after the attempt began",
+                         plan.root.name, len(plan.later), time.monotonic() - started)
             if self.distribution and self.pending.paths:
                 invalidations.append(invalidate(client("cloudfront"), self.distribution, sorted(self.pending.paths),
                                                 self.pending.reference))
             self.pending.done()
             self.pending.add(cached(paths), since)
             self._later = bool(paths)
+            if self._later and self._building:
+                self._give_up.set()
 
         try:
             report = deploy.carry_out(s3, plan, log.info, self._give_up,

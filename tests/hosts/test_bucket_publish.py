@@ -200,9 +200,11 @@ def test_the_pages_whose_count_alone_changed_follow_and_wait_for_a_rebuild(tmp_p
         stack.stop()
 
 
-def test_a_rebuild_that_starts_stops_the_pages_whose_count_alone_changed(tmp_path, aws, moto_port, monkeypatch):
+@pytest.mark.parametrize("when", ["while they go up", "before they go up"])
+def test_a_rebuild_that_starts_stops_the_pages_whose_count_alone_changed(tmp_path, aws, moto_port, monkeypatch, when):
     """They wait for the generation the rebuild publishes (their uploads would slow it down),
-    or, when it publishes none, HOLD seconds."""
+    or, when it publishes none, HOLD seconds: whether it starts while they go up, or before
+    (while the new record's files go up)."""
     monkeypatch.setattr(publish, "HOLD", 3.0)
     synth.write(tmp_path / "data", 1200, seed=3)  # (300 users: 25 pages of 12)
     site = tmp_path / "site"
@@ -218,7 +220,7 @@ def test_a_rebuild_that_starts_stops_the_pages_whose_count_alone_changed(tmp_pat
             f.write("0f000000-0000-4000-8000-000000000001,tazeh.karbar,نام,,,1,2,false\n")
         compose.build(tmp_path / "data", site)
         aws.changes.clear()
-        aws.hold_at("/user/pages/12/0/0.json")  # (a page whose count alone changed, and all after it)
+        aws.hold_at("/user/pages/12/0/0.json" if when == "while they go up" else ".json")
         publisher.rebuilt()
         assert aws.holding.wait(WAIT)
         publisher.rebuilding()
