@@ -199,7 +199,8 @@ class Publisher:
                 pause = BACKOFF
 
     def _publish(self) -> None:
-        """One attempt: deploy the published generation, then the invalidation."""
+        """One attempt: deploy the published generation; an invalidation once all but the
+        pages whose count alone changed are up, another once those are."""
         started = time.monotonic()
         with self._lock:
             since = self._since or time.time()

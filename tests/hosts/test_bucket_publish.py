@@ -205,7 +205,7 @@ def test_a_rebuild_that_starts_stops_the_pages_whose_count_alone_changed(tmp_pat
     """They wait for the generation the rebuild publishes (their uploads would slow it down),
     or, when it publishes none, HOLD seconds: whether it starts while they go up, or before
     (while the new record's files go up)."""
-    monkeypatch.setattr(publish, "HOLD", 3.0)
+    monkeypatch.setattr(publish, "HOLD", 5.0)
     synth.write(tmp_path / "data", 1200, seed=3)  # (300 users: 25 pages of 12)
     site = tmp_path / "site"
     compose.build(tmp_path / "data", site)
@@ -225,15 +225,23 @@ def test_a_rebuild_that_starts_stops_the_pages_whose_count_alone_changed(tmp_pat
         assert aws.holding.wait(WAIT)
         publisher.rebuilding()
         aws.release()
-        time.sleep(1)  # (the uploads under way end; no other starts)
-        stopped = len(aws.changes)
-        time.sleep(1)
-        assert len(aws.changes) == stopped and publisher.status()["pending"]
+        stopped = settled(aws)  # (the uploads under way end; no other starts)
+        assert publisher.status()["pending"] and objects(s3, bucket) != published(site)
         wait_until(lambda: not publisher.status()["pending"])  # (HOLD passed, no rebuilt(): it goes on)
-        files = published(site)
-        assert objects(s3, bucket) == files and len(aws.changes) > stopped + 60
+        assert objects(s3, bucket) == published(site) and len(aws.changes) > stopped + 60
     finally:
         publisher.stop()
+
+
+def settled(endpoint: Endpoint) -> int:
+    """Once the endpoint has passed on no change for a second: how many it has."""
+    deadline = time.monotonic() + WAIT
+    while True:
+        seen = len(endpoint.changes)
+        time.sleep(1)
+        if len(endpoint.changes) == seen:
+            return seen
+        assert time.monotonic() < deadline
 
 
 def wait_until(done) -> None:
