@@ -14,10 +14,10 @@ generations), so a deploy stats the tree and compares each file with what the la
 deploy to the same target recorded (`<site>/.deploy/`). New and changed files go up
 first, in stages a reader never catches half-way (details, then the pages that link to
 them with their indexes, then the skeleton that names both: stage()); then the pages
-whose only change is the collection's count (a record added at the end changes
-every page's count: counted_only()), which a reader may read beside the newer files; then
-what the new build no longer has is deleted. Each finished upload is journalled at once, so an interrupted deploy
-resumes where it stopped. Credentials come from boto3's usual chain.
+whose only change is the collection's count (a record added at the end changes every
+page's count: counted_only()), which a reader may read beside the newer files; then what
+the new build no longer has is deleted. Each finished upload is journalled at once, so an
+interrupted deploy resumes where it stopped. Credentials come from boto3's usual chain.
 
 That record is trusted only while the bucket is the one it describes. Each deploy that
 changes the target first writes a new random token into the marker object and into the
