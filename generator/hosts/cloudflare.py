@@ -92,4 +92,4 @@ def serve(site: Path, local: Local) -> int:
 
 
 HOST = Host("cloudflare", "a Cloudflare Worker in front of static assets or R2 (hosts/cloudflare/), run here in workerd",
-            write, serve, installed, parts=(router.write,), limits=LIMITS)
+            write, serve, installed, parts=(router.write,))

@@ -302,7 +302,7 @@ def serve(site: Path, local: Local) -> int:
 
 HOST = Host("cloudfront", "CloudFront and S3: a CloudFront Function, a Lambda@Edge handler for the pages no file "
             "holds and a CloudFormation stack (hosts/cloudfront/), run here in Node",
-            write, serve, installed, takes_writes=False, parts=(router.write,), limits=LIMITS)
+            write, serve, installed, takes_writes=False, parts=(router.write,))
 
 
 if __name__ == "__main__":

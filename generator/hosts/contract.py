@@ -77,10 +77,6 @@ class Limits:
         """The bytes of files a page put together may hold."""
         return self.memory // self.HELD_SHARE
 
-    def refuses(self, objects: int, size: int) -> bool:
-        """Whether a page that reads so many files, of so many bytes, would break the limits."""
-        return objects > self.reads or size > self.held
-
     def javascript(self) -> dict[str, str]:
         """`reads` and `held` as a host's template writes them (JavaScript numbers)."""
         return {"reads": "Infinity" if math.isinf(self.reads) else str(int(self.reads)), "held": str(self.held)}
@@ -96,7 +92,6 @@ class Host:
     takes_writes: bool = True  # whether it passes POSTs to a write service (else answers each 503)
     options: tuple[Option, ...] = ()
     parts: tuple[Callable[[Path], object], ...] = ()  # shared files it uses, written into the site before it
-    limits: Limits | None = None  # an edge platform's per-request limits (None: a server of your own)
 
 
 # ---- ready -------------------------------------------------------------------------------

@@ -324,14 +324,15 @@ def counted_only(root: Path, changed: list[str], bodies: dict[str, str]) -> set[
     Such a page holds the same records at the same bytes as before, so a reader who reads it
     beside newer files (the page index a page is put together from, the pages holding the new
     record) reads a consistent answer, one count behind: they may go up after the rest."""
-    candidates = [path for path in changed if path in bodies and is_page(path)]
+    candidates = [path for path in changed if path in bodies]  # (the record keeps pages' alone)
 
     def same(path: str) -> bool:
         return body_digest(path, (root / path).read_bytes()) == bodies[path]
 
     with ThreadPoolExecutor(WORKERS) as pool:  # (reads and digests let go of the GIL)
         later = {path for path, kept in zip(candidates, pool.map(same, candidates)) if kept}
-    return later | {f"{path}.gz" for path in later if f"{path}.gz" in changed}
+    twins = {f"{path}.gz" for path in later} & set(changed)
+    return later | twins
 
 
 def is_page(path: str) -> bool:

@@ -173,7 +173,7 @@ def serve(site: Path, local: Local) -> int:
 
 
 HOST = Host("netlify", "a Netlify Edge Function in front of the files (hosts/netlify/), run here in Deno",
-            write, serve, installed, parts=(router.write,), limits=LIMITS)
+            write, serve, installed, parts=(router.write,))
 
 
 if __name__ == "__main__":  # python -m generator.hosts.netlify SITE: fill its publish directory
