@@ -453,6 +453,11 @@ class Part:
                 if k != self.number:
                     changed |= self.team.load(f"changed-{collection}", k)
         if before is not None:
+            # Only the ids the previous build published (every record of a collection others
+            # embed): none of the rows it made refers to a new one, since a reference to a
+            # missing id fails a build; so a record added (a user a write appends) leaves its
+            # embedders' unchanged segments to be taken over unread.
+            changed &= before.by_id.keys()
             if collection in LAST_NEEDED:  # every part knows every id of it now
                 changed |= before.by_id.keys() - self.known.ids.get(collection, {}).keys()
             if published_ids is not None:

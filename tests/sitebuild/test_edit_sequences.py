@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 import shutil
 import tempfile
 import uuid
@@ -55,12 +56,23 @@ def edit(data: Path, action: str, n: int, step: int) -> None:
         text = (data / "authors.yaml").read_text(encoding="utf-8")
         (data / "authors.yaml").write_text(text.replace('fullName: "سیمین دانشور"', f'fullName: "سیمین {n}"'),
                                            encoding="utf-8")
+    elif action == "user":  # as a write appends one; every other one with a bookshelf of its own
+        user = uuid.uuid5(uuid.NAMESPACE_URL, f"user {step}")
+        with (data / "users.yaml").open("a", encoding="utf-8") as f:
+            f.write(f"- id: {user}\n  username: reader{step}.{n}\n  first_name: خواننده\n  last_name: \"\"\n")
+        if n % 2:
+            with (data / "bookshelves.csv").open("a", encoding="utf-8") as f:
+                f.write(f"{uuid.uuid5(uuid.NAMESPACE_URL, f'shelf {step}')},{user},قفسه {n}\n")
+    elif action == "rename":  # a user whose bookshelves embed the username
+        text = (data / "users.yaml").read_text(encoding="utf-8")
+        (data / "users.yaml").write_text(re.sub(r"username: sara\.\S+", f"username: sara.{n}.{step}", text),
+                                          encoding="utf-8")
     elif action == "page sizes":
         sizes = [[12, 24], [10], [24, 12, 5], [12]][n % 4]
         text = (data / "site.yaml").read_text(encoding="utf-8").splitlines()
         (data / "site.yaml").write_text("\n".join(line if not line.startswith("page_sizes:") else
                                                   f"page_sizes: {sizes}" for line in text) + "\n", encoding="utf-8")
-    if action not in ("author", "page sizes"):
+    if action not in ("author", "user", "rename", "page sizes"):
         write_books(data, header, rows)
 
 
@@ -74,7 +86,8 @@ def published(site: Path) -> dict[str, bytes]:
     return found
 
 
-ACTIONS = st.sampled_from(["retitle", "delete", "add", "disable", "swap", "reprice", "author", "page sizes"])
+ACTIONS = st.sampled_from(["retitle", "delete", "add", "disable", "swap", "reprice", "author", "user", "rename",
+                           "page sizes"])
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
