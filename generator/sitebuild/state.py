@@ -5,7 +5,7 @@
     records.json       the published records per resource
     keys-<c>.<part>    every record's id, line, published, username, row hash (keys.py)
     segments-<c>.json  a CSV file's segments and the records read from each (segments.py),
-                       for the collections no other embeds (BULK)
+                       for the collections read by segment (SEGMENTED)
     records-<c>.<part> where each encoded record lies (a Spool's index)
     records-<c>.<part>.data-<N>  the bytes of records, in files named after the build N
                        that wrote them: each build's own, and the files of earlier builds
@@ -29,7 +29,7 @@ from typing import NamedTuple
 import orjson
 
 from ..api.urls import CURRENT, STATE
-from ..catalogue.resources import COLLECTIONS, EMBEDDED, embeds
+from ..catalogue.resources import BY_COLLECTION, COLLECTIONS, embeds
 from ..catalogue.load import Source
 from ..catalogue.settings import Settings
 from . import segments
@@ -44,9 +44,11 @@ READ_AHEAD = 256  # records read at once when taking over a previous build's rec
 MAX_DATA_FILES = 32
 FINGERPRINT = "fingerprint.json"
 COUNTS = "records.json"
-# Collections no other embeds: a change to one of their records touches that record alone,
-# so the segments of their CSV files that did not change are taken over unread.
-BULK = tuple(c for c in COLLECTIONS if c not in EMBEDDED)
+# Collections whose CSV files' unchanged segments are taken over unread: a change to one of
+# their records touches that record alone (and, in a collection others embed, the records
+# embedding it, which are read again: Part._previous). Not the category tree, whose nodes'
+# paths depend on one another.
+SEGMENTED = tuple(c for c in COLLECTIONS if not BY_COLLECTION[c].tree)
 
 
 def segments_name(collection: str) -> str:
@@ -109,7 +111,7 @@ class Fingerprint:
 
 def fingerprint(settings: Settings, sources: dict[str, Source], before: Fingerprint | None,
                 previous: Path | None) -> tuple[Fingerprint, dict[str, segments.Table]]:
-    """The fingerprint of the input, and the segments of the BULK collections' CSV files
+    """The fingerprint of the input, and the segments of the SEGMENTED collections' CSV files
     (found again in the previous build's where they changed). A file with the same settled
     signature as when the previous build hashed it keeps that hash, unread (a million books
     are 700 MB)."""
@@ -120,7 +122,7 @@ def fingerprint(settings: Settings, sources: dict[str, Source], before: Fingerpr
         same = (before is not None and signature is not None and collection in before.inputs
                 and before.signatures.get(collection) == signature)
         table = None
-        if collection in BULK and source.format == "csv":
+        if collection in SEGMENTED and source.format == "csv":
             old = load_table(previous, collection)
             if same and old is not None:
                 table, inputs[collection] = old.found_again(), before.inputs[collection]

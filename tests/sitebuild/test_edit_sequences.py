@@ -13,6 +13,7 @@ from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+import yaml
 
 from conftest import SAMPLE
 from generator.sitebuild import build, segments
@@ -58,15 +59,19 @@ def edit(data: Path, action: str, n: int, step: int) -> None:
                                            encoding="utf-8")
     elif action == "user":  # as a write appends one; every other one with a bookshelf of its own
         user = uuid.uuid5(uuid.NAMESPACE_URL, f"user {step}")
-        with (data / "users.yaml").open("a", encoding="utf-8") as f:
-            f.write(f"- id: {user}\n  username: reader{step}.{n}\n  first_name: خواننده\n  last_name: \"\"\n")
+        if (data / "users.csv").exists():
+            with (data / "users.csv").open("a", encoding="utf-8") as f:
+                f.write(f"{user},reader{step}.{n},خواننده,,,,,\n")
+        else:
+            with (data / "users.yaml").open("a", encoding="utf-8") as f:
+                f.write(f"- id: {user}\n  username: reader{step}.{n}\n  first_name: خواننده\n  last_name: \"\"\n")
         if n % 2:
             with (data / "bookshelves.csv").open("a", encoding="utf-8") as f:
                 f.write(f"{uuid.uuid5(uuid.NAMESPACE_URL, f'shelf {step}')},{user},قفسه {n}\n")
     elif action == "rename":  # a user whose bookshelves embed the username
-        text = (data / "users.yaml").read_text(encoding="utf-8")
-        (data / "users.yaml").write_text(re.sub(r"username: sara\.\S+", f"username: sara.{n}.{step}", text),
-                                          encoding="utf-8")
+        users = next(data.glob("users.*"))
+        users.write_text(re.sub(r"sara\.[^,\s]+", f"sara.{n}.{step}", users.read_text(encoding="utf-8")),
+                         encoding="utf-8")
     elif action == "page sizes":
         sizes = [[12, 24], [10], [24, 12, 5], [12]][n % 4]
         text = (data / "site.yaml").read_text(encoding="utf-8").splitlines()
@@ -74,6 +79,17 @@ def edit(data: Path, action: str, n: int, step: int) -> None:
                                                   f"page_sizes: {sizes}" for line in text) + "\n", encoding="utf-8")
     if action not in ("author", "user", "rename", "page sizes"):
         write_books(data, header, rows)
+
+
+def users_as_csv(data: Path) -> None:
+    """users.yaml written as users.csv: a CSV file is read by segment (segments.py)."""
+    users = yaml.safe_load((data / "users.yaml").read_text(encoding="utf-8"))
+    columns = ["id", "username", "first_name", "last_name", "bio", "following_count", "followers_count", "followed"]
+    with (data / "users.csv").open("w", encoding="utf-8", newline="") as f:
+        csv.writer(f, lineterminator="\n").writerows(
+            [columns, *([str(user.get(c, "")).lower() if isinstance(user.get(c), bool) else user.get(c, "")
+                         for c in columns] for user in users)])
+    (data / "users.yaml").unlink()
 
 
 def published(site: Path) -> dict[str, bytes]:
@@ -91,15 +107,18 @@ ACTIONS = st.sampled_from(["retitle", "delete", "add", "disable", "swap", "repri
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(st.lists(st.tuples(ACTIONS, st.integers(0, 200)), min_size=1, max_size=4))
-def test_any_edit_sequence_builds_what_a_clean_build_builds(monkeypatch, edits):
-    # Segments of a few records, so that edits fall in some and not others, and near their ends.
-    monkeypatch.setattr(segments, "SMALLEST", 1500)
-    monkeypatch.setattr(segments, "SEGMENT", 1500)
+@given(st.lists(st.tuples(ACTIONS, st.integers(0, 200)), min_size=1, max_size=4), st.booleans())
+def test_any_edit_sequence_builds_what_a_clean_build_builds(monkeypatch, edits, users_csv):
+    # Segments of a few records, so that edits fall in some and not others, and near their ends
+    # (users' in CSV, some a segment).
+    monkeypatch.setattr(segments, "SMALLEST", 300 if users_csv else 1500)
+    monkeypatch.setattr(segments, "SEGMENT", 300 if users_csv else 1500)
     with tempfile.TemporaryDirectory() as scratch:
         work = Path(scratch)
         data, site = work / "data", work / "site"
         shutil.copytree(SAMPLE, data)
+        if users_csv:
+            users_as_csv(data)
         build(data, site, background=False)
         for step, (action, n) in enumerate(edits):
             edit(data, action, n, step)

@@ -190,7 +190,7 @@ def test_an_edit_refers_to_the_records_it_keeps_and_compacts_them(catalogue: Cat
 
 
 STATE_FILE = re.compile(r"fingerprint\.json|records\.json|(keys|records)-[a-z]+\.[0-9]+|records-[a-z]+\.[0-9]+\.data-[0-9]{6}"
-                        r"|segments-(books|bookshelves)\.json")
+                        r"|segments-(publishers|authors|books|users|bookshelves)\.json")
 
 
 def test_a_published_generation_keeps_only_what_the_next_build_takes_over(catalogue: Catalogue, tmp_path: Path):
