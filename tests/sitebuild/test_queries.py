@@ -131,3 +131,35 @@ def test_a_paths_site_filters_as_an_api_site_does(tmp_path: Path):
             assert selected[0] == selected[1] and selected[0], query
             asked += 1
     assert asked >= 9
+
+
+def test_an_edit_takes_over_the_unchanged_stretches_and_writes_what_a_fresh_build_writes(catalogue, tmp_path,
+                                                                                          monkeypatch):
+    """Build, edit a title and a price, build again: the parts of the stretches that did not
+    change are taken over from the previous state (the same files), the others made again,
+    and every index file is the one a fresh build of the edited data writes."""
+    from generator.api.urls import STATE
+    from generator.sitebuild import queries
+
+    monkeypatch.setattr(queries, "PART_PAGES", 3)  # (36 records a stretch: a dozen of them)
+    monkeypatch.setattr(common, "BLOCK", 128)  # (runs of whole blocks: stretches cut by runs too)
+    site, fresh = tmp_path / "site", tmp_path / "fresh"
+    build(catalogue, site, processes=2)
+    state = (site / CURRENT).resolve() / STATE
+    before = {path.name: path.stat().st_ino for path in state.glob("query-parts-*")}
+    assert len(before) > 12
+    books = catalogue / "books.csv"
+    with books.open(encoding="utf-8", newline="") as f:
+        rows = list(csv.reader(f))
+    rows[201][rows[0].index("title")] += " (ویرایش)"
+    rows[40][rows[0].index("price")] = "1"
+    with books.open("w", encoding="utf-8", newline="") as f:
+        csv.writer(f, lineterminator="\n").writerows(rows)
+    build(catalogue, site, processes=2)
+    build(catalogue, fresh, processes=1)
+    state = (site / CURRENT).resolve() / STATE
+    after = {path.name: path.stat().st_ino for path in state.glob("query-parts-*")}
+    made = [name for name in after if before.get(name) != after[name]]
+    assert sorted(name.split("-")[2] for name in made) == ["books", "books"], made  # (the two edited stretches)
+    files = {p: (fresh / CURRENT / p).read_bytes() for p in index_inodes(fresh)}
+    assert {p: (site / CURRENT / p).read_bytes() for p in index_inodes(site)} == files
