@@ -130,12 +130,7 @@ def _stretch_parts(job: Job, name: str, start: int, stop: int) -> Path:
     """The state's file of the parts of records start..stop: linked from the previous state
     where it holds the file of the same digest, else made from the pages."""
     pages = list(job.page_bytes(name, start, stop))
-    digest = hashlib.blake2b(PARTS_FORMAT + STATE_VERSION.encode(), digest_size=16)
-    digest.update(orjson.dumps([name, start, stop, job.settings.default_page_size, job.settings.query],
-                               option=orjson.OPT_SORT_KEYS))
-    for _, data in pages:
-        digest.update(data)
-    file = f"query-parts-{name}-{digest.hexdigest()}"
+    file = f"query-parts-{name}-{_digest(job, [name, start, stop], pages)}"
     path = state_dir(job.generation.root) / file
     path.parent.mkdir(exist_ok=True)
     if job.previous is not None and (state_dir(job.previous) / file).exists():
@@ -156,3 +151,13 @@ def _same(path: Path, data: bytes) -> bool:
         return path.stat().st_size == len(data) and path.read_bytes() == data
     except OSError:
         return False
+
+
+def _digest(job: Job, where: list, pages: list[tuple[int, bytes]]) -> str:
+    """What a stretch's parts are made from, digested: the generator's state version, where
+    the stretch lies, the settings, its pages' bytes."""
+    digest = hashlib.blake2b(PARTS_FORMAT + STATE_VERSION.encode(), digest_size=16)
+    digest.update(orjson.dumps([*where, job.settings.default_page_size, job.settings.query], option=orjson.OPT_SORT_KEYS))
+    for _, data in pages:
+        digest.update(data)
+    return digest.hexdigest()
