@@ -10,7 +10,9 @@ stretch's parts (what every backend's indexer made of it) are kept in the genera
 state, named by a digest of what they are made from (its pages' bytes, where it lies, the
 settings): the next build takes over the parts of every stretch whose digest it finds in
 the previous state (a hard link) and reads, parses and keys only the stretches that
-changed (a one-title edit: one).
+changed (a one-title edit: one). A collection whose every part, and the ids of every
+collection its backends were given, are as the previous build had them has its index
+files linked from it as they are, not made again (an edit of another collection).
 """
 from __future__ import annotations
 
@@ -95,9 +97,56 @@ def write_query_indexes(job: Job, processes: int) -> None:
                 kept = [path for run in pool.map(_collect, [job] * len(runs), [name] * len(runs), runs) for path in run]
         else:
             kept = _collect(job, name, runs[0])
-        parts = [pickle.loads(path.read_bytes()) for path in kept]
-        for at, backend in enumerate(indexing(name, query)):
-            backend.finish(name, query, job.flush, [part[at] for part in parts], ids_of, processes)
+        made = {"parts": [path.name for path in kept], "ids": {}}
+        before = _made(job.previous, name)
+        if before is not None and before["parts"] == made["parts"] and all(
+                _ids_digest(ids_of(target)) == digest for target, digest in before["ids"].items()):
+            made["ids"] = before["ids"]  # (every part and every id it was made from as before: its files too)
+            _carry(job, name)
+        else:
+            _finish(job, name, kept, made, ids_of, processes)
+        (state_dir(job.generation.root) / _made_file(name)).write_bytes(orjson.dumps(made))
+
+
+def _finish(job: Job, name: str, kept: list[Path], made: dict, ids_of, processes: int) -> None:
+    """Each backend's files of the collection, from its stretches' parts; `made["ids"]`
+    says the digest of the ids of each collection they were given."""
+    def ids(target: str) -> list[str]:
+        found = ids_of(target)
+        made["ids"][target] = _ids_digest(found)
+        return found
+
+    query = job.settings.query
+    parts = [pickle.loads(path.read_bytes()) for path in kept]
+    for at, backend in enumerate(indexing(name, query)):
+        backend.finish(name, query, job.flush, [part[at] for part in parts], ids, processes)
+
+
+def _made_file(name: str) -> str:
+    """What a collection's index files were made from (the state's): its stretches' parts
+    files, the digests of the ids of the collections its backends were given."""
+    return f"query-made-{name}"  # (not "*-<collection>.*", which keep() links from the previous state)
+
+
+def _made(previous: Path | None, name: str) -> dict | None:
+    try:
+        return orjson.loads((state_dir(previous) / _made_file(name)).read_bytes()) if previous else None
+    except FileNotFoundError:
+        return None
+
+
+def _ids_digest(ids: list[str]) -> str:
+    return hashlib.blake2b("\n".join(ids).encode(), digest_size=16).hexdigest()
+
+
+def _carry(job: Job, name: str) -> None:
+    """Every index file of a collection the previous build made from the same parts and ids,
+    linked from it as it is."""
+    assert job.previous is not None
+    folder = job.previous / common.query_dir(name)
+    for directory, _dirs, files in os.walk(folder, followlinks=True):
+        for file in files:
+            job.site.carry(job.generation, job.previous, str(Path(directory, file).relative_to(job.previous)))
 
 
 def _runs(count: int, processes: int) -> list[tuple[int, int]]:

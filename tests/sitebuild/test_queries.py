@@ -161,5 +161,45 @@ def test_an_edit_takes_over_the_unchanged_stretches_and_writes_what_a_fresh_buil
     after = {path.name: path.stat().st_ino for path in state.glob("query-parts-*")}
     made = [name for name in after if before.get(name) != after[name]]
     assert sorted(name.split("-")[2] for name in made) == ["books", "books"], made  # (the two edited stretches)
-    files = {p: (fresh / CURRENT / p).read_bytes() for p in index_inodes(fresh)}
-    assert {p: (site / CURRENT / p).read_bytes() for p in index_inodes(site)} == files
+    assert index_files(site) == index_files(fresh)
+
+
+def index_files(site: Path) -> dict[str, bytes]:
+    return {p: (site / CURRENT / p).read_bytes() for p in index_inodes(site)}
+
+
+def test_a_collection_made_from_the_same_parts_and_ids_keeps_its_index_files(catalogue, tmp_path, monkeypatch):
+    """An edit of bookshelves alone: only the bookshelves' indexes are made again, the others
+    linked as they were; an author added (no book refers to it): the books' filter by author
+    is made again too (it holds every author's id). Each time: what a fresh build writes."""
+    from generator.sitebuild import queries
+
+    made = []
+    finish = queries._finish
+    monkeypatch.setattr(queries, "_finish", lambda job, name, *rest: (made.append(name), finish(job, name, *rest)))
+    site = tmp_path / "site"
+    build(catalogue, site)
+    every = list(made)
+    assert sorted(every) == ["author", "books", "bookshelf", "category"]
+
+    def edited(file: str, change) -> None:
+        path = catalogue / file
+        with path.open(encoding="utf-8", newline="") as f:
+            rows = list(csv.reader(f))
+        change(rows)
+        with path.open("w", encoding="utf-8", newline="") as f:
+            csv.writer(f, lineterminator="\n").writerows(rows)
+        made.clear()
+        build(catalogue, site)
+        assert index_files(site) == index_files(build_fresh())
+
+    def build_fresh() -> Path:
+        fresh = tmp_path / f"fresh-{len(list(tmp_path.glob('fresh-*')))}"
+        build(catalogue, fresh)
+        return fresh
+
+    edited("bookshelves.csv", lambda rows: rows[3].__setitem__(rows[0].index("title"), "قفسهٔ تازه"))
+    assert made == ["bookshelf", *every]  # (then the fresh build's)
+    edited("authors.csv", lambda rows: rows.append(
+        ["00000000-0000-4000-8000-0000000000aa", "نویسنده-تازه", "نویسنده تازه", ""]))
+    assert made == ["author", "books", *every]
