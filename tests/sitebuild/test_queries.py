@@ -148,13 +148,11 @@ def test_an_edit_takes_over_the_unchanged_stretches_and_writes_what_a_fresh_buil
     state = (site / CURRENT).resolve() / STATE
     before = {path.name: path.stat().st_ino for path in state.glob("query-parts-*")}
     assert len(before) > 12
-    books = catalogue / "books.csv"
-    with books.open(encoding="utf-8", newline="") as f:
-        rows = list(csv.reader(f))
-    rows[201][rows[0].index("title")] += " (ویرایش)"
-    rows[40][rows[0].index("price")] = "1"
-    with books.open("w", encoding="utf-8", newline="") as f:
-        csv.writer(f, lineterminator="\n").writerows(rows)
+
+    def edit(rows: list[list[str]]) -> None:
+        rows[201][rows[0].index("title")] += " (ویرایش)"
+        rows[40][rows[0].index("price")] = "1"
+    edit_rows(catalogue / "books.csv", edit)
     build(catalogue, site, processes=2)
     build(catalogue, fresh, processes=1)
     state = (site / CURRENT).resolve() / STATE
@@ -166,6 +164,15 @@ def test_an_edit_takes_over_the_unchanged_stretches_and_writes_what_a_fresh_buil
 
 def index_files(site: Path) -> dict[str, bytes]:
     return {p: (site / CURRENT / p).read_bytes() for p in index_inodes(site)}
+
+
+def edit_rows(path: Path, change) -> None:
+    """A CSV file changed in place: `change(rows)`, the header rows[0]."""
+    with path.open(encoding="utf-8", newline="") as f:
+        rows = list(csv.reader(f))
+    change(rows)
+    with path.open("w", encoding="utf-8", newline="") as f:
+        csv.writer(f, lineterminator="\n").writerows(rows)
 
 
 def test_a_collection_made_from_the_same_parts_and_ids_keeps_its_index_files(catalogue, tmp_path, monkeypatch):
@@ -183,12 +190,7 @@ def test_a_collection_made_from_the_same_parts_and_ids_keeps_its_index_files(cat
     assert sorted(every) == ["author", "books", "bookshelf", "category"]
 
     def edited(file: str, change) -> None:
-        path = catalogue / file
-        with path.open(encoding="utf-8", newline="") as f:
-            rows = list(csv.reader(f))
-        change(rows)
-        with path.open("w", encoding="utf-8", newline="") as f:
-            csv.writer(f, lineterminator="\n").writerows(rows)
+        edit_rows(catalogue / file, change)
         made.clear()
         build(catalogue, site)
         assert index_files(site) == index_files(build_fresh())
