@@ -3,11 +3,23 @@ pages from the pages of the default size the new generation holds (records encod
 read back here one page at a time), and written only where a file's bytes changed; an
 unchanged one is linked from the previous generation. A collection of several blocks of
 records is read by as many processes as the build uses, each a run of whole blocks, every
-backend's indexer fed the same pages; each backend then finishes from its runs' parts.
+backend's indexer fed the same pages; each backend then finishes from the runs' parts.
+
+A run is read a *stretch* at a time (PART_PAGES pages of the default size), and each
+stretch's parts (what every backend's indexer made of it) are kept in the generation's
+state, named by a digest of what they are made from (its pages' bytes, where it lies, the
+settings): the next build takes over the parts of every stretch whose digest it finds in
+the previous state (a hard link) and reads, parses and keys only the stretches that
+changed (a one-title edit: one). A collection whose every part, and the ids of every
+collection its backends were given, are as the previous build had them has its index
+files linked from it as they are, not made again (an edit of another collection).
 """
 from __future__ import annotations
 
+import hashlib
 import multiprocessing
+import os
+import pickle
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +31,10 @@ from ..api.backends import common, configured, indexing
 from ..api.urls import PAGE_BUCKET, page_file
 from ..catalogue.settings import Settings
 from .publish import Generation, Site
+from .state import VERSION as STATE_VERSION, state_dir
+
+PART_PAGES = 1024  # pages of the default size whose records' parts are kept as one file of the state
+PARTS_FORMAT = b"1"  # bump when what an indexer's close() gives changes for the same records
 
 
 @dataclass(frozen=True)
@@ -40,13 +56,28 @@ class Job:
     def pages(self, name: str, start: int = 0, stop: int | None = None) -> Iterator[list[dict]]:
         """The documents of a collection's records start..stop, in order, a page's at a time,
         from its default pages."""
+        stop = self.stop(name, stop)
+        for offset, data in self.page_bytes(name, start, stop):
+            yield self.documents(data, offset, start, stop)
+
+    def stop(self, name: str, stop: int | None) -> int:
+        """Where records ..stop end in the collection (None: at its end)."""
+        return self.counts[name] if stop is None else min(stop, self.counts[name])
+
+    def page_bytes(self, name: str, start: int, stop: int) -> Iterator[tuple[int, bytes]]:
+        """The default pages holding a collection's records start..stop (stop within it):
+        each one's offset and bytes."""
         size = self.settings.default_page_size
-        stop = self.counts[name] if stop is None else min(stop, self.counts[name])
         root = f"{self.generation.root}/"
         for offset in range(start - start % size, stop, size):
             with open(root + page_file(name, str(size), str(offset // PAGE_BUCKET), str(offset)), "rb") as f:
-                results = orjson.loads(f.read())["results"]
-            yield results[max(start - offset, 0):stop - offset] if offset < start or offset + size > stop else results
+                yield offset, f.read()
+
+    def documents(self, page: bytes, offset: int, start: int, stop: int) -> list[dict]:
+        """The documents of records start..stop that the default page at `offset` holds."""
+        results = orjson.loads(page)["results"]
+        size = self.settings.default_page_size
+        return results[max(start - offset, 0):stop - offset] if offset < start or offset + size > stop else results
 
 
 def write_query_indexes(job: Job, processes: int) -> None:
@@ -63,11 +94,59 @@ def write_query_indexes(job: Job, processes: int) -> None:
         runs = _runs(job.counts[name], processes)
         if len(runs) > 1:
             with ProcessPoolExecutor(len(runs), mp_context=multiprocessing.get_context("fork")) as pool:
-                parts = list(pool.map(_collect, [job] * len(runs), [name] * len(runs), runs))
+                kept = [path for run in pool.map(_collect, [job] * len(runs), [name] * len(runs), runs) for path in run]
         else:
-            parts = [_collect(job, name, runs[0])]
-        for at, backend in enumerate(indexing(name, query)):
-            backend.finish(name, query, job.flush, [part[at] for part in parts], ids_of)
+            kept = _collect(job, name, runs[0])
+        made = {"parts": [path.name for path in kept], "ids": {}}
+        before = _made(job.previous, name)
+        if before is not None and before["parts"] == made["parts"] and all(
+                _ids_digest(ids_of(target)) == digest for target, digest in before["ids"].items()):
+            made["ids"] = before["ids"]  # (every part and every id it was made from as before: its files too)
+            _carry(job, name)
+        else:
+            _finish(job, name, kept, made, ids_of, processes)
+        (state_dir(job.generation.root) / _made_file(name)).write_bytes(orjson.dumps(made))
+
+
+def _finish(job: Job, name: str, kept: list[Path], made: dict, ids_of, processes: int) -> None:
+    """Each backend's files of the collection, from its stretches' parts; `made["ids"]`
+    says the digest of the ids of each collection they were given."""
+    def ids(target: str) -> list[str]:
+        found = ids_of(target)
+        made["ids"][target] = _ids_digest(found)
+        return found
+
+    query = job.settings.query
+    parts = [pickle.loads(path.read_bytes()) for path in kept]
+    for at, backend in enumerate(indexing(name, query)):
+        backend.finish(name, query, job.flush, [part[at] for part in parts], ids, processes)
+
+
+def _made_file(name: str) -> str:
+    """What a collection's index files were made from (the state's): its stretches' parts
+    files, the digests of the ids of the collections its backends were given."""
+    return f"query-made-{name}"  # (not "*-<collection>.*", which keep() links from the previous state)
+
+
+def _made(previous: Path | None, name: str) -> dict | None:
+    try:
+        return orjson.loads((state_dir(previous) / _made_file(name)).read_bytes()) if previous else None
+    except FileNotFoundError:
+        return None
+
+
+def _ids_digest(ids: list[str]) -> str:
+    return hashlib.blake2b("\n".join(ids).encode(), digest_size=16).hexdigest()
+
+
+def _carry(job: Job, name: str) -> None:
+    """Every index file of a collection the previous build made from the same parts and ids,
+    linked from it as it is."""
+    assert job.previous is not None
+    folder = job.previous / common.query_dir(name)
+    for directory, _dirs, files in os.walk(folder, followlinks=True):
+        for file in files:
+            job.site.carry(job.generation, job.previous, str(Path(directory, file).relative_to(job.previous)))
 
 
 def _runs(count: int, processes: int) -> list[tuple[int, int]]:
@@ -79,14 +158,41 @@ def _runs(count: int, processes: int) -> list[tuple[int, int]]:
             for i in range(0, len(numbers), share)]
 
 
-def _collect(job: Job, name: str, run: tuple[int, int]) -> list:
-    """Each indexing backend's part of a run of records (in the order of indexing())."""
+def _collect(job: Job, name: str, run: tuple[int, int]) -> list[Path]:
+    """The state's files of a run's stretches, in order: each holds every indexing backend's
+    part of its records (in the order of indexing()), taken over from the previous build's
+    state where it kept the same, else made (`_stretches` says where they lie)."""
+    run = (run[0], job.stop(name, run[1]))
+    return [_stretch_parts(job, name, start, stop) for start, stop in _stretches(run, job.settings.default_page_size)]
+
+
+def _stretches(run: tuple[int, int], page_size: int) -> list[tuple[int, int]]:
+    """A run of records cut where the records of PART_PAGES pages end (the cuts fixed by the
+    collection, not the run: a stretch is found again whichever run holds it)."""
+    size = PART_PAGES * page_size
+    start, stop = run
+    cuts = [start, *range(start - start % size + size, stop, size), max(start, stop)]
+    return list(zip(cuts, cuts[1:]))
+
+
+def _stretch_parts(job: Job, name: str, start: int, stop: int) -> Path:
+    """The state's file of the parts of records start..stop: linked from the previous state
+    where it holds the file of the same digest, else made from the pages."""
+    pages = list(job.page_bytes(name, start, stop))
+    file = f"query-parts-{name}-{_digest(job, [name, start, stop], pages)}"
+    path = state_dir(job.generation.root) / file
+    path.parent.mkdir(exist_ok=True)
+    if job.previous is not None and (state_dir(job.previous) / file).exists():
+        os.link(state_dir(job.previous) / file, path)
+        return path
     query = job.settings.query
-    indexers = [backend.indexer(name, query, job.flush, run[0]) for backend in indexing(name, query)]
-    for page in job.pages(name, *run):
+    indexers = [backend.indexer(name, query, job.flush, start) for backend in indexing(name, query)]
+    for offset, data in pages:
+        documents = job.documents(data, offset, start, stop)
         for indexer in indexers:
-            indexer.add(page)
-    return [indexer.close() for indexer in indexers]
+            indexer.add(documents)
+    path.write_bytes(pickle.dumps([indexer.close() for indexer in indexers], pickle.HIGHEST_PROTOCOL))
+    return path
 
 
 def _same(path: Path, data: bytes) -> bool:
@@ -94,3 +200,13 @@ def _same(path: Path, data: bytes) -> bool:
         return path.stat().st_size == len(data) and path.read_bytes() == data
     except OSError:
         return False
+
+
+def _digest(job: Job, where: list, pages: list[tuple[int, bytes]]) -> str:
+    """What a stretch's parts are made from, digested: the generator's state version, where
+    the stretch lies, the settings, its pages' bytes."""
+    digest = hashlib.blake2b(PARTS_FORMAT + STATE_VERSION.encode(), digest_size=16)
+    digest.update(orjson.dumps([*where, job.settings.default_page_size, job.settings.query], option=orjson.OPT_SORT_KEYS))
+    for _, data in pages:
+        digest.update(data)
+    return digest.hexdigest()

@@ -131,3 +131,77 @@ def test_a_paths_site_filters_as_an_api_site_does(tmp_path: Path):
             assert selected[0] == selected[1] and selected[0], query
             asked += 1
     assert asked >= 9
+
+
+def test_an_edit_takes_over_the_unchanged_stretches_and_writes_what_a_fresh_build_writes(catalogue, tmp_path,
+                                                                                          monkeypatch):
+    """Build, edit a title and a price, build again: the parts of the stretches that did not
+    change are taken over from the previous state (the same files), the others made again,
+    and every index file is the one a fresh build of the edited data writes."""
+    from generator.api.urls import STATE
+    from generator.sitebuild import queries
+
+    monkeypatch.setattr(queries, "PART_PAGES", 3)  # (36 records a stretch: a dozen of them)
+    monkeypatch.setattr(common, "BLOCK", 128)  # (runs of whole blocks: stretches cut by runs too)
+    site, fresh = tmp_path / "site", tmp_path / "fresh"
+    build(catalogue, site, processes=2)
+    state = (site / CURRENT).resolve() / STATE
+    before = {path.name: path.stat().st_ino for path in state.glob("query-parts-*")}
+    assert len(before) > 12
+
+    def edit(rows: list[list[str]]) -> None:
+        rows[201][rows[0].index("title")] += " (ویرایش)"
+        rows[40][rows[0].index("price")] = "1"
+    edit_rows(catalogue / "books.csv", edit)
+    build(catalogue, site, processes=2)
+    build(catalogue, fresh, processes=1)
+    state = (site / CURRENT).resolve() / STATE
+    after = {path.name: path.stat().st_ino for path in state.glob("query-parts-*")}
+    made = [name for name in after if before.get(name) != after[name]]
+    assert sorted(name.split("-")[2] for name in made) == ["books", "books"], made  # (the two edited stretches)
+    assert index_files(site) == index_files(fresh)
+
+
+def index_files(site: Path) -> dict[str, bytes]:
+    return {p: (site / CURRENT / p).read_bytes() for p in index_inodes(site)}
+
+
+def edit_rows(path: Path, change) -> None:
+    """A CSV file changed in place: `change(rows)`, the header rows[0]."""
+    with path.open(encoding="utf-8", newline="") as f:
+        rows = list(csv.reader(f))
+    change(rows)
+    with path.open("w", encoding="utf-8", newline="") as f:
+        csv.writer(f, lineterminator="\n").writerows(rows)
+
+
+def test_a_collection_made_from_the_same_parts_and_ids_keeps_its_index_files(catalogue, tmp_path, monkeypatch):
+    """An edit of bookshelves alone: only the bookshelves' indexes are made again, the others
+    linked as they were; an author added (no book refers to it): the books' filter by author
+    is made again too (it holds every author's id). Each time: what a fresh build writes."""
+    from generator.sitebuild import queries
+
+    made = []
+    finish = queries._finish
+    monkeypatch.setattr(queries, "_finish", lambda job, name, *rest: (made.append(name), finish(job, name, *rest)))
+    site = tmp_path / "site"
+    build(catalogue, site)
+    every = list(made)
+    assert sorted(every) == ["author", "books", "bookshelf", "category"]
+
+    def edited(file: str, change) -> None:
+        edit_rows(catalogue / file, change)
+        made.clear()
+        build(catalogue, site)
+        assert index_files(site) == index_files(build_fresh())
+
+    def build_fresh() -> Path:
+        fresh = tmp_path / f"fresh-{len(list(tmp_path.glob('fresh-*')))}"
+        build(catalogue, fresh)
+        return fresh
+
+    edited("bookshelves.csv", lambda rows: rows[3].__setitem__(rows[0].index("title"), "قفسهٔ تازه"))
+    assert made == ["bookshelf", *every]  # (then the fresh build's)
+    edited("authors.csv", lambda rows: rows.append(
+        ["00000000-0000-4000-8000-0000000000aa", "نویسنده-تازه", "نویسنده تازه", ""]))
+    assert made == ["author", "books", *every]

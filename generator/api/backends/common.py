@@ -139,8 +139,9 @@ class Backend:
     - build: `indexes(name, query)` says whether it writes files for a collection; then
       `indexer(name, query, flush, first)` is fed the documents of a run of whole blocks of
       records from `first` (`add(documents)`, then `close()`, whose value is picklable), and
-      `finish(name, query, flush, parts, ids)` writes what needs every run's part (`ids` gives
-      the ids of every record of a collection, by its URL segment).
+      `finish(name, query, flush, parts, ids, processes)` writes what needs every run's part
+      (`ids` gives the ids of every record of a collection, by its URL segment), with up to
+      `processes` processes.
     - OpenAPI: `openapi(resource, settings)`, the parameters of a collection's list;
       `shared_openapi(settings)`, parameters every list refers to (components);
       `rejects(name, query)`, whether it may answer 400 there.
@@ -161,7 +162,8 @@ class Backend:
     def indexer(self, name: str, query: dict, flush: Flush, first: int) -> Any:
         raise NotImplementedError
 
-    def finish(self, name: str, query: dict, flush: Flush, parts: list, ids: Callable[[str], Iterable[str]]) -> None:
+    def finish(self, name: str, query: dict, flush: Flush, parts: list, ids: Callable[[str], Iterable[str]],
+               processes: int = 1) -> None:
         pass
 
     def openapi(self, resource: Any, settings: Any) -> list[dict]:

@@ -55,7 +55,7 @@ class Ordering(Backend):
     def indexer(self, name: str, query: dict, flush: Flush, first: int) -> "Keys":
         return Keys(name, query.get(ORDERING, {}).get(name, []))
 
-    def finish(self, name: str, query: dict, flush: Flush, parts: list, ids) -> None:
+    def finish(self, name: str, query: dict, flush: Flush, parts: list, ids, processes: int = 1) -> None:
         for field in parts[0]:
             write_order(name, flush, field, [key for part in parts for key in part[field]])
 

@@ -200,7 +200,8 @@ class Relations(Backend):
     def indexer(self, name: str, query: dict, flush: Flush, first: int) -> Referred:
         return Referred(query.get(FILTERS, {}).get(name, []), first)
 
-    def finish(self, name: str, query: dict, flush: Flush, parts: list, ids: Callable[[str], Iterable[str]]) -> None:
+    def finish(self, name: str, query: dict, flush: Flush, parts: list, ids: Callable[[str], Iterable[str]],
+               processes: int = 1) -> None:
         for relation, target in targets(name, query).items():
             referred = parts[0][relation]
             for part in parts[1:]:

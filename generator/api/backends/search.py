@@ -50,8 +50,8 @@ class Search(Backend):
     def indexer(self, name: str, query: dict, flush: Flush, first: int) -> search_index.Indexer:
         return search_index.Indexer(name, query, first)
 
-    def finish(self, name: str, query: dict, flush: Flush, parts: list, ids) -> None:
-        search_index.finish(name, query, flush, parts)
+    def finish(self, name: str, query: dict, flush: Flush, parts: list, ids, processes: int = 1) -> None:
+        search_index.finish(name, query, flush, parts, processes)
 
     def openapi(self, resource: Resource, settings) -> list[dict]:
         fields = settings.query.get(SEARCH, {}).get(resource.name)

@@ -1239,13 +1239,14 @@ class Indexer:
         return self.writer.first, self.writer.added, self.writer.columns
 
 
-def finish(name: str, query: dict, flush: Flush, parts: list[tuple[int, int, dict[str, _Column]]]) -> None:
-    """The collection's term index, from its runs' keys in order."""
+def finish(name: str, query: dict, flush: Flush, parts: list[tuple[int, int, dict[str, _Column]]],
+           processes: int = 1) -> None:
+    """The collection's term index, from its runs' keys in order, its sets encoded by `processes` processes."""
     writer = TermIndexWriter(query[SEARCH][name], parts[-1][1], INLINE_MAX)
     for first, stop, columns in parts:
         writer.merge(first, stop, columns)
     folder = index_dir(name)
-    writer.finish(lambda path, data: flush(f"{folder}/{path}", data), processes=len(parts))
+    writer.finish(lambda path, data: flush(f"{folder}/{path}", data), processes)
 
 
 def searched(request: Request, terms: list[str]) -> set[int]:
