@@ -124,8 +124,8 @@ def timed(port: int, path: str, repeat: int) -> tuple[float, int, int]:
     return statistics.median(seconds) * 1000, status, count
 
 
-def host_figures(site: Path, kind: str, probes: list[Probe], repeat: int) -> dict[str, tuple[float, float, int]]:
-    """Per probe on one host: (median ms, processor ms per request, status)."""
+def host_figures(site: Path, kind: str, probes: list[Probe], repeat: int) -> dict[str, tuple[float, float, int, int]]:
+    """Per probe on one host: (median ms, processor ms per request, status, count)."""
     from servers import Server
 
     server = Server(site, kind=kind)
@@ -134,9 +134,9 @@ def host_figures(site: Path, kind: str, probes: list[Probe], repeat: int) -> dic
         for probe in probes:
             path = f"/api/v1/{probe.collection}/?{probe.query}"
             before = tree_ticks(server.process.pid)
-            median, status, _ = timed(server.port, path, repeat)
+            median, status, count = timed(server.port, path, repeat)
             spent = (tree_ticks(server.process.pid) - before) / TICKS * 1000 / (repeat + 1)
-            found[probe.label] = (median, spent, status)
+            found[probe.label] = (median, spent, status, count)
     finally:
         server.stop()
     return found
@@ -149,14 +149,16 @@ def report(site: Path, data: Path, hosts: list[str], repeat: int) -> None:
     generation = (site / "current").resolve()
     reads = {p.label: edge_reads(generation, p.collection, p.query) for p in probes}
     timings = {kind: host_figures(site, kind, probes, repeat) for kind in hosts}
-    head = f"{'probe':<36} {'objects':>7} {'bytes':>9} {'index':>6} {'index bytes':>11}"
+    head = f"{'probe':<36} {'count':>9} {'objects':>7} {'bytes':>9} {'index':>6} {'index bytes':>11}"
     head += "".join(f" {kind + ' ms':>14} {'cpu ms':>7}" for kind in hosts)
     print(head)
     for probe in probes:
         objects, size, index_objects, index_size = reads[probe.label]
-        line = f"{probe.label:<36} {objects:>7} {size / 1e6:>8.2f}M {index_objects:>6} {index_size / 1e6:>10.2f}M"
+        answered = "/".join(f"{c:,}" for c in sorted({timings[kind][probe.label][3] for kind in hosts}))
+        line = (f"{probe.label:<36} {answered:>9} {objects:>7} {size / 1e6:>8.2f}M {index_objects:>6} "
+                f"{index_size / 1e6:>10.2f}M")
         for kind in hosts:
-            median, spent, status = timings[kind][probe.label]
+            median, spent, status, _ = timings[kind][probe.label]
             line += f" {median:>11.1f}{'' if status == 200 else f'/{status}':>3} {spent:>7.1f}"
         print(line, flush=True)
     counts = sorted(r[0] for r in reads.values())
