@@ -1,6 +1,6 @@
 """make mutation: plausible one-line mistakes, made one at a time, and whether the tests see them.
 
-    python tests/mutate.py [MODULE ...] [--sample N] [--seed S] [--timeout 600] [--report FILE]
+    python tests/mutate.py [MODULE ...] [--sample N] [--seed S] [--timeout 600] [--jobs J] [--report FILE]
 
 For each module of the query engine (ENGINE: each Python module and its JavaScript twin,
 a template under generator/hosts/templates/, mutated as text) every line is offered the
@@ -26,6 +26,7 @@ modules (the query engine's among them); `make mutation` runs both.
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import os
 import random
 import re
@@ -55,7 +56,7 @@ ENGINE: dict[str, list[list[str]]] = {
     f"{BACKENDS}/relations.py": [["tests/api/backends/test_relations.py", "tests/api/test_assemble.py"], NODE, DRF],
     f"{BACKENDS}/search.py": [["tests/api/backends/test_search.py", "tests/api/test_openapi.py"], NODE, DRF],
     f"{BACKENDS}/search_index.py": [["tests/api/backends/test_search.py", "tests/sitebuild/test_queries.py"], NODE,
-                                    DRF],
+                                    ["tests/api/backends/test_search_index.py"], DRF],
     "generator/sitebuild/queries.py": [["tests/sitebuild/test_queries.py"], NODE],
     "generator/hosts/query.py": [NODE, EDGES],
     **{f"{BACKENDS}/{name}.js.j2": [NODE, EDGES]
@@ -166,17 +167,9 @@ def judge(mutant: Mutant, stages: list[list[str]], copy: Path, timeout: int) -> 
         target.write_text(original, encoding="utf-8")
 
 
-def failing_stages(stages: list[list[str]], copy: Path, timeout: int, passed: set[tuple[str, ...]]) -> list[str]:
-    """The stages that fail without a mutant (then no verdict means anything); those found
-    passing are added to `passed` and not run again."""
-    failing = []
-    for stage in stages:
-        if tuple(stage) not in passed:
-            if pytest(stage, copy, timeout) != 0:
-                failing.append(" ".join(stage))
-            else:
-                passed.add(tuple(stage))
-    return failing
+def failing_stages(stages: list[list[str]], copy: Path, timeout: int) -> list[str]:
+    """The stages that fail without a mutant (then no verdict means anything)."""
+    return [" ".join(stage) for stage in stages if pytest(stage, copy, timeout) != 0]
 
 
 def pytest(stage: list[str], copy: Path, timeout: int) -> int:
@@ -207,47 +200,66 @@ def report(results: dict[str, list[Mutant]], offered: dict[str, int], command: s
     return "\n".join(lines) + "\n"
 
 
+def copy_project(into: Path) -> Path:
+    """A copy of the project to write mutants into (the checkout is never touched)."""
+    copy = into / "project"
+    shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns(".venv", "node_modules", "site", ".git", "bench-work",
+                                                               "__pycache__", "mutants"))
+    if (ROOT / "node_modules").exists():
+        (copy / "node_modules").symlink_to((ROOT / "node_modules").resolve())
+    return copy
+
+
+def run_module(module: str, args: argparse.Namespace) -> tuple[int, list[Mutant]]:
+    """The mutants offered in one module and those tried, judged, in a copy of its own (modules
+    run side by side with --jobs)."""
+    stages = ENGINE[module]
+    with tempfile.TemporaryDirectory(prefix="mutation-") as tmp:
+        copy = copy_project(Path(tmp))
+        failing = failing_stages(stages, copy, args.timeout)
+        if failing:
+            raise RuntimeError(f"{module}: its tests fail without a mutant ({'; '.join(failing)}): no verdict")
+        made = mutants(module)
+        offered = len(made)
+        if args.sample and args.sample < len(made):
+            made = sorted(random.Random(f"{args.seed}:{module}").sample(made, args.sample), key=lambda m: m.line)
+        started = time.monotonic()
+        for mutant in made:
+            mutant.verdict = judge(mutant, stages, copy, args.timeout)
+            if mutant.verdict != "killed":  # (said at once: a long run can be stopped and still told)
+                print(f"{mutant.verdict}: {mutant.path}:{mutant.line}: {mutant.after.strip()}", flush=True)
+    killed = sum(m.verdict == "killed" for m in made)
+    print(f"{module}: {killed}/{len(made)} killed of {offered} ({time.monotonic() - started:.0f} s)", flush=True)
+    return offered, made
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("modules", nargs="*", help="modules of ENGINE (default: all)")
     parser.add_argument("--sample", type=int, help="mutants of each module to try, drawn at random")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--timeout", type=int, default=600, help="seconds for one stage of one mutant")
+    parser.add_argument("--jobs", type=int, default=1, help="modules judged at once, each in its own copy")
     parser.add_argument("--report", type=Path, default=REPORT)
     args = parser.parse_args()
     unknown = [m for m in args.modules if m not in ENGINE]
     if unknown:
         print(f"not a module of ENGINE: {' '.join(unknown)}", file=sys.stderr)
         return 2
-    plan = {m: ENGINE[m] for m in args.modules or ENGINE}
+    plan = args.modules or list(ENGINE)
     command = " ".join(["python tests/mutate.py", *sys.argv[1:]])
     results: dict[str, list[Mutant]] = {}
     offered: dict[str, int] = {}
-    with tempfile.TemporaryDirectory(prefix="mutation-") as tmp:
-        copy = Path(tmp) / "project"
-        shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns(".venv", "node_modules", "site", ".git",
-                                                                   "bench-work", "__pycache__", "mutants"))
-        if (ROOT / "node_modules").exists():
-            (copy / "node_modules").symlink_to((ROOT / "node_modules").resolve())
-        passed: set[tuple[str, ...]] = set()
-        for module, stages in plan.items():
-            failing = failing_stages(stages, copy, args.timeout, passed)
-            if failing:
-                print(f"{module}: its tests fail without a mutant ({'; '.join(failing)}): no verdict", file=sys.stderr)
+    with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
+        futures = {module: pool.submit(run_module, module, args) for module in plan}
+        for module, future in futures.items():  # (in ENGINE's order, whichever ends first)
+            try:
+                offered[module], results[module] = future.result()
+            except RuntimeError as error:
+                print(error, file=sys.stderr)
+                for other in futures.values():
+                    other.cancel()
                 return 2
-            made = mutants(module)
-            offered[module] = len(made)
-            if args.sample and args.sample < len(made):
-                made = sorted(random.Random(f"{args.seed}:{module}").sample(made, args.sample), key=lambda m: m.line)
-            started = time.monotonic()
-            for mutant in made:
-                mutant.verdict = judge(mutant, stages, copy, args.timeout)
-                if mutant.verdict != "killed":  # (said at once: a long run can be stopped and still told)
-                    print(f"{mutant.verdict}: {mutant.path}:{mutant.line}: {mutant.after.strip()}", flush=True)
-            results[module] = made
-            killed = sum(m.verdict == "killed" for m in made)
-            print(f"{module}: {killed}/{len(made)} killed of {offered[module]} "
-                  f"({time.monotonic() - started:.0f} s)", flush=True)
             # (written after each module: a long run stopped early still leaves what it found)
             args.report.write_text(report(results, offered, command, args.sample), encoding="utf-8")
     print(args.report.read_text(encoding="utf-8"))
