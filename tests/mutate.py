@@ -46,15 +46,17 @@ NODE = ["tests/hosts/test_query_js.py", "-k", "sample or golden or hostile"]
 EDGES = ["tests/hosts/test_conformance.py", "-k", "random_searches and (cloudflare or netlify)"]
 DRF = ["tests/test_drf_query.py", "-k", "sample"]
 BACKENDS = "generator/api/backends"
+REGISTRY = "tests/api/backends/test_registry.py"  # (the golden table of hostile values; each backend's probes)
 # The query engine: each backend (api/backends/, one module per backend with its JavaScript
 # twin beside it) with its stages, and what builds and renders its indexes.
 ENGINE: dict[str, list[list[str]]] = {
     f"{BACKENDS}/common.py": [["tests/api/backends/test_relations.py", "tests/sitebuild/test_queries.py"], NODE, DRF],
-    f"{BACKENDS}/ordering.py": [["tests/api/backends/test_ordering.py"], NODE, DRF],
+    f"{BACKENDS}/ordering.py": [["tests/api/backends/test_ordering.py", REGISTRY], NODE, DRF],
     f"{BACKENDS}/paging.py": [["tests/api/backends/test_pagination.py", "tests/api/test_routes.py",
                                "tests/api/test_assemble.py"], NODE],
-    f"{BACKENDS}/relations.py": [["tests/api/backends/test_relations.py", "tests/api/test_assemble.py"], NODE, DRF],
-    f"{BACKENDS}/search.py": [["tests/api/backends/test_search.py", "tests/api/test_openapi.py"], NODE, DRF],
+    f"{BACKENDS}/relations.py": [["tests/api/backends/test_relations.py", REGISTRY, "tests/api/test_assemble.py",
+                                  "tests/api/test_openapi.py"], NODE, DRF],
+    f"{BACKENDS}/search.py": [["tests/api/backends/test_search.py", REGISTRY, "tests/api/test_openapi.py"], NODE, DRF],
     f"{BACKENDS}/search_index.py": [["tests/api/backends/test_search.py", "tests/sitebuild/test_queries.py"], NODE,
                                     ["tests/api/backends/test_search_index.py"], DRF],
     "generator/sitebuild/queries.py": [["tests/sitebuild/test_queries.py"], NODE],
