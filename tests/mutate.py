@@ -14,10 +14,12 @@ killed when a stage fails, a timeout when a stage outlives --timeout (reported a
 hang is seen, not a failed assertion), survived when every stage passes.
 
 The report (mutation-report.md at the project's root unless --report says otherwise) is
-written afresh each run: per module the mutants tried, killed, timeouts, survivors, the
-score, and each survivor with its one-line explanation from EXPLAINED (an equivalent
-mutant, say) or "unexplained". --sample N tries N mutants of each module drawn with the
-seed (the report says so), for a machine where every mutant would take hours.
+written afresh from each module's last run, kept beside it (mutation-report.json; a module
+run alone replaces its own row and leaves the others'): per module the command that ran it,
+the mutants tried, killed, timeouts, survivors, the score, and each survivor with its
+one-line explanation from EXPLAINED (an equivalent mutant, say) or "unexplained". --sample
+N tries N mutants of each module drawn with the seed (the report says so), for a machine
+where every mutant would take hours; --jobs J judges J modules at once.
 
 Written for this project instead of a general mutation tool: it reaches the templates'
 JavaScript, through the tests that run it. tests/mutation.py runs mutmut over the Python
@@ -27,6 +29,8 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
+import dataclasses
+import json
 import os
 import random
 import re
@@ -39,7 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-REPORT = ROOT / "mutation-report.md"
+REPORT = ROOT / "mutation-report.md"  # (and beside it, as .json, each module's last run: the report is written from them)
 
 # The tests that judge a module's mutants, in stages (each a pytest command line's arguments).
 NODE = ["tests/hosts/test_query_js.py", "-k", "sample or golden or hostile"]
@@ -67,6 +71,15 @@ ENGINE: dict[str, list[list[str]]] = {
 # Survivors explained: (module, line as it was, line as mutated), each stripped: why no test can
 # tell them apart (equivalent), or why none should.
 EXPLAINED: dict[tuple[str, str, str], str] = {
+    **{(f"{BACKENDS}/common.py", 'last = url[-37:-1]  # (an API link ends with "<id>/")', mutated):
+       "equivalent: the slice is a fast path; cut wrong, its length check fails and UUID_IN_URL finds the same "
+       "last UUID in every link the build writes" for mutated in (
+           'last = url[-38:-1]  # (an API link ends with "<id>/")', 'last = url[-37:-2]  # (an API link ends with "<id>/")')},
+    (f"{BACKENDS}/common.py",
+     'if url[-1] == "/" and len(last) == 36 and last[8] == last[13] == last[18] == last[23] == "-":',
+     'if url[-1] == "/" or len(last) == 36 and last[8] == last[13] == last[18] == last[23] == "-":'):
+        "equivalent: every link the build writes ends in \"<UUID>/\" (a detail's URL is its id's), so the "
+        "fast path's shape check holds whenever its first half does",
     (f"{BACKENDS}/search.py", "return []", "return None"):
         "equivalent: Search.terms(None)'s callers ask `if terms:`, alike for None and []",
     ("generator/hosts/query.py",
@@ -181,25 +194,41 @@ def pytest(stage: list[str], copy: Path, timeout: int) -> int:
                           env={**os.environ, "PYTHONPATH": str(copy)}).returncode
 
 
-def report(results: dict[str, list[Mutant]], offered: dict[str, int], command: str, sample: int | None) -> str:
+def report(runs: dict[str, dict], kept: str) -> str:
+    """The markdown of every module's last run (`kept`: the file that keeps them)."""
     lines = ["# Mutation report", "",
-             "Written by `tests/mutate.py` (`make mutation`); regenerate it, do not edit it. "
-             "Survivors' explanations live in `EXPLAINED` there.", "",
-             f"Command: `{command}`" + (f"; a sample of {sample} mutants of each module" if sample else ""), "",
-             "| module | mutants | tried | killed | timeout | survived | score |", "|---|---|---|---|---|---|---|"]
-    for module, tried in results.items():
+             "Written by `tests/mutate.py` (`make mutation`) from the verdicts it keeps beside it "
+             f"(`{kept}`); regenerate it, do not edit it. Survivors' explanations live in `EXPLAINED` there. "
+             "Each module's row is its last run's.", "",
+             "| module | command | mutants | tried | killed | timeout | survived | score |",
+             "|---|---|---|---|---|---|---|---|"]
+    for module in (m for m in ENGINE if m in runs):
+        run = runs[module]
+        tried = [Mutant(**fields) for fields in run["mutants"]]
         counts = {verdict: sum(m.verdict == verdict for m in tried) for verdict in VERDICTS}
         score = f"{counts['killed'] / len(tried):.0%}" if tried else "n/a"
-        lines.append(f"| `{module}` | {offered[module]} | {len(tried)} | {counts['killed']} | {counts['timeout']} | "
-                     f"{counts['survived']} | {score} |")
-    lines += ["", "Score: killed of tried; a timeout (a stage outlived its time) is counted apart.", "",
-              "## Survivors and timeouts", ""]
-    for tried in results.values():
-        for m in tried:
+        lines.append(f"| `{module}` | `{run['command']}` | {run['offered']} | {len(tried)} | {counts['killed']} | "
+                     f"{counts['timeout']} | {counts['survived']} | {score} |")
+    lines += ["", "Score: killed of tried; a timeout (a stage outlived its time) is counted apart. `--sample N`: "
+              "N mutants of the module drawn with `--seed`.", "", "## Survivors and timeouts", ""]
+    for module in (m for m in ENGINE if m in runs):
+        for m in (Mutant(**fields) for fields in runs[module]["mutants"]):
             if m.verdict != "killed":
                 why = "a hang, seen" if m.verdict == "timeout" else EXPLAINED.get(m.key, "unexplained")
                 lines.append(f"- {m.verdict}: `{m.path}:{m.line}`: `{m.before.strip()}` → `{m.after.strip()}`: {why}")
     return "\n".join(lines) + "\n"
+
+
+def record(report_file: Path, module: str, run: dict) -> dict[str, dict]:
+    """This run of a module kept beside the report (replacing its last), the report rewritten
+    from every module's: a module run alone (`make mutation ENGINE=...`) leaves the others' rows."""
+    kept = report_file.with_suffix(".json")
+    runs = json.loads(kept.read_text(encoding="utf-8")) if kept.is_file() else {}
+    runs = {name: ran for name, ran in runs.items() if name in ENGINE}
+    runs[module] = run
+    kept.write_text(json.dumps(runs, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    report_file.write_text(report(runs, kept.name), encoding="utf-8")
+    return runs
 
 
 def copy_project(into: Path) -> Path:
@@ -249,23 +278,26 @@ def main() -> int:
         print(f"not a module of ENGINE: {' '.join(unknown)}", file=sys.stderr)
         return 2
     plan = args.modules or list(ENGINE)
-    command = " ".join(["python tests/mutate.py", *sys.argv[1:]])
-    results: dict[str, list[Mutant]] = {}
-    offered: dict[str, int] = {}
+    unexplained = False
     with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
-        futures = {module: pool.submit(run_module, module, args) for module in plan}
-        for module, future in futures.items():  # (in ENGINE's order, whichever ends first)
+        futures = {pool.submit(run_module, module, args): module for module in plan}
+        for future in concurrent.futures.as_completed(futures):
             try:
-                offered[module], results[module] = future.result()
+                offered, tried = future.result()
             except RuntimeError as error:
                 print(error, file=sys.stderr)
-                for other in futures.values():
+                for other in futures:
                     other.cancel()
                 return 2
-            # (written after each module: a long run stopped early still leaves what it found)
-            args.report.write_text(report(results, offered, command, args.sample), encoding="utf-8")
+            # (kept as each module ends: a long run stopped early still leaves what it found)
+            module = futures[future]
+            command = " ".join(["python tests/mutate.py", module, *(f"--sample {args.sample} --seed {args.seed}".split()
+                                                                    if args.sample else ())])
+            record(args.report, module, {"command": command, "offered": offered,
+                                         "mutants": [dataclasses.asdict(m) for m in tried]})
+            unexplained |= any(m.verdict == "survived" and m.key not in EXPLAINED for m in tried)
     print(args.report.read_text(encoding="utf-8"))
-    return 1 if any(m.verdict == "survived" and m.key not in EXPLAINED for tried in results.values() for m in tried) else 0
+    return 1 if unexplained else 0
 
 
 if __name__ == "__main__":
