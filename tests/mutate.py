@@ -1,6 +1,7 @@
 """make mutation: plausible one-line mistakes, made one at a time, and whether the tests see them.
 
     python tests/mutate.py [MODULE ...] [--sample N] [--seed S] [--timeout 600] [--jobs J] [--report FILE]
+    python tests/mutate.py --rewrite
 
 For each module of the query engine (ENGINE: each Python module and its JavaScript twin,
 a template under generator/hosts/templates/, mutated as text) every line is offered the
@@ -87,6 +88,11 @@ EXPLAINED: dict[tuple[str, str, str], str] = {
      'return _twins().get_template(f"{module}.js.j2").render(constants=json.dumps(constants, ensure_ascii=False))'):
         "equivalent: every host reads the script as UTF-8 (it holds other non-ASCII text), and JavaScript "
         "strings take U+2028 and U+2029 as they are (ES2019): the escapes only spell the same strings",
+    (f"{BACKENDS}/ordering.js.j2",
+     "const positions = await qyOrdered(read, name, ordering, [...matched].sort((a, b) => a - b));",
+     "const positions = await qyOrdered(read, name, ordering, [...matched].sort((a, b) => a + b));"):
+        "equivalent: qyOrdered's comparator ends in `a - b`, a total order: the order positions come in to it "
+        "cannot change what it gives",
     (f"{BACKENDS}/search_index.js.j2", "let stop = blob.indexOf(RECORD, Math.max(end, found + 1));",
      "let stop = blob.indexOf(RECORD, Math.max(end, found - 1));"):
         "equivalent: a needle is never empty (a term has a character), so end >= found + 1 and the max is end",
@@ -183,8 +189,15 @@ def judge(mutant: Mutant, stages: list[list[str]], copy: Path, timeout: int) -> 
 
 
 def failing_stages(stages: list[list[str]], copy: Path, timeout: int) -> list[str]:
-    """The stages that fail without a mutant (then no verdict means anything)."""
-    return [" ".join(stage) for stage in stages if pytest(stage, copy, timeout) != 0]
+    """The stages that fail, or outlive the timeout, without a mutant (then no verdict means anything)."""
+    failing = []
+    for stage in stages:
+        try:
+            if pytest(stage, copy, timeout) != 0:
+                failing.append(" ".join(stage))
+        except subprocess.TimeoutExpired:
+            failing.append(f"{' '.join(stage)} (outlived --timeout {timeout})")
+    return failing
 
 
 def pytest(stage: list[str], copy: Path, timeout: int) -> int:
@@ -219,13 +232,14 @@ def report(runs: dict[str, dict], kept: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def record(report_file: Path, module: str, run: dict) -> dict[str, dict]:
+def record(report_file: Path, module: str | None = None, run: dict | None = None) -> dict[str, dict]:
     """This run of a module kept beside the report (replacing its last), the report rewritten
     from every module's: a module run alone (`make mutation ENGINE=...`) leaves the others' rows."""
     kept = report_file.with_suffix(".json")
     runs = json.loads(kept.read_text(encoding="utf-8")) if kept.is_file() else {}
     runs = {name: ran for name, ran in runs.items() if name in ENGINE}
-    runs[module] = run
+    if module is not None:
+        runs[module] = run
     kept.write_text(json.dumps(runs, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
     report_file.write_text(report(runs, kept.name), encoding="utf-8")
     return runs
@@ -272,7 +286,12 @@ def main() -> int:
     parser.add_argument("--timeout", type=int, default=600, help="seconds for one stage of one mutant")
     parser.add_argument("--jobs", type=int, default=1, help="modules judged at once, each in its own copy")
     parser.add_argument("--report", type=Path, default=REPORT)
+    parser.add_argument("--rewrite", action="store_true",
+                        help="only write the report again from the kept runs (EXPLAINED changed, say)")
     args = parser.parse_args()
+    if args.rewrite:
+        record(args.report)
+        return 0
     unknown = [m for m in args.modules if m not in ENGINE]
     if unknown:
         print(f"not a module of ENGINE: {' '.join(unknown)}", file=sys.stderr)
