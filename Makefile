@@ -87,11 +87,12 @@ clean:
 # clients get, one module at a time against its tests (tests/mutation.py; MODULES=... for some,
 # MUTATION_REPORT=file for the markdown report), then the project's own one-line mistakes of
 # the query engine, Python and its JavaScript twin (tests/mutate.py; ENGINE=... for some,
-# SAMPLE=N mutants of each), whose scores and survivors it writes to mutation-report.md.
+# SAMPLE=N mutants of each drawn with SEED=S, JOBS=J modules at once), whose scores and
+# survivors it writes to mutation-report.md.
 mutation: $(TEST_STAMP)
 	@status=0; \
 	$(BIN)/python tests/mutation.py $(MODULES) $(if $(MUTATION_REPORT),--report $(MUTATION_REPORT)) || status=1; \
-	$(BIN)/python tests/mutate.py $(ENGINE) $(if $(SAMPLE),--sample $(SAMPLE)) || status=1; \
+	$(BIN)/python tests/mutate.py $(ENGINE) $(if $(SAMPLE),--sample $(SAMPLE)) $(if $(SEED),--seed $(SEED)) $(if $(JOBS),--jobs $(JOBS)) || status=1; \
 	exit $$status
 
 bench: $(TEST_STAMP)

@@ -132,7 +132,8 @@ def compared(data: Path, work: Path):
 
 
 def ask(port: int, method: str, path: str, body: bytes | None = None, headers: dict | None = None) -> Answer:
-    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    # (a guard against a hang, not a measure of speed: on a loaded machine DRF took over 10 s to answer)
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
     try:
         connection.request(method, path, body=body, headers=headers or {})
         response = connection.getresponse()

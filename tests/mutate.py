@@ -1,6 +1,7 @@
 """make mutation: plausible one-line mistakes, made one at a time, and whether the tests see them.
 
-    python tests/mutate.py [MODULE ...] [--sample N] [--seed S] [--timeout 600] [--report FILE]
+    python tests/mutate.py [MODULE ...] [--sample N] [--seed S] [--timeout 600] [--jobs J] [--report FILE]
+    python tests/mutate.py --rewrite
 
 For each module of the query engine (ENGINE: each Python module and its JavaScript twin,
 a template under generator/hosts/templates/, mutated as text) every line is offered the
@@ -14,10 +15,12 @@ killed when a stage fails, a timeout when a stage outlives --timeout (reported a
 hang is seen, not a failed assertion), survived when every stage passes.
 
 The report (mutation-report.md at the project's root unless --report says otherwise) is
-written afresh each run: per module the mutants tried, killed, timeouts, survivors, the
-score, and each survivor with its one-line explanation from EXPLAINED (an equivalent
-mutant, say) or "unexplained". --sample N tries N mutants of each module drawn with the
-seed (the report says so), for a machine where every mutant would take hours.
+written afresh from each module's last run, kept beside it (mutation-report.json; a module
+run alone replaces its own row and leaves the others'): per module the command that ran it,
+the mutants tried, killed, timeouts, survivors, the score, and each survivor with its
+one-line explanation from EXPLAINED (an equivalent mutant, say) or "unexplained". --sample
+N tries N mutants of each module drawn with the seed (the report says so), for a machine
+where every mutant would take hours; --jobs J judges J modules at once.
 
 Written for this project instead of a general mutation tool: it reaches the templates'
 JavaScript, through the tests that run it. tests/mutation.py runs mutmut over the Python
@@ -26,6 +29,9 @@ modules (the query engine's among them); `make mutation` runs both.
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
+import dataclasses
+import json
 import os
 import random
 import re
@@ -38,24 +44,26 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-REPORT = ROOT / "mutation-report.md"
+REPORT = ROOT / "mutation-report.md"  # (and beside it, as .json, each module's last run: the report is written from them)
 
 # The tests that judge a module's mutants, in stages (each a pytest command line's arguments).
 NODE = ["tests/hosts/test_query_js.py", "-k", "sample or golden or hostile"]
 EDGES = ["tests/hosts/test_conformance.py", "-k", "random_searches and (cloudflare or netlify)"]
 DRF = ["tests/test_drf_query.py", "-k", "sample"]
 BACKENDS = "generator/api/backends"
+REGISTRY = "tests/api/backends/test_registry.py"  # (the golden table of hostile values; each backend's probes)
 # The query engine: each backend (api/backends/, one module per backend with its JavaScript
 # twin beside it) with its stages, and what builds and renders its indexes.
 ENGINE: dict[str, list[list[str]]] = {
     f"{BACKENDS}/common.py": [["tests/api/backends/test_relations.py", "tests/sitebuild/test_queries.py"], NODE, DRF],
-    f"{BACKENDS}/ordering.py": [["tests/api/backends/test_ordering.py"], NODE, DRF],
+    f"{BACKENDS}/ordering.py": [["tests/api/backends/test_ordering.py", REGISTRY], NODE, DRF],
     f"{BACKENDS}/paging.py": [["tests/api/backends/test_pagination.py", "tests/api/test_routes.py",
                                "tests/api/test_assemble.py"], NODE],
-    f"{BACKENDS}/relations.py": [["tests/api/backends/test_relations.py", "tests/api/test_assemble.py"], NODE, DRF],
-    f"{BACKENDS}/search.py": [["tests/api/backends/test_search.py", "tests/api/test_openapi.py"], NODE, DRF],
+    f"{BACKENDS}/relations.py": [["tests/api/backends/test_relations.py", REGISTRY, "tests/api/test_assemble.py",
+                                  "tests/api/test_openapi.py"], NODE, DRF],
+    f"{BACKENDS}/search.py": [["tests/api/backends/test_search.py", REGISTRY, "tests/api/test_openapi.py"], NODE, DRF],
     f"{BACKENDS}/search_index.py": [["tests/api/backends/test_search.py", "tests/sitebuild/test_queries.py"], NODE,
-                                    DRF],
+                                    ["tests/api/backends/test_search_index.py"], DRF],
     "generator/sitebuild/queries.py": [["tests/sitebuild/test_queries.py"], NODE],
     "generator/hosts/query.py": [NODE, EDGES],
     **{f"{BACKENDS}/{name}.js.j2": [NODE, EDGES]
@@ -64,6 +72,15 @@ ENGINE: dict[str, list[list[str]]] = {
 # Survivors explained: (module, line as it was, line as mutated), each stripped: why no test can
 # tell them apart (equivalent), or why none should.
 EXPLAINED: dict[tuple[str, str, str], str] = {
+    **{(f"{BACKENDS}/common.py", 'last = url[-37:-1]  # (an API link ends with "<id>/")', mutated):
+       "equivalent: the slice is a fast path; cut wrong, its length check fails and UUID_IN_URL finds the same "
+       "last UUID in every link the build writes" for mutated in (
+           'last = url[-38:-1]  # (an API link ends with "<id>/")', 'last = url[-37:-2]  # (an API link ends with "<id>/")')},
+    (f"{BACKENDS}/common.py",
+     'if url[-1] == "/" and len(last) == 36 and last[8] == last[13] == last[18] == last[23] == "-":',
+     'if url[-1] == "/" or len(last) == 36 and last[8] == last[13] == last[18] == last[23] == "-":'):
+        "equivalent: every link the build writes ends in \"<UUID>/\" (a detail's URL is its id's), so the "
+        "fast path's shape check holds whenever its first half does",
     (f"{BACKENDS}/search.py", "return []", "return None"):
         "equivalent: Search.terms(None)'s callers ask `if terms:`, alike for None and []",
     ("generator/hosts/query.py",
@@ -71,6 +88,23 @@ EXPLAINED: dict[tuple[str, str, str], str] = {
      'return _twins().get_template(f"{module}.js.j2").render(constants=json.dumps(constants, ensure_ascii=False))'):
         "equivalent: every host reads the script as UTF-8 (it holds other non-ASCII text), and JavaScript "
         "strings take U+2028 and U+2029 as they are (ES2019): the escapes only spell the same strings",
+    (f"{BACKENDS}/ordering.js.j2",
+     "const positions = await qyOrdered(read, name, ordering, [...matched].sort((a, b) => a - b));",
+     "const positions = await qyOrdered(read, name, ordering, [...matched].sort((a, b) => a + b));"):
+        "equivalent: qyOrdered's comparator ends in `a - b`, a total order: the order positions come in to it "
+        "cannot change what it gives",
+    ("generator/hosts/query.py",
+     "undefined=jinja2.StrictUndefined, keep_trailing_newline=True)",
+     "undefined=jinja2.StrictUndefined, keep_trailing_newline=False)"):
+        "equivalent: the twins are joined with a newline between each, so a twin's own last newline only "
+        "spaces the script (each ends in a statement, not a comment the next would continue)",
+    ("generator/sitebuild/queries.py",
+     "yield results[max(start - offset, 0):stop - offset] if offset < start or offset + size > stop else results",
+     "yield results[max(start - offset, 0):stop - offset] if offset < start or offset + size >= stop else results"):
+        "equivalent: at offset + size == stop the slice is results[0:size], the whole page",
+    (f"{BACKENDS}/common.js.j2", "while (start < stop && chars.has(list[start])) start++;",
+     "while (start <= stop && chars.has(list[start])) start++;"):
+        "equivalent: stop is still the list's length in that loop, and list[length] is undefined, never in chars",
     (f"{BACKENDS}/search_index.js.j2", "let stop = blob.indexOf(RECORD, Math.max(end, found + 1));",
      "let stop = blob.indexOf(RECORD, Math.max(end, found - 1));"):
         "equivalent: a needle is never empty (a term has a character), so end >= found + 1 and the max is end",
@@ -166,16 +200,15 @@ def judge(mutant: Mutant, stages: list[list[str]], copy: Path, timeout: int) -> 
         target.write_text(original, encoding="utf-8")
 
 
-def failing_stages(stages: list[list[str]], copy: Path, timeout: int, passed: set[tuple[str, ...]]) -> list[str]:
-    """The stages that fail without a mutant (then no verdict means anything); those found
-    passing are added to `passed` and not run again."""
+def failing_stages(stages: list[list[str]], copy: Path, timeout: int) -> list[str]:
+    """The stages that fail, or outlive the timeout, without a mutant (then no verdict means anything)."""
     failing = []
     for stage in stages:
-        if tuple(stage) not in passed:
+        try:
             if pytest(stage, copy, timeout) != 0:
                 failing.append(" ".join(stage))
-            else:
-                passed.add(tuple(stage))
+        except subprocess.TimeoutExpired:
+            failing.append(f"{' '.join(stage)} (outlived --timeout {timeout})")
     return failing
 
 
@@ -186,25 +219,75 @@ def pytest(stage: list[str], copy: Path, timeout: int) -> int:
                           env={**os.environ, "PYTHONPATH": str(copy)}).returncode
 
 
-def report(results: dict[str, list[Mutant]], offered: dict[str, int], command: str, sample: int | None) -> str:
+def report(runs: dict[str, dict], kept: str) -> str:
+    """The markdown of every module's last run (`kept`: the file that keeps them)."""
     lines = ["# Mutation report", "",
-             "Written by `tests/mutate.py` (`make mutation`); regenerate it, do not edit it. "
-             "Survivors' explanations live in `EXPLAINED` there.", "",
-             f"Command: `{command}`" + (f"; a sample of {sample} mutants of each module" if sample else ""), "",
-             "| module | mutants | tried | killed | timeout | survived | score |", "|---|---|---|---|---|---|---|"]
-    for module, tried in results.items():
+             "Written by `tests/mutate.py` (`make mutation`) from the verdicts it keeps beside it "
+             f"(`{kept}`); regenerate it, do not edit it. Survivors' explanations live in `EXPLAINED` there. "
+             "Each module's row is its last run's.", "",
+             "| module | command | mutants | tried | killed | timeout | survived | score |",
+             "|---|---|---|---|---|---|---|---|"]
+    for module in (m for m in ENGINE if m in runs):
+        run = runs[module]
+        tried = [Mutant(**fields) for fields in run["mutants"]]
         counts = {verdict: sum(m.verdict == verdict for m in tried) for verdict in VERDICTS}
         score = f"{counts['killed'] / len(tried):.0%}" if tried else "n/a"
-        lines.append(f"| `{module}` | {offered[module]} | {len(tried)} | {counts['killed']} | {counts['timeout']} | "
-                     f"{counts['survived']} | {score} |")
-    lines += ["", "Score: killed of tried; a timeout (a stage outlived its time) is counted apart.", "",
-              "## Survivors and timeouts", ""]
-    for tried in results.values():
-        for m in tried:
+        lines.append(f"| `{module}` | `{run['command']}` | {run['offered']} | {len(tried)} | {counts['killed']} | "
+                     f"{counts['timeout']} | {counts['survived']} | {score} |")
+    lines += ["", "Score: killed of tried; a timeout (a stage outlived its time) is counted apart. `--sample N`: "
+              "N mutants of the module drawn with `--seed`.", "", "## Survivors and timeouts", ""]
+    for module in (m for m in ENGINE if m in runs):
+        for m in (Mutant(**fields) for fields in runs[module]["mutants"]):
             if m.verdict != "killed":
                 why = "a hang, seen" if m.verdict == "timeout" else EXPLAINED.get(m.key, "unexplained")
                 lines.append(f"- {m.verdict}: `{m.path}:{m.line}`: `{m.before.strip()}` → `{m.after.strip()}`: {why}")
     return "\n".join(lines) + "\n"
+
+
+def record(report_file: Path, module: str | None = None, run: dict | None = None) -> dict[str, dict]:
+    """This run of a module kept beside the report (replacing its last), the report rewritten
+    from every module's: a module run alone (`make mutation ENGINE=...`) leaves the others' rows."""
+    kept = report_file.with_suffix(".json")
+    runs = json.loads(kept.read_text(encoding="utf-8")) if kept.is_file() else {}
+    runs = {name: ran for name, ran in runs.items() if name in ENGINE}
+    if module is not None:
+        runs[module] = run
+    kept.write_text(json.dumps(runs, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    report_file.write_text(report(runs, kept.name), encoding="utf-8")
+    return runs
+
+
+def copy_project(into: Path) -> Path:
+    """A copy of the project to write mutants into (the checkout is never touched)."""
+    copy = into / "project"
+    shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns(".venv", "node_modules", "site", ".git", "bench-work",
+                                                               "__pycache__", "mutants"))
+    if (ROOT / "node_modules").exists():
+        (copy / "node_modules").symlink_to((ROOT / "node_modules").resolve())
+    return copy
+
+
+def run_module(module: str, args: argparse.Namespace) -> tuple[int, list[Mutant]]:
+    """The mutants offered in one module and those tried, judged, in a copy of its own (modules
+    run side by side with --jobs)."""
+    stages = ENGINE[module]
+    with tempfile.TemporaryDirectory(prefix="mutation-") as tmp:
+        copy = copy_project(Path(tmp))
+        failing = failing_stages(stages, copy, args.timeout)
+        if failing:
+            raise RuntimeError(f"{module}: its tests fail without a mutant ({'; '.join(failing)}): no verdict")
+        made = mutants(module)
+        offered = len(made)
+        if args.sample and args.sample < len(made):
+            made = sorted(random.Random(f"{args.seed}:{module}").sample(made, args.sample), key=lambda m: m.line)
+        started = time.monotonic()
+        for mutant in made:
+            mutant.verdict = judge(mutant, stages, copy, args.timeout)
+            if mutant.verdict != "killed":  # (said at once: a long run can be stopped and still told)
+                print(f"{mutant.verdict}: {mutant.path}:{mutant.line}: {mutant.after.strip()}", flush=True)
+    killed = sum(m.verdict == "killed" for m in made)
+    print(f"{module}: {killed}/{len(made)} killed of {offered} ({time.monotonic() - started:.0f} s)", flush=True)
+    return offered, made
 
 
 def main() -> int:
@@ -213,45 +296,38 @@ def main() -> int:
     parser.add_argument("--sample", type=int, help="mutants of each module to try, drawn at random")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--timeout", type=int, default=600, help="seconds for one stage of one mutant")
+    parser.add_argument("--jobs", type=int, default=1, help="modules judged at once, each in its own copy")
     parser.add_argument("--report", type=Path, default=REPORT)
+    parser.add_argument("--rewrite", action="store_true",
+                        help="only write the report again from the kept runs (EXPLAINED changed, say)")
     args = parser.parse_args()
+    if args.rewrite:
+        record(args.report)
+        return 0
     unknown = [m for m in args.modules if m not in ENGINE]
     if unknown:
         print(f"not a module of ENGINE: {' '.join(unknown)}", file=sys.stderr)
         return 2
-    plan = {m: ENGINE[m] for m in args.modules or ENGINE}
-    command = " ".join(["python tests/mutate.py", *sys.argv[1:]])
-    results: dict[str, list[Mutant]] = {}
-    offered: dict[str, int] = {}
-    with tempfile.TemporaryDirectory(prefix="mutation-") as tmp:
-        copy = Path(tmp) / "project"
-        shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns(".venv", "node_modules", "site", ".git",
-                                                                   "bench-work", "__pycache__", "mutants"))
-        if (ROOT / "node_modules").exists():
-            (copy / "node_modules").symlink_to((ROOT / "node_modules").resolve())
-        passed: set[tuple[str, ...]] = set()
-        for module, stages in plan.items():
-            failing = failing_stages(stages, copy, args.timeout, passed)
-            if failing:
-                print(f"{module}: its tests fail without a mutant ({'; '.join(failing)}): no verdict", file=sys.stderr)
-                return 2
-            made = mutants(module)
-            offered[module] = len(made)
-            if args.sample and args.sample < len(made):
-                made = sorted(random.Random(f"{args.seed}:{module}").sample(made, args.sample), key=lambda m: m.line)
-            started = time.monotonic()
-            for mutant in made:
-                mutant.verdict = judge(mutant, stages, copy, args.timeout)
-                if mutant.verdict != "killed":  # (said at once: a long run can be stopped and still told)
-                    print(f"{mutant.verdict}: {mutant.path}:{mutant.line}: {mutant.after.strip()}", flush=True)
-            results[module] = made
-            killed = sum(m.verdict == "killed" for m in made)
-            print(f"{module}: {killed}/{len(made)} killed of {offered[module]} "
-                  f"({time.monotonic() - started:.0f} s)", flush=True)
-            # (written after each module: a long run stopped early still leaves what it found)
-            args.report.write_text(report(results, offered, command, args.sample), encoding="utf-8")
+    plan = args.modules or list(ENGINE)
+    unexplained = no_verdict = False
+    with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
+        futures = {pool.submit(run_module, module, args): module for module in plan}
+        for future in concurrent.futures.as_completed(futures):
+            try:
+                offered, tried = future.result()
+            except RuntimeError as error:  # (said; the other modules' verdicts still kept)
+                print(error, file=sys.stderr, flush=True)
+                no_verdict = True
+                continue
+            # (kept as each module ends: a long run stopped early still leaves what it found)
+            module = futures[future]
+            command = " ".join(["python tests/mutate.py", module, *(f"--sample {args.sample} --seed {args.seed}".split()
+                                                                    if args.sample else ())])
+            record(args.report, module, {"command": command, "offered": offered,
+                                         "mutants": [dataclasses.asdict(m) for m in tried]})
+            unexplained |= any(m.verdict == "survived" and m.key not in EXPLAINED for m in tried)
     print(args.report.read_text(encoding="utf-8"))
-    return 1 if any(m.verdict == "survived" and m.key not in EXPLAINED for tried in results.values() for m in tried) else 0
+    return 2 if no_verdict else 1 if unexplained else 0
 
 
 if __name__ == "__main__":

@@ -12,11 +12,12 @@ from urllib.parse import urlencode
 import pytest
 
 from generator import compose
+from generator.api.backends.common import related_records
 from generator.api.urls import CURRENT
 from generator.catalogue import synth
 from generator.hosts.router import answer_values
 from golden_files import FILTERS, put_together
-from query_probes import SETTINGS, Probes, query_catalogue, with_settings
+from query_probes import SETTINGS, Probes, ident, query_catalogue, with_settings
 from test_pages_js import module, run_node, run_node_reads
 
 from servers import runnable
@@ -67,9 +68,12 @@ def python_reads(generation, name: str, query: str) -> list[str]:
 def test_javascript_answers_queries_as_python_does(built, tmp_path):
     """The same bytes, and the same files read in the same order (the page indexes that
     say the count aside: the Python reads the first block's as well)."""
-    probes = Probes(documents(built), seed=3)
+    found = documents(built)
+    probes = Probes(found, seed=3)
     requests = [(name, probes.query(name)) for name in COLLECTIONS for _ in range(80)]
     requests += [("books", probes.combined()) for _ in range(80)]
+    requests += [("books", query) for query in later_value_first(found["books"])]
+    requests += [("books", query) for query in inside_a_first_run_of_ties(found["books"])]
     requests += [("books", q) for q in ("search=%00", "authors=nope", "authors=", "search=" + "x" * 1001,
                                         "search=%22%22", "ordering=-", "search=%E2%80%A8&authors=%E2%80%A8")]
     got = run_node_reads(module(tmp_path), built, requests)
@@ -78,6 +82,36 @@ def test_javascript_answers_queries_as_python_does(built, tmp_path):
         expected = python_reads(built, name, query)
         if expected:
             assert [k for k in keys if not k.startswith("_meta/")] == expected, (name, query)
+
+
+def later_value_first(books: list[dict]) -> list[str]:
+    """Two values of each to-many filter of books, no ordering: the first value a later
+    record's related id, the second the first record's. The records either keeps come in the
+    collection's order (the first record first), not in the order of the values given."""
+    queries = []
+    for relation in SETTINGS["filters"]["books"]:
+        first = {ident(r) for r in related_records(books[0], relation)}
+        later = next((ident(r) for book in books[1:] for r in related_records(book, relation) if ident(r) not in first),
+                     None)
+        if first and later is not None:
+            queries.append(urlencode([(relation, later), (relation, min(first)), ("limit", "5")]))
+    assert queries
+    return queries
+
+
+def inside_a_first_run_of_ties(books: list[dict]) -> list[str]:
+    """Pages of the whole collection in two fields' order that start inside the run of ties the
+    order begins with (records without a value, or sharing the least): the run is found back to
+    the first record (the JavaScript's search for its start reaches the first position)."""
+    queries = []
+    for field in SETTINGS["ordering"]["books"]:
+        values = [book.get(field) for book in books]
+        least = None if None in values else min(values)
+        if values.count(least) >= 3:
+            queries += [urlencode([("ordering", f"{field},-title"), ("offset", str(offset)), ("limit", "2")])
+                        for offset in (1, values.count(least) - 2)]
+    assert queries
+    return queries
 
 
 GOLDEN_HARNESS = """

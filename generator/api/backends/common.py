@@ -76,9 +76,6 @@ class Request:
         """What site.yaml's `key` lists for this collection ([]: nothing)."""
         return self.query.get(key, {}).get(self.name, [])
 
-    def need(self, path: str) -> bytes:
-        return need(self.read, path)
-
 
 def need(read: Reader, path: str) -> bytes:
     """A file a backend cannot answer without: Missing when the generation lacks it."""

@@ -3,18 +3,27 @@ does, and the orders it gives from its rank and sorted files equal to Python's s
 sorts, a whole collection a slice at a time across blocks too."""
 from __future__ import annotations
 
+from decimal import Decimal
+
 import pytest
 from hypothesis import given, settings, strategies as st
 
 from backend_cases import QUERY, blocks_of, catalogues, files_of
 from generator.api.backends import select
-from generator.api.backends.ordering import Ordering, ordered
+from generator.api.backends.ordering import Ordering, ordered, sort_key
 
 
 def test_orderings_drop_names_not_allowed():
     assert Ordering().fields(" -price , nope,title,-,--title", ["price", "title"]) == [("price", True), ("title", False)]
     assert Ordering().fields("", ["price"]) == []
 
+
+def test_numbers_sort_by_their_exact_values():
+    """Fractions apart from the integer below them, an integer written as a float equal to it
+    (a tie, in the collection's order), each as exact as its decimal spelling."""
+    values = [2.5, 2, 2.25, 10, 0.1, 2.0]
+    assert sorted(range(len(values)), key=lambda at: sort_key("number", values[at])) == [4, 1, 5, 2, 0, 3]
+    assert sort_key("number", 0.1) == Decimal("0.1") and sort_key("number", 2.0) == 2
 
 @settings(max_examples=200, deadline=None)
 @given(catalogues(), st.sampled_from(["title", "-title", "pages,-title", "-pages", "nope,-pages,title"]))

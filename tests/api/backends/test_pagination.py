@@ -73,4 +73,9 @@ def test_the_plain_spellings_are_every_order_of_each_parameter_once():
     assert plain_page("books", "offset=24") == "api/v1/books/pages/default/0/24.json"
     assert plain_page("books", "offset=123456&limit=24") == "api/v1/books/pages/24/12/123456.json"
     assert plain_page("books", "limit=24&limit=24") is None and plain_page("books", "x=1") is None
+    # (a zero among a plain value's digits, after the first: a page of 10 or 20 is a pre-built file's too)
+    assert plain_page("books", "limit=100&offset=10") == "api/v1/books/pages/100/0/10.json"
+    # (an offset of 15 digits at most: JavaScript's numbers hold it exactly; a longer one is put together)
+    assert plain_page("books", "offset=123456789012345") == "api/v1/books/pages/default/12345678901/123456789012345.json"
+    assert plain_page("books", "offset=1234567890123456") is None
     assert PlainSpelling("a", "b", "c", "d").offset == "d"
