@@ -166,7 +166,7 @@ LIST, BITMAP = 0, 1
 INLINE, FILE = 0, 1
 LOW = 0xFFFF
 PARALLEL_MIN = 4096  # sets to encode for which the writer uses more than one process
-VECTOR_MIN = 64  # positions of a set the writer encodes with vector operations (fewer: a loop is quicker)
+VECTOR_MIN = 64  # positions of a set encoded or decoded with vector operations (fewer: a loop is quicker)
 
 
 # ---- numbers ------------------------------------------------------------------------
@@ -312,14 +312,10 @@ def _encode_long_set(positions: numpy.ndarray, count: int, out: bytearray) -> No
 def decode_set(data: bytes, at: int, count: int) -> tuple[list[int], int]:
     """The positions of the set at `at` (of `count` records), sorted, and where it ends."""
     form, at = get_varint(data, at)
-    if form == BITMAP:
+    if form == BITMAP:  # (a vector operation: a common letter's set holds most of a million records)
         stop = at + (count + 7) // 8
-        found: list[int] = []
-        for index, byte in enumerate(data[at:stop]):
-            if byte:
-                base = index << 3
-                found.extend([base + bit for bit in _BITS[byte]])
-        return found, stop
+        bits = numpy.unpackbits(numpy.frombuffer(data, numpy.uint8, stop - at, at), bitorder="little")
+        return numpy.flatnonzero(bits).tolist(), stop
     groups, at = get_varint(data, at)
     heads = []
     for _ in range(groups):
@@ -328,16 +324,18 @@ def decode_set(data: bytes, at: int, count: int) -> tuple[list[int], int]:
         heads.append((high, size))
     found = []
     for high, size in heads:
-        lows = array("H")
-        lows.frombytes(data[at:at + 2 * size])
-        if _BIG_ENDIAN:
-            lows.byteswap()
-        found.extend(map(operator.add, lows, itertools.repeat(high << 16)) if high else lows)
+        if size > VECTOR_MIN:
+            found.extend((numpy.frombuffer(data, "<u2", size, at).astype(numpy.int64) + (high << 16)).tolist())
+        else:
+            lows = array("H")
+            lows.frombytes(data[at:at + 2 * size])
+            if _BIG_ENDIAN:
+                lows.byteswap()
+            found.extend(map(operator.add, lows, itertools.repeat(high << 16)) if high else lows)
         at += 2 * size
     return found, at
 
 
-_BITS = [tuple(bit for bit in range(8) if byte >> bit & 1) for byte in range(256)]
 _BIG_ENDIAN = array("H", [1]).tobytes() == b"\x00\x01"
 
 
