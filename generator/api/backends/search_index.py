@@ -100,16 +100,15 @@ t empty: "A"; t of GRAM_MAX characters or fewer: "G" + t; else every key startin
 exactly the records whose value in f the term matches (contains / startswith / equals
 on folded values), and in a relation field, at which elements. A term with white space
 (a phrase; smart_split's quotes keep it whole): f `=`: "E" + t, exact; a `^` f: the
-records whose first token is its first word, "H" + it (t starting with white space: "A"); a
-`contains` f: for each two neighbouring words w, v and the white space s between them, the
-key "P" + w + s + v (every key starting with it where v ends the phrase: it may start a
-longer token); white space first, every key starting with "P" + its last character + the
-first word + the white space after it; white space t last, every key starting with "P" +
-the last word + t; where none of these, each word's
-own lookup (no word: "A"). Exact, where every field is `contains` or `=`, for two words,
-a word and white space after it, or one white space character, a word (and white space
-after it); else a
-superset, which the plan checks on the candidates' documents.
+records whose first token is its first word, "H" + it (t starting with white space:
+"A"); a `contains` f: for each two neighbouring words w, v and the white space s between
+them, the key "P" + w + s + v (every key starting with it where v ends the phrase: it may
+start a longer token); white space first, every key starting with "P" + its last
+character + the first word + the white space after it; white space t last, every key
+starting with "P" + the last word + t; where none of these, each word's own lookup (no
+word: "A"). Exact, where every field is `contains` or `=`, for two words, a word and
+white space after it, or one white space character, a word (and white space after it);
+else a superset, which the plan checks on the candidates' documents.
 
 Combination (DRF's SearchFilter, one filter() over the joined relations): a record is
 selected when every term matches in some field; a term matched in a field of the record
