@@ -112,7 +112,7 @@ class Request:
     def run(self, terms: list[str]) -> termindex.Found:
         self.pages = set()
         found = termindex.search(self.files.get, [t.lower() for t in terms], self.values)
-        self.pages.update(p // PAGE_SIZE for p in found.positions[:PAGE_SIZE])  # (the page shown)
+        self.pages.update(p // PAGE_SIZE for p in found.records[:PAGE_SIZE])  # (the page shown)
         return found
 
 
@@ -206,7 +206,7 @@ def main() -> None:
         read = (found.index_bytes + sum(page_index_bytes(len(collections_[name]), b) for b in blocks)
                 + len(request.pages) * page)
         table.append((objects, read))
-        print(f"{label:<30} {len(found.positions):>8,} {objects:>8} {read / 1e6:>8.2f}MB {found.index_objects:>9} "
+        print(f"{label:<30} {len(found.records):>8,} {objects:>8} {read / 1e6:>8.2f}MB {found.index_objects:>9} "
               f"{found.index_bytes / 1e6:>9.3f}MB {found.checked:>8} {statistics.median(times) * 1000:>7.1f} "
               f"{statistics.median(cpu) * 1000:>7.1f}")
     objects = sorted(o for o, _ in table)

@@ -29,7 +29,7 @@ from typing import Callable, Iterable, Sequence
 
 from ...catalogue.resources import BY_NAME
 from . import common
-from .common import Backend, Documents, Reader, Rejected, Request
+from .common import Backend, Documents, Reader, Records, Rejected, Request
 
 __all__ = ["Backend", "BACKENDS", "PAGINATION", "Paging", "Rejected", "Selection", "common", "select", "configured",
            "indexing", "index_files"]
@@ -63,7 +63,7 @@ def select(read: Reader, name: str, pairs: Sequence[tuple[str, str]], query: dic
     pre-built ones). `documents` reads records' documents (a search checks some terms on
     its candidates'). Raises Rejected with DRF's 400 body."""
     request = Request(read, name, pairs, query, count, documents)
-    matched: set[int] | None = None
+    matched: Records | None = None
     for backend in BACKENDS:
         kept = backend.narrow(request)
         if kept is not None:
@@ -72,7 +72,7 @@ def select(read: Reader, name: str, pairs: Sequence[tuple[str, str]], query: dic
         arranged = backend.arrange(request, matched)
         if arranged is not None:
             return Selection(arranged)
-    return None if matched is None else Selection(sorted(matched))
+    return None if matched is None else Selection(matched)  # (Records: their positions in order)
 
 
 def configured(query: dict) -> list[str]:

@@ -15,6 +15,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Sequence
 
+import numpy
+
 from ..pageindex import read_u32, u32
 from ..render import encode
 from ..urls import API, QUERY_DIR
@@ -30,7 +32,7 @@ NUL_MESSAGE = "Null characters are not allowed."  # Django's
 BLOCK = 65536  # records (or positions in an order) of one index file of a block
 UUID_IN_URL = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
-__all__ = ["Reader", "Flush", "Documents", "SPACES", "NUL", "NUL_MESSAGE", "BLOCK", "Backend", "Rejected", "Missing", "Request",
+__all__ = ["Reader", "Flush", "Documents", "SPACES", "NUL", "NUL_MESSAGE", "BLOCK", "Backend", "Rejected", "Missing", "Request", "Records",
            "need", "blocks", "query_dir", "u32", "read_u32", "related_id", "related_records", "fold"]
 
 
@@ -75,6 +77,66 @@ class Request:
     def settings(self, key: str) -> list[str]:
         """What site.yaml's `key` lists for this collection ([]: nothing)."""
         return self.query.get(key, {}).get(self.name, [])
+
+
+class Records:
+    """Some of a collection's records, what a backend narrows to: a bitmap of the collection's
+    `count` records (bit p % 8 of byte p // 8, least significant first: the search index's
+    dense set form, read as it lies), which is also the sequence of their positions in
+    order (len, slices, iteration). A set of most of a million books is joined, counted and
+    listed in milliseconds, where a set of Python ints took a second. Never changed in place
+    (a bitmap may be a view of an index file's bytes). QyRecords (common.js.j2) is its twin."""
+
+    __slots__ = ("bits", "count", "_size", "_positions")
+
+    def __init__(self, bits: numpy.ndarray, count: int) -> None:
+        self.bits, self.count = bits, count
+        self._size: int | None = None
+        self._positions: numpy.ndarray | None = None
+
+    @classmethod
+    def of(cls, positions: Iterable[int], count: int) -> "Records":
+        """The records at these positions (any order, repeats allowed)."""
+        where = numpy.fromiter(positions, dtype=numpy.int64) if positions.__class__ is not numpy.ndarray \
+            else positions.astype(numpy.int64, copy=False)
+        if len(where) * 8 > count:  # (many: a mask packed at once is quicker than setting bits one by one)
+            present = numpy.zeros((count + 7) // 8 * 8, dtype=bool)
+            present[where] = True
+            return cls(numpy.packbits(present, bitorder="little"), count)
+        bits = numpy.zeros((count + 7) // 8, dtype=numpy.uint8)
+        numpy.bitwise_or.at(bits, where >> 3, numpy.left_shift(1, where & 7).astype(numpy.uint8))
+        return cls(bits, count)
+
+    @classmethod
+    def bitmap(cls, data: bytes, at: int, count: int) -> "Records":
+        """The records of a bitmap of `count` bits at `at` in `data` (not copied)."""
+        return cls(numpy.frombuffer(data, numpy.uint8, (count + 7) // 8, at), count)
+
+    def __and__(self, other: "Records") -> "Records":
+        return Records(self.bits & other.bits, self.count)
+
+    def __or__(self, other: "Records") -> "Records":
+        return Records(self.bits | other.bits, self.count)
+
+    def __len__(self) -> int:
+        if self._size is None:
+            self._size = int(numpy.bitwise_count(self.bits).sum(dtype=numpy.int64))
+        return self._size
+
+    def __contains__(self, position: int) -> bool:
+        return bool(self.bits[position >> 3] >> (position & 7) & 1)
+
+    def positions(self) -> numpy.ndarray:
+        """The positions, in order."""
+        if self._positions is None:
+            self._positions = numpy.flatnonzero(numpy.unpackbits(self.bits, count=self.count, bitorder="little"))
+        return self._positions
+
+    def __iter__(self):
+        return iter(self.positions().tolist())
+
+    def __getitem__(self, part: slice) -> list[int]:
+        return self.positions()[part].tolist()
 
 
 def need(read: Reader, path: str) -> bytes:
@@ -129,7 +191,7 @@ class Backend:
     step's default is to do nothing.
 
     - `name`: its module's name (its twin is `<name>.js.j2` beside it).
-    - request time: `narrow(request)` gives the positions of the records it keeps (None: it
+    - request time: `narrow(request)` gives the records it keeps (Records; None: it
       keeps all); `arrange(request, matched)` the records, of `matched` (None: all), in the
       order it asks for, as a sequence that slices (None: it asks for no order). Both
       raise Rejected with DRF's 400 body.
@@ -147,10 +209,10 @@ class Backend:
     """
     name = ""
 
-    def narrow(self, request: Request) -> set[int] | None:
+    def narrow(self, request: Request) -> Records | None:
         return None
 
-    def arrange(self, request: Request, matched: set[int] | None) -> Sequence[int] | None:
+    def arrange(self, request: Request, matched: Records | None) -> Sequence[int] | None:
         return None
 
     def indexes(self, name: str, query: dict) -> bool:

@@ -19,7 +19,7 @@ import numpy
 from ...catalogue.querying import ORDERING, scalars, sort_kind
 from ...catalogue.resources import BY_NAME, Resource
 from . import common
-from .common import SPACES, Backend, Flush, Reader, Request, need, query_dir, read_u32
+from .common import SPACES, Backend, Flush, Reader, Records, Request, need, query_dir, read_u32
 
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 MICROSECOND = timedelta(microseconds=1)
@@ -40,14 +40,14 @@ class Ordering(Backend):
                 found.append((term[1:] if descending else term, descending))
         return found
 
-    def arrange(self, request: Request, matched: set[int] | None) -> Sequence[int] | None:
+    def arrange(self, request: Request, matched: Records | None) -> Sequence[int] | None:
         orderable = request.settings(ORDERING)
         ordering = self.fields(request.last(self.parameter), orderable) if orderable else []
         if not ordering:
             return None
         if matched is None:
             return Whole(request.read, request.name, ordering, request.count)
-        return ordered(request.read, request.name, ordering, sorted(matched))
+        return ordered(request.read, request.name, ordering, list(matched))
 
     def indexes(self, name: str, query: dict) -> bool:
         return bool(query.get(ORDERING, {}).get(name))

@@ -21,7 +21,7 @@ import orjson
 from ...catalogue.querying import FILTERS, is_to_many, relations
 from ...catalogue.resources import BY_NAME, RESOURCES, Resource
 from ..querystring import digit_value, trimmed
-from .common import NUL, Backend, NUL_MESSAGE, Flush, Rejected, Request, query_dir, related_id, related_records
+from .common import NUL, Backend, NUL_MESSAGE, Flush, Records, Rejected, Request, query_dir, related_id, related_records
 
 ID_PREFIX = 2  # characters of an id that name its filter file
 # Django's and django-filter's words, with {value} for the value as given.
@@ -165,12 +165,12 @@ def targets(name: str, query: dict) -> dict[str, str]:
 class Relations(Backend):
     name = "relations"
 
-    def narrow(self, request: Request) -> set[int] | None:
+    def narrow(self, request: Request) -> Records | None:
         """The records every filter given keeps (None: no filter given); all mistakes
         together, as django-filter's form reports them."""
         resource = BY_NAME[request.name]
         errors: dict[str, list[str]] = {}
-        kept: set[int] | None = None
+        kept: Records | None = None
         for relation in request.settings(FILTERS):
             param = RelationFilter(relation, is_to_many(resource, relation))
             values = request.values(relation)
@@ -178,18 +178,19 @@ class Relations(Backend):
                 ids = param.ids(values)
                 if not ids:
                     continue
-                found: set[int] = set()
+                found: list[int] = []
                 for id, value in zip(ids, values[-len(ids):]):
                     records = referring(request, relation, id)
                     # (a to-many filter compares the value as given with str() of the ids it
                     # found: only the canonical spelling of an id is one of its choices)
                     if records is None or (param.many and value != id):
                         raise param.unknown(value)
-                    found.update(records)
+                    found.extend(records)
             except Rejected as rejected:
                 errors.update(rejected.body)
                 continue
-            kept = found if kept is None else kept & found
+            chosen = Records.of(found, request.count)
+            kept = chosen if kept is None else kept & chosen
         if errors:
             raise Rejected(errors)
         return kept

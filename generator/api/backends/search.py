@@ -15,7 +15,7 @@ import re
 from ...catalogue.querying import LOOKUPS, NORMALISE, SEARCH, SEP, relations, scalars, search_field, sort_kind
 from ...catalogue.resources import Resource
 from . import search_index
-from .common import NUL, NUL_MESSAGE, Backend, Flush, Rejected, Request
+from .common import NUL, NUL_MESSAGE, Backend, Flush, Records, Rejected, Request
 
 # Django's smart_split: quoted phrases (with backslash escapes) stay one bit.
 SMART_SPLIT = re.compile(r"""((?:[^\s'"]*(?:(?:"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*')[^\s'"]*)+)|\S+)""")
@@ -38,7 +38,7 @@ class Search(Backend):
             raise Rejected({self.parameter: [TOO_LONG]})
         return smart_terms(value)
 
-    def narrow(self, request: Request) -> set[int] | None:
+    def narrow(self, request: Request) -> Records | None:
         if not request.settings(SEARCH):
             return None
         terms = self.terms(request.last(self.parameter))

@@ -131,6 +131,7 @@ on every host (hosts/contract.py Limits only guard where a platform would fail).
 from __future__ import annotations
 
 import bisect
+import functools
 import itertools
 import multiprocessing
 import operator
@@ -144,7 +145,7 @@ from typing import Callable, Iterable, NamedTuple, Sequence
 import numpy
 
 from ...catalogue.querying import NORMALISE, SEARCH, SearchField, search_field
-from .common import SPACES, Flush, Missing, Reader, Request, fold, query_dir, related_records
+from .common import SPACES, Flush, Missing, Reader, Records, Request, fold, query_dir, related_records
 
 ROOT, LEAF_DIR, POSTINGS_DIR = "root.bin", "leaf", "post"
 ROOT_MAGIC, LEAF_MAGIC, POSTINGS_MAGIC = b"TIR1", b"TIL1", b"TIP1"
@@ -338,6 +339,16 @@ def decode_set(data: bytes, at: int, count: int) -> tuple[list[int], int]:
 _BIG_ENDIAN = array("H", [1]).tobytes() == b"\x00\x01"
 
 
+def decode_records(data: bytes, at: int, count: int) -> tuple[Records, int]:
+    """The records of the set at `at` (of `count` records), and where it ends: a bitmap
+    as it lies, a list through its positions."""
+    form, start = get_varint(data, at)
+    if form == BITMAP:
+        return Records.bitmap(data, start, count), start + (count + 7) // 8
+    positions, stop = decode_set(data, at, count)
+    return Records.of(positions, count), stop
+
+
 def encode_postings(codes: Sequence[int], relation: bool, count: int) -> tuple[bytes, int]:
     """A key's postings in a field: its positions (of a relation field: record << ELEMENT_BITS
     | element codes), sorted; and how many records they hold."""
@@ -371,30 +382,30 @@ def encode_postings(codes: Sequence[int], relation: bool, count: int) -> tuple[b
 class Postings:
     """A key's (or several keys') records in a field, and of a relation field the records
     matched at each element."""
-    records: set[int]
-    by_element: list[set[int]]
+    records: Records
+    by_element: list[Records]
 
     def elements_of(self, record: int) -> set[int]:
         return {element for element, held in enumerate(self.by_element) if record in held}
 
     def update(self, other: "Postings") -> None:
-        self.records |= other.records
+        self.records = self.records | other.records
         for element, held in enumerate(other.by_element):
             if element < len(self.by_element):
-                self.by_element[element] |= held
+                self.by_element[element] = self.by_element[element] | held
             else:
-                self.by_element.append(set(held))
+                self.by_element.append(held)
 
 
 def decode_postings(data: bytes, at: int, relation: bool, count: int) -> Postings:
     if not relation:
-        return Postings(set(decode_set(data, at, count)[0]), [])
+        return Postings(decode_records(data, at, count)[0], [])
     elements, at = get_varint(data, at)
     by_element = []
     for _ in range(elements):
-        positions, at = decode_set(data, at, count)
-        by_element.append(set(positions))
-    return Postings(set().union(*by_element), by_element)
+        records, at = decode_records(data, at, count)
+        by_element.append(records)
+    return Postings(functools.reduce(operator.or_, by_element, Records.of((), count)), by_element)
 
 
 # ---- the build's side ---------------------------------------------------------------------
@@ -936,8 +947,8 @@ class Reads:
 
 @dataclass
 class Found:
-    """The records a search selects (sorted positions) and what finding them cost."""
-    positions: list[int]
+    """The records a search selects and what finding them cost."""
+    records: Records
     index_objects: int
     index_bytes: int
     checked: int  # records whose documents were read to check them
@@ -946,14 +957,11 @@ class Found:
 @dataclass
 class _Hits:
     """A term's records: matched in a field of the record's own, and per relation field."""
-    own: set[int]
+    own: Records
     related: list[tuple[str, Postings]]
 
-    def records(self) -> set[int]:
-        found = set(self.own)
-        for _, postings in self.related:
-            found |= postings.records
-        return found
+    def records(self) -> Records:
+        return functools.reduce(operator.or_, (postings.records for _, postings in self.related), self.own)
 
 
 @dataclass
@@ -1057,7 +1065,7 @@ def search(read: Reader, terms: list[str], documents: Callable[[list[int]], dict
     fields = root.fields
     pending = sorted((_Term.of(term, fields) for term in dict.fromkeys(terms)), key=_Term.prior)
     texts = [term.text for term in pending]
-    candidates: set[int] | None = None
+    candidates: Records | None = None
     hits: list[_Hits] = []
     checked_terms = False
     while pending and (candidates is None or len(candidates) > check_at):
@@ -1078,20 +1086,23 @@ def search(read: Reader, terms: list[str], documents: Callable[[list[int]], dict
     if pending:  # (the candidates are few: the terms left are checked on their documents)
         checked_terms = True
     if checked_terms and candidates:
-        positions = sorted(candidates)
+        positions = list(candidates)
         values = documents(positions)
-        kept = [p for p in positions if record_matches(values[p], fields, texts)]
+        kept = Records.of([p for p in positions if record_matches(values[p], fields, texts)], root.count)
         checked = len(positions)
-    else:  # (one term needs no join)
-        kept = sorted(candidates if len(hits) < 2 else (p for p in candidates if _joined_in_index(p, hits)))
-        checked = 0
+    elif len(hits) < 2:  # (one term needs no join)
+        kept, checked = candidates, 0
+    else:
+        kept, checked = Records.of([p for p in candidates if _joined_in_index(p, hits)], root.count), 0
     return Found(kept, reads.objects, reads.bytes, checked)
 
 
-def _check_instead(unread: set[str], candidates: set[int], page_size: int, check_at: int) -> bool:
+def _check_instead(unread: set[str], candidates: Records, page_size: int, check_at: int) -> bool:
     """Whether a term is better checked on the candidates' documents than read from its
     sets (files not yet read: `unread`): the fewer files."""
-    return bool(unread) and (len(candidates) <= check_at or len({p // page_size for p in candidates}) <= len(unread))
+    if not unread:
+        return False
+    return len(candidates) <= check_at or len(numpy.unique(candidates.positions() // page_size)) <= len(unread)
 
 
 def _find_pieces(terms: list[_Term], root: Root, reads: Reads) -> None:
@@ -1116,14 +1127,14 @@ def _keys(leaf: dict[bytes, list[Piece]], key: bytes, prefix: bool):
 
 def _term_hits(term: _Term, fields: list[SearchField], reads: Reads, count: int) -> _Hits:
     """A term's records from its keys' sets (of a phrase: those holding its words)."""
-    own: set[int] = set()
+    own = Records.of((), count)
     related: list[tuple[str, Postings]] = []
     for number, looked in term.clauses:
         field = fields[number]
         relation = field.relation is not None
         matched: Postings | None = None
         for at in range(len(looked)):
-            postings = Postings(set(), [])
+            postings = Postings(Records.of((), count), [])
             for piece in term.pieces[number, at]:
                 if piece.data is None:
                     data = reads.get(postings_file(piece.name))
@@ -1134,12 +1145,12 @@ def _term_hits(term: _Term, fields: list[SearchField], reads: Reads, count: int)
             if matched is None:
                 matched = postings
             else:  # (a phrase's words: candidates hold them all; documents say which element)
-                matched.records &= postings.records
+                matched.records = matched.records & postings.records
         assert matched is not None
         if relation:
             related.append((field.relation, matched))
         else:
-            own |= matched.records
+            own = own | matched.records
     return _Hits(own, related)
 
 
@@ -1246,7 +1257,7 @@ def finish(name: str, query: dict, flush: Flush, parts: list[tuple[int, int, dic
     writer.finish(lambda path, data: flush(f"{folder}/{path}", data), processes)
 
 
-def searched(request: Request, terms: list[str]) -> set[int]:
+def searched(request: Request, terms: list[str]) -> Records:
     """The records a request's search terms select (DRF's SearchFilter, `search`): the
     index read through the request's `read`, the terms checked on documents read through
     its `documents` (the pages the answer reads)."""
@@ -1263,7 +1274,7 @@ def searched(request: Request, terms: list[str]) -> set[int]:
         found = request.documents(positions)
         return {p: document_values(found[p], by_column, folded) for p in positions}
 
-    return set(search(lambda path: request.read(f"{folder}/{path}"), [folded(t) for t in terms], values).positions)
+    return search(lambda path: request.read(f"{folder}/{path}"), [folded(t) for t in terms], values).records
 
 
 def constants() -> dict:

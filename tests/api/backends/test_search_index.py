@@ -134,7 +134,7 @@ def test_random_terms_answer_as_drf(catalogue, normalise):
     for terms in terms_from(catalogue, rng, 100):
         expected = reference(catalogue, SPECS, terms, normalise)
         for plan, index in itertools.product(PLANS, built):
-            assert index.search(terms, **plan).positions == expected, (terms, plan)
+            assert list(index.search(terms, **plan).records) == expected, (terms, plan)
 
 
 def test_the_registry_s_select_answers_as_drf(catalogue):
@@ -173,14 +173,14 @@ def documents(draw) -> list[dict]:
        st.sampled_from([None, "persian"]), st.sampled_from(PLANS), st.sampled_from(INLINE))
 def test_adversarial_values_and_terms(made, terms, normalise, plan, inline):
     built = Built(made, SPECS, normalise, inline)
-    assert built.search(terms, **plan).positions == reference(made, SPECS, terms, normalise)
+    assert list(built.search(terms, **plan).records) == reference(made, SPECS, terms, normalise)
 
 
 def test_a_rare_word_reads_the_root_and_a_leaf():
     made = [{"title": f"w{n} common", "isbn": None, "authors": [], "publishers": []} for n in range(3000)]
     built = Built(made, ["title"])
     found = built.search(["w1234"])
-    assert found.positions == [1234]
+    assert list(found.records) == [1234]
     assert found.index_objects == 2 and found.checked == 0
 
 
@@ -191,7 +191,7 @@ def test_thirty_words_read_few_files():
     built = Built(made, SPECS, inline_max=0)
     terms = made[77]["title"].split()
     found = built.search(terms)
-    assert found.positions == reference(made, SPECS, terms, None)
+    assert list(found.records) == reference(made, SPECS, terms, None)
     assert found.index_objects <= 12 and found.checked <= 12
 
 
@@ -210,7 +210,7 @@ def test_an_edit_rewrites_few_files(tmp_path):
 
 def test_an_empty_collection():
     built = Built([], SPECS)
-    assert built.search(["x"]).positions == [] and built.search([""]).positions == []
+    assert not built.search(["x"]).records and not built.search([""]).records
 
 
 def test_runs_merged_and_sets_encoded_by_processes_give_the_same_files(catalogue, monkeypatch):
