@@ -66,14 +66,21 @@ Postings (the records of one key in one field), a *set*:
   matched at element 0, 1, .. m-1 (their union: its records).
 
 Files (paths relative to the index's directory):
-- `root.bin`: b"TIR1", varint version (2), varint record count, varint number of
-  fields, each field's spec (varint length, bytes); varint number of leaves, then per
-  leaf its first key, front-coded against the previous leaf's (varint bytes shared,
-  varint length of the rest, the rest), and varint name: the leaf is
-  `leaf/<name as 8 lower-case hex digits>.bin`.
-- `leaf/<name>.bin`: b"TIL1", varint number of entries, then each entry: its key
-  front-coded against the previous key of the leaf (the first's shares 0 bytes), varint
-  number of fields it has, and per field: varint field, varint size class (the bit length
+Key lists. Sorted keys, each front-coded against the one before (varint bytes shared,
+varint length of the rest, the rest) and followed by what the list says of it, to the
+end of the file; every RESTART-th key (the first among them) shares nothing, and the
+list opens with varint number of such restarts, then each one's offset from the first
+key as a little-endian uint32. A reader bisects the restarts' keys and decodes a few
+keys from the last restart at or before the key it looks for (as LevelDB's blocks):
+a lookup decodes some RESTART keys of a leaf, not its thousand.
+
+Files (paths relative to the index's directory):
+- `root.bin`: b"TIR1", varint version (3), varint record count, varint number of
+  fields, each field's spec (varint length, bytes); then a key list of each leaf's first
+  key, each followed by varint name: the leaf is `leaf/<name as 8 lower-case hex
+  digits>.bin`.
+- `leaf/<name>.bin`: b"TIL2", then a key list of its entries: each key followed by
+  varint number of fields it has, and per field: varint field, varint size class (the bit length
   of the number of records the set holds, so at most 2**class - 1: what the plan ranks
   terms by before reading a set; coarse, so that an edit seldom changes it), varint where; where 0: varint length
   and the set's bytes inline (sets of up to INLINE_MAX bytes); where 1: varint name,
@@ -148,12 +155,13 @@ from ...catalogue.querying import NORMALISE, SEARCH, SearchField, search_field
 from .common import SPACES, Flush, Missing, Reader, Records, Request, fold, query_dir, related_records
 
 ROOT, LEAF_DIR, POSTINGS_DIR = "root.bin", "leaf", "post"
-ROOT_MAGIC, LEAF_MAGIC, POSTINGS_MAGIC = b"TIR1", b"TIL1", b"TIP1"
-VERSION = 2
+ROOT_MAGIC, LEAF_MAGIC, POSTINGS_MAGIC = b"TIR1", b"TIL2", b"TIP1"
+VERSION = 3
 ANY, EXACT, GRAM, HEAD, PAIR, SUFFIX = "A", "E", "G", "H", "P", "S"
 GRAM_MAX = 2  # characters of the terms answered by a precomputed set
 MIN_SUFFIX = GRAM_MAX + 1
 LEAF_BITS = 10  # a leaf holds 2**LEAF_BITS keys on average
+RESTART = 16  # keys of a key list from one that shares nothing to the next
 INLINE_MAX = 32  # bytes of a set kept in its leaf; longer ones go to postings files
 CHUNK_MIN, CHUNK_MAX, CHUNK_ALONE, CHUNK_BITS = 16384, 65536, 4096, 3  # postings files' sizes (_Chunks)
 CHUNK_MASK = (1 << CHUNK_BITS) - 1
@@ -521,10 +529,10 @@ class TermIndexWriter:
         entries = self._entries()
         entries.sort(key=_key_of)  # (stable: a key's fields stay in their order)
         self._encode_sets(entries, processes)
-        leaves: list[tuple[bytes, int]] = []
+        leaves = _KeyList()
         leaf_names: set[int] = set()
         chunks = _Chunks(flush)
-        out, previous, first, held = bytearray(), b"", None, 0
+        out, first = _KeyList(), None
         mask = (1 << LEAF_BITS) - 1
         at, size = 0, len(entries)
         while at < size:
@@ -534,24 +542,19 @@ class TermIndexWriter:
                 stop += 1
             encoded = key.encode()
             if first is None:
-                first, previous = encoded, b""
-            _put_key(out, previous, encoded)
-            previous = encoded
-            self._put_entry(out, encoded, entries[at:stop], chunks)
+                first = encoded
+            self._put_entry(out.put(encoded), encoded, entries[at:stop], chunks)
             entries[at:stop] = [None] * (stop - at)  # (its codes, united for it, go now)
-            held += 1
             at = stop
             if zlib.crc32(encoded) & mask == 0 or at == size:
                 name = _name(leaf_names, first)
-                body = bytearray(LEAF_MAGIC)
-                put_varint(body, held)
-                flush(leaf_file(name), bytes(body + out))
-                leaves.append((first, name))
-                out, first, held = bytearray(), None, 0
+                flush(leaf_file(name), LEAF_MAGIC + out.encoded())
+                put_varint(leaves.put(first), name)
+                out, first = _KeyList(), None
         chunks.close()
         flush(ROOT, self._root(leaves))
 
-    def _root(self, leaves: list[tuple[bytes, int]]) -> bytes:
+    def _root(self, leaves: "_KeyList") -> bytes:
         out = bytearray(ROOT_MAGIC)
         for number in (VERSION, self.count, len(self.fields)):
             put_varint(out, number)
@@ -559,13 +562,7 @@ class TermIndexWriter:
             spec = field.spec.encode()
             put_varint(out, len(spec))
             out += spec
-        put_varint(out, len(leaves))
-        previous = b""
-        for first, name in leaves:
-            _put_key(out, previous, first)
-            put_varint(out, name)
-            previous = first
-        return bytes(out)
+        return bytes(out + leaves.encoded())
 
     def _put_entry(self, out: bytearray, key: bytes, by_field: list[tuple], chunks: "_Chunks") -> None:
         """A key's entry: `by_field`, its (key, field number, codes) in field order, the codes
@@ -785,6 +782,33 @@ def _union(held: list) -> "list[int] | numpy.ndarray":
 _DTYPES = {"I": numpy.uint32, "Q": numpy.uint64}
 
 
+class _KeyList:
+    """A key list as it is written (the module's docstring): `put(key)` puts the next key
+    and gives the bytes to append what is said of it to."""
+
+    def __init__(self) -> None:
+        self.body = bytearray()
+        self.restarts = array("I")
+        self.previous = b""
+        self.keys = 0
+
+    def put(self, key: bytes) -> bytearray:
+        if self.keys % RESTART == 0:
+            self.restarts.append(len(self.body))
+            self.previous = b""
+        _put_key(self.body, self.previous, key)
+        self.previous = key
+        self.keys += 1
+        return self.body
+
+    def encoded(self) -> bytes:
+        head = _varint(len(self.restarts))
+        restarts = array("I", self.restarts)
+        if _BIG_ENDIAN:
+            restarts.byteswap()
+        return bytes(head + restarts.tobytes() + self.body)
+
+
 def _put_key(out: bytearray, previous: bytes, key: bytes) -> None:
     shared = _shared(previous, key)
     put_varint(out, shared)
@@ -825,11 +849,11 @@ def run_values(documents: list[dict], field: SearchField, fold: Callable[[str], 
 
 @dataclass(frozen=True)
 class Root:
-    """What `root.bin` says: the record count, the fields, each leaf's first key and name."""
+    """What `root.bin` says: the record count, the fields, and (looked up) its leaves."""
     count: int
     fields: list[SearchField]
-    firsts: list[bytes]
-    names: list[int]
+    data: bytes
+    keys: int  # where its key list of the leaves' first keys starts
 
     @classmethod
     def decode(cls, data: bytes) -> "Root":
@@ -845,20 +869,43 @@ class Root:
             length, at = get_varint(data, at)
             fields.append(search_field(data[at:at + length].decode()))
             at += length
-        leaves, at = get_varint(data, at)
-        firsts, names, previous = [], [], b""
-        for _ in range(leaves):
-            previous, at = _get_key(data, at, previous)
-            name, at = get_varint(data, at)
-            firsts.append(previous)
-            names.append(name)
-        return cls(count, fields, firsts, names)
+        return cls(count, fields, data, at)
 
-    def leaves(self, key: bytes, prefix: bool) -> range:
-        """The leaves that may hold the key (with `prefix`: every key starting with it)."""
-        start = max(bisect.bisect_right(self.firsts, key) - 1, 0)
-        stop = bisect.bisect_left(self.firsts, key + b"\xff") if prefix else start + 1
-        return range(start, max(stop, start + 1) if self.firsts else start)
+    def leaves(self, key: bytes, prefix: bool) -> list[tuple[bytes, int]]:
+        """The leaves (first key, name) that may hold the key (with `prefix`: every key
+        starting with it): the last starting at or before it (else the first), and with
+        `prefix` those after it starting before the keys that follow the ones starting with it."""
+        data, end = self.data, key + b"\xff"
+        found: list[tuple[bytes, int]] = []
+        at, first = _restart(data, self.keys, key), b""
+        while at < len(data):
+            first, at = _get_key(data, at, first)
+            name, at = get_varint(data, at)
+            if first <= key:
+                found = [(first, name)]
+            elif not found or prefix and first < end:
+                found.append((first, name))
+            else:
+                break
+        return found
+
+
+def _restart(data: bytes, at: int, key: bytes) -> int:
+    """Where to decode the key list at `at` from to meet `key`: the last restart whose key
+    is `key` or before it (the first restart where none is)."""
+    restarts, at = get_varint(data, at)
+    keys = at + 4 * restarts
+    if not restarts:
+        return keys
+    offsets = numpy.frombuffer(data, "<u4", restarts, at)
+    low, high = 0, restarts
+    while high - low > 1:
+        middle = (low + high) // 2
+        if _get_key(data, keys + int(offsets[middle]), b"")[0] <= key:
+            low = middle
+        else:
+            high = middle
+    return keys + int(offsets[low])
 
 
 def _get_key(data: bytes, at: int, previous: bytes) -> tuple[bytes, int]:
@@ -874,8 +921,7 @@ def _get_key(data: bytes, at: int, previous: bytes) -> tuple[bytes, int]:
 class Piece(NamedTuple):
     """One key's set in one field, as its leaf tells of it: inline in `data` from `start`,
     or (data None) the set at `start` among those of the postings file `name`; `records`:
-    at most how many records it holds (the leaf tells their number's bit length). (A
-    tuple: a leaf makes a thousand of them for each request that reads it.)"""
+    at most how many records it holds (the leaf tells their number's bit length)."""
     field: int
     records: int
     data: bytes | None
@@ -883,39 +929,46 @@ class Piece(NamedTuple):
     name: int
 
 
-def decode_leaf(data: bytes) -> dict[bytes, list[Piece]]:
-    """A leaf's keys, each with its pieces. (Every request reads a leaf or more whole: the
-    varints of one byte, most of them, are read inline.)"""
-    if data[:4] != LEAF_MAGIC:
-        raise ValueError("not a term index's leaf")
-    entries, at = get_varint(data, 4)
-    found: dict[bytes, list[Piece]] = {}
-    key = b""
-    for _ in range(entries):
-        key, at = _get_key(data, at, key)
-        fields = data[at]
-        at += 1
-        if fields >= 0x80:
-            fields, at = get_varint(data, at - 1)
-        pieces = []
-        for _ in range(fields):
-            number, size_class, where = data[at], data[at + 1], data[at + 2]
-            if number >= 0x80 or size_class >= 0x80 or where >= 0x80:
-                number, at = get_varint(data, at)
-                size_class, at = get_varint(data, at)
-                where, at = get_varint(data, at)
-            else:
-                at += 3
-            if where == INLINE:
-                size, at = get_varint(data, at)
-                pieces.append(Piece(number, (1 << size_class) - 1, data, at, 0))
-                at += size
-            else:
-                name, at = get_varint(data, at)
-                ordinal, at = get_varint(data, at)
-                pieces.append(Piece(number, (1 << size_class) - 1, None, ordinal, name))
-        found[key] = pieces
-    return found
+class Leaf:
+    """A leaf's entries, looked up in its key list."""
+
+    def __init__(self, data: bytes) -> None:
+        if data[:4] != LEAF_MAGIC:
+            raise ValueError("not a term index's leaf")
+        self.data = data
+
+    def find(self, key: bytes, prefix: bool) -> list[list[Piece]]:
+        """The pieces of the key (with `prefix`: of each key starting with it), in key order."""
+        data, found = self.data, []
+        at, entry = _restart(data, len(LEAF_MAGIC), key), b""
+        while at < len(data):
+            entry, at = _get_key(data, at, entry)
+            pieces, at = _pieces(data, at)
+            if entry < key:
+                continue
+            if entry != key and not (prefix and entry.startswith(key)):
+                break
+            found.append(pieces)
+        return found
+
+
+def _pieces(data: bytes, at: int) -> tuple[list[Piece], int]:
+    """An entry's pieces, and where the next entry starts."""
+    fields, at = get_varint(data, at)
+    pieces = []
+    for _ in range(fields):
+        number, at = get_varint(data, at)
+        size_class, at = get_varint(data, at)
+        where, at = get_varint(data, at)
+        if where == INLINE:
+            size, at = get_varint(data, at)
+            pieces.append(Piece(number, (1 << size_class) - 1, data, at, 0))
+            at += size
+        else:
+            name, at = get_varint(data, at)
+            ordinal, at = get_varint(data, at)
+            pieces.append(Piece(number, (1 << size_class) - 1, None, ordinal, name))
+    return pieces, at
 
 
 class Reads:
@@ -1106,23 +1159,16 @@ def _check_instead(unread: set[str], candidates: Records, page_size: int, check_
 
 
 def _find_pieces(terms: list[_Term], root: Root, reads: Reads) -> None:
-    """The pieces of the terms' keys, from their leaves (read together)."""
-    needed = {leaf: root.names[leaf] for term in terms for _, looked in term.clauses for key, prefix in looked
-              for leaf in root.leaves(key, prefix)}
-    leaves = {leaf: decode_leaf(reads.get(leaf_file(name))) for leaf, name in sorted(needed.items())}
+    """The pieces of the terms' keys, from their leaves (read together, in key order)."""
+    lookups = {lookup: root.leaves(*lookup) for term in terms for _, looked in term.clauses for lookup in looked}
+    needed = sorted({leaf for leaves in lookups.values() for leaf in leaves})
+    leaves = {name: Leaf(reads.get(leaf_file(name))) for _, name in needed}
     for term in terms:
         for number, looked in term.clauses:
             for at, (key, prefix) in enumerate(looked):
-                term.pieces[number, at] = [piece for leaf in root.leaves(key, prefix)
-                                           for found, pieces in _keys(leaves[leaf], key, prefix)
+                term.pieces[number, at] = [piece for _, name in lookups[key, prefix]
+                                           for pieces in leaves[name].find(key, prefix)
                                            for piece in pieces if piece.field == number]
-
-
-def _keys(leaf: dict[bytes, list[Piece]], key: bytes, prefix: bool):
-    if not prefix:
-        found = leaf.get(key)
-        return [(key, found)] if found is not None else []
-    return [(k, pieces) for k, pieces in leaf.items() if k.startswith(key)]
 
 
 def _term_hits(term: _Term, fields: list[SearchField], reads: Reads, count: int) -> _Hits:

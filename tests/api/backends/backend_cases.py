@@ -44,13 +44,15 @@ def documents_of(books: list[dict]):
 
 
 @contextmanager
-def blocks_of(block: int, inline_max: int = search_index.INLINE_MAX, leaf_bits: int = search_index.LEAF_BITS):
+def blocks_of(block: int, inline_max: int = search_index.INLINE_MAX, leaf_bits: int = search_index.LEAF_BITS,
+              restart: int = search_index.RESTART):
     """Index files cut in blocks of `block` records (and the term index's sets inline up to
-    `inline_max` bytes, its leaves of 2**leaf_bits keys on average) meanwhile."""
+    `inline_max` bytes, its leaves of 2**leaf_bits keys on average, a restart of their key
+    lists every `restart` keys) meanwhile."""
     before, common.BLOCK = common.BLOCK, block
-    kept = search_index.INLINE_MAX, search_index.LEAF_BITS
-    search_index.INLINE_MAX, search_index.LEAF_BITS = inline_max, leaf_bits
+    kept = search_index.INLINE_MAX, search_index.LEAF_BITS, search_index.RESTART
+    search_index.INLINE_MAX, search_index.LEAF_BITS, search_index.RESTART = inline_max, leaf_bits, restart
     try:
         yield
     finally:
-        common.BLOCK, (search_index.INLINE_MAX, search_index.LEAF_BITS) = before, kept
+        common.BLOCK, (search_index.INLINE_MAX, search_index.LEAF_BITS, search_index.RESTART) = before, kept

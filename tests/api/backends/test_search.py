@@ -102,11 +102,12 @@ def test_a_search_selects_what_a_naive_scan_does(books, terms, normalise):
 
 @settings(max_examples=300, deadline=None)
 @given(catalogues(), st.lists(st.one_of(TERM, st.sampled_from(WORDS)), min_size=1, max_size=3),
-       st.sampled_from([None, "persian"]), st.sampled_from([65536, 2, 1]), st.sampled_from([(32, 10), (0, 0), (0, 1)]))
+       st.sampled_from([None, "persian"]), st.sampled_from([65536, 2, 1]), st.sampled_from([(32, 10, 16), (32, 10, 2), (0, 0, 1), (0, 1, 1)]))
 def test_the_term_index_selects_what_a_naive_scan_does_with_every_lookup(books, terms, normalise, block, shape):
     """Terms of any white space, in any script, against every lookup (values with white space
     around and inside, empty and null ones, ZWNJ folded to a space), in one block or many,
-    with sets in leaves or in postings files, in one leaf or a leaf a key or two."""
+    with sets in leaves or in postings files, in one leaf or a leaf a key or two, a key list's
+    restarts every key, every other or every 16th."""
     query_settings = {**EVERY_LOOKUP, "search_normalise": normalise} if normalise else EVERY_LOOKUP
     with blocks_of(block, *shape):
         files = files_of(books, query_settings)
