@@ -11,8 +11,9 @@ state, named by a digest of what they are made from (its pages' bytes, where it 
 settings): the next build takes over the parts of every stretch whose digest it finds in
 the previous state (a hard link) and reads, parses and keys only the stretches that
 changed (a one-title edit: one). A collection whose every part, and the ids of every
-collection its backends were given, are as the previous build had them has its index
-files linked from it as they are, not made again (an edit of another collection).
+collection its backends were given, are as the previous build had them, and whose
+backends write their files as then (`index_format`), has its index files linked from it
+as they are, not made again (an edit of another collection).
 """
 from __future__ import annotations
 
@@ -97,9 +98,10 @@ def write_query_indexes(job: Job, processes: int) -> None:
                 kept = [path for run in pool.map(_collect, [job] * len(runs), [name] * len(runs), runs) for path in run]
         else:
             kept = _collect(job, name, runs[0])
-        made = {"parts": [path.name for path in kept], "ids": {}}
+        made = {"parts": [path.name for path in kept], "ids": {},
+                "formats": [backend.index_format for backend in indexing(name, query)]}
         before = _made(job.previous, name)
-        if before is not None and before["parts"] == made["parts"] and all(
+        if before is not None and (before["parts"], before.get("formats")) == (made["parts"], made["formats"]) and all(
                 _ids_digest(ids_of(target)) == digest for target, digest in before["ids"].items()):
             made["ids"] = before["ids"]  # (every part and every id it was made from as before: its files too)
             _carry(job, name)

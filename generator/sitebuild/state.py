@@ -30,6 +30,7 @@ from typing import NamedTuple
 
 import orjson
 
+from ..api.backends import BACKENDS
 from ..api.urls import CURRENT, STATE
 from ..catalogue.resources import BY_COLLECTION, COLLECTIONS, embeds
 from ..catalogue.load import Source
@@ -85,6 +86,9 @@ class Fingerprint:
     signatures: dict[str, list[int]] = field(default_factory=dict)  # collection -> Source.signature hashed
     shards: dict[str, list[int]] = field(default_factory=dict)  # shard -> [files, bytes]
     skeleton: list[int] = field(default_factory=lambda: [0, 0])  # files, bytes outside shards
+    # the query backends' index layouts (Backend.index_format): another makes their files
+    # again (sitebuild/queries.py), the pages are taken over
+    formats: dict[str, str] = field(default_factory=dict)
 
     @property
     def files(self) -> int:
@@ -96,7 +100,7 @@ class Fingerprint:
 
     def same_output(self, other: "Fingerprint | None") -> bool:
         return (other is not None and other.version == self.version and other.settings == self.settings
-                and other.inputs == self.inputs)
+                and other.inputs == self.inputs and other.formats == self.formats)
 
     def save(self, generation_root: Path) -> None:
         directory = state_dir(generation_root)
@@ -138,7 +142,8 @@ def fingerprint(settings: Settings, sources: dict[str, Source], before: Fingerpr
             inputs[collection] = before.inputs[collection] if same else file_hash(source)
         if signature is not None:
             signatures[collection] = signature
-    return Fingerprint(VERSION, settings_as_saved, inputs, signatures), tables
+    formats = {backend.name: backend.index_format for backend in BACKENDS}
+    return Fingerprint(VERSION, settings_as_saved, inputs, signatures, formats=formats), tables
 
 
 def load_table(generation_root: Path | None, collection: str) -> segments.Table | None:

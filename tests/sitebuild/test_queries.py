@@ -17,7 +17,7 @@ from generator.api.urls import CURRENT
 from generator.catalogue import synth
 from generator.sitebuild import build
 from golden_files import put_together
-from query_probes import with_settings
+from query_probes import SETTINGS, with_settings
 
 
 def index_inodes(site: Path) -> dict[str, int]:
@@ -205,3 +205,22 @@ def test_a_collection_made_from_the_same_parts_and_ids_keeps_its_index_files(cat
     edited("authors.csv", lambda rows: rows.append(
         ["00000000-0000-4000-8000-0000000000aa", "نویسنده-تازه", "نویسنده تازه", ""]))
     assert made == ["author", "books", *every]
+
+
+def test_an_index_format_changed_makes_the_files_again(catalogue, tmp_path, monkeypatch):
+    """A build by a generator whose search writes another layout (its index_format) makes
+    every search index again, though no record changed: linked as they were, the old files
+    would meet a reader of the new layout."""
+    from generator.api.backends import search
+    from generator.sitebuild import queries
+
+    site = tmp_path / "site"
+    build(catalogue, site)
+    made = []
+    finish = queries._finish
+    monkeypatch.setattr(queries, "_finish", lambda job, name, *rest: (made.append(name), finish(job, name, *rest)))
+    build(catalogue, site)
+    assert made == []
+    monkeypatch.setattr(search.BACKEND, "index_format", "term index 0")
+    build(catalogue, site)
+    assert sorted(made) == sorted(SETTINGS["search"])  # (the collections with a search)

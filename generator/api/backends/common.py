@@ -190,7 +190,8 @@ class Backend:
     """The protocol of a query backend (the registry, backends/__init__.py, lists them); each
     step's default is to do nothing.
 
-    - `name`: its module's name (its twin is `<name>.js.j2` beside it).
+    - `name`: its module's name (its twin is `<name>.js.j2` beside it); `index_format`:
+      what its index files' layout is called (a build that finds another makes them again).
     - request time: `narrow(request)` gives the records it keeps (Records; None: it
       keeps all); `arrange(request, matched)` the records, of `matched` (None: all), in the
       order it asks for, as a sequence that slices (None: it asks for no order). Both
@@ -208,6 +209,7 @@ class Backend:
     - `probes(resource, documents)`: queries for the importer's check of the settings.
     """
     name = ""
+    index_format = "1"
 
     def narrow(self, request: Request) -> Records | None:
         return None

@@ -27,6 +27,7 @@ _LOOKUP_WORDS = {"": "contains", "^": "starts with", "=": "equals"}
 class Search(Backend):
     name = "search"
     parameter = "search"
+    index_format = f"term index {search_index.VERSION}"
 
     def terms(self, value: str | None) -> list[str]:
         """The last value's terms, as DRF splits them; Rejected for a NUL or a value too long."""
