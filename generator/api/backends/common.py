@@ -84,8 +84,9 @@ class Records:
     `count` records (bit p % 8 of byte p // 8, least significant first: the search index's
     dense set form, read as it lies), which is also the sequence of their positions in
     order (len, slices, iteration). A set of most of a million books is joined, counted and
-    listed in milliseconds, where a set of Python ints took a second. Never changed in place
-    (a bitmap may be a view of an index file's bytes). QyRecords (common.js.j2) is its twin."""
+    listed in milliseconds, where a set of Python ints took a second. Changed in place only
+    while it is made (`none`, then sets added to its bits: search_index.add_set), before it
+    is counted or listed. QyRecords (common.js.j2) is its twin."""
 
     __slots__ = ("bits", "count", "_size", "_positions")
 
@@ -93,6 +94,10 @@ class Records:
         self.bits, self.count = bits, count
         self._size: int | None = None
         self._positions: numpy.ndarray | None = None
+
+    @classmethod
+    def none(cls, count: int) -> "Records":
+        return cls(numpy.zeros((count + 7) // 8, dtype=numpy.uint8), count)
 
     @classmethod
     def of(cls, positions: Iterable[int], count: int) -> "Records":
@@ -103,14 +108,13 @@ class Records:
             present = numpy.zeros((count + 7) // 8 * 8, dtype=bool)
             present[where] = True
             return cls(numpy.packbits(present, bitorder="little"), count)
-        bits = numpy.zeros((count + 7) // 8, dtype=numpy.uint8)
-        numpy.bitwise_or.at(bits, where >> 3, numpy.left_shift(1, where & 7).astype(numpy.uint8))
-        return cls(bits, count)
+        made = cls.none(count)
+        made.set(where)
+        return made
 
-    @classmethod
-    def bitmap(cls, data: bytes, at: int, count: int) -> "Records":
-        """The records of a bitmap of `count` bits at `at` in `data` (not copied)."""
-        return cls(numpy.frombuffer(data, numpy.uint8, (count + 7) // 8, at), count)
+    def set(self, where: numpy.ndarray) -> None:
+        """Adds the records at these positions (while it is made)."""
+        numpy.bitwise_or.at(self.bits, where >> 3, numpy.left_shift(1, where & 7).astype(numpy.uint8))
 
     def __and__(self, other: "Records") -> "Records":
         return Records(self.bits & other.bits, self.count)

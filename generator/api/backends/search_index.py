@@ -347,14 +347,17 @@ def decode_set(data: bytes, at: int, count: int) -> tuple[list[int], int]:
 _BIG_ENDIAN = array("H", [1]).tobytes() == b"\x00\x01"
 
 
-def decode_records(data: bytes, at: int, count: int) -> tuple[Records, int]:
-    """The records of the set at `at` (of `count` records), and where it ends: a bitmap
-    as it lies, a list through its positions."""
+def add_set(records: Records, data: bytes, at: int) -> int:
+    """Adds the set at `at` to records being made (a bitmap as it lies, a list through its
+    positions: one bitmap a lookup, not one a key of it); where the set ends."""
     form, start = get_varint(data, at)
     if form == BITMAP:
-        return Records.bitmap(data, start, count), start + (count + 7) // 8
-    positions, stop = decode_set(data, at, count)
-    return Records.of(positions, count), stop
+        stop = start + len(records.bits)
+        records.bits |= numpy.frombuffer(data, numpy.uint8, stop - start, start)
+        return stop
+    positions, stop = decode_set(data, at, records.count)
+    records.set(numpy.asarray(positions, dtype=numpy.int64))
+    return stop
 
 
 def encode_postings(codes: Sequence[int], relation: bool, count: int) -> tuple[bytes, int]:
@@ -388,32 +391,29 @@ def encode_postings(codes: Sequence[int], relation: bool, count: int) -> tuple[b
 
 @dataclass
 class Postings:
-    """A key's (or several keys') records in a field, and of a relation field the records
-    matched at each element."""
+    """Some keys' records in a field, and of a relation field the records matched at each
+    element: made empty (`none`), then each key's postings added."""
     records: Records
     by_element: list[Records]
+
+    @classmethod
+    def none(cls, count: int) -> "Postings":
+        return cls(Records.none(count), [])
 
     def elements_of(self, record: int) -> set[int]:
         return {element for element, held in enumerate(self.by_element) if record in held}
 
-    def update(self, other: "Postings") -> None:
-        self.records = self.records | other.records
-        for element, held in enumerate(other.by_element):
-            if element < len(self.by_element):
-                self.by_element[element] = self.by_element[element] | held
-            else:
-                self.by_element.append(held)
-
-
-def decode_postings(data: bytes, at: int, relation: bool, count: int) -> Postings:
-    if not relation:
-        return Postings(decode_records(data, at, count)[0], [])
-    elements, at = get_varint(data, at)
-    by_element = []
-    for _ in range(elements):
-        records, at = decode_records(data, at, count)
-        by_element.append(records)
-    return Postings(functools.reduce(operator.or_, by_element, Records.of((), count)), by_element)
+    def add(self, data: bytes, at: int, relation: bool) -> None:
+        """Adds the postings at `at` (a key's in the field; `relation`: a relation field's)."""
+        if not relation:
+            add_set(self.records, data, at)
+            return
+        elements, at = get_varint(data, at)
+        for element in range(elements):
+            if element == len(self.by_element):
+                self.by_element.append(Records.none(self.records.count))
+            add_set(self.records, data, at)
+            at = add_set(self.by_element[element], data, at)
 
 
 # ---- the build's side ---------------------------------------------------------------------
@@ -1173,21 +1173,21 @@ def _find_pieces(terms: list[_Term], root: Root, reads: Reads) -> None:
 
 def _term_hits(term: _Term, fields: list[SearchField], reads: Reads, count: int) -> _Hits:
     """A term's records from its keys' sets (of a phrase: those holding its words)."""
-    own = Records.of((), count)
+    own = Records.none(count)
     related: list[tuple[str, Postings]] = []
     for number, looked in term.clauses:
         field = fields[number]
         relation = field.relation is not None
         matched: Postings | None = None
         for at in range(len(looked)):
-            postings = Postings(Records.of((), count), [])
+            postings = Postings.none(count)
             for piece in term.pieces[number, at]:
                 if piece.data is None:
                     data = reads.get(postings_file(piece.name))
                     start = _set_start(data, piece.start)
                 else:
                     data, start = piece.data, piece.start
-                postings.update(decode_postings(data, start, relation, count))
+                postings.add(data, start, relation)
             if matched is None:
                 matched = postings
             else:  # (a phrase's words: candidates hold them all; documents say which element)
