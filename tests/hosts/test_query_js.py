@@ -210,3 +210,38 @@ def test_javascript_answers_as_python_on_hostile_values(tmp_path, normalise):
         finally:
             common.BLOCK = original
             query_js.javascript.cache_clear()
+
+
+ORDER_HARNESS = """
+import {readFileSync} from "node:fs";
+const cases = JSON.parse(readFileSync(0, "utf8"));
+const out = cases.map(([kind, values]) => {
+  const keys = values.map((value) => qySortKey(kind, value));
+  return [...values.keys()].sort((a, b) => qyCompareKeys(keys[a], keys[b]));
+});
+process.stdout.write(JSON.stringify(out));
+"""
+
+
+def test_javascript_sorts_documents_values_as_python_does(tmp_path):
+    """The keys a few records are ordered by from their documents (ordering.by_documents):
+    text by code points (a character beyond U+FFFF after U+E000..U+FFFF, where UTF-16 units
+    would put it before), exact numbers given as text or numbers, instants in any offset
+    (before 1970, Z, fractions of a second), booleans, nulls first; ties in the given order."""
+    from generator.api.backends.ordering import _document_key
+
+    cases = [
+        ("text", ["b", "\U0001F600", "\uE000", "\uFFFD", None, "a", "", "\U0001F600a", "ک", "ك", "b"]),
+        ("number", ["2730000", 12, "-3", "12", 0, None, "99999999999999999999", "-3.5", "2.25", 2]),
+        ("instant", ["2024-11-22T03:45:34.686112+03:30", "2024-11-22T00:15:34.686112Z", "1969-12-31T23:59:59.5+00:00",
+                     "1969-12-31T20:29:59-03:30", None, "2024-11-22T03:45:34+03:30", "0999-01-01T00:00:00Z",
+                     "2024-02-01T00:00:00Z", "2024-01-31T12:00:00Z"]),
+        ("boolean", [True, False, None, True, False]),
+    ]
+    values = answer_values("no-cache")
+    script = tmp_path / "order.mjs"
+    script.write_text(values["querystring"] + "\n" + values["query"] + "\n" + ORDER_HARNESS, encoding="utf-8")
+    done = subprocess.run(["node", str(script)], input=json.dumps(cases), capture_output=True, text=True, check=True,
+                          timeout=60)
+    expected = [sorted(range(len(given)), key=lambda at: _document_key(kind, given[at])) for kind, given in cases]
+    assert json.loads(done.stdout) == expected

@@ -6,7 +6,9 @@ Its index, for each field: `_query/rank/<field>/<block>.u32`, each record's rank
 field's distinct values (1 the smallest; 0 null, which sorts first as SQLite sorts it),
 and `_query/sorted/<field>/<asc|desc>/<block>.u32`, the positions in the field's order,
 ties in the collection's order (the fast path of a whole collection in one ordering);
-little-endian uint32, a block of positions a file.
+little-endian uint32, a block of positions a file. Records narrowed to a few (BY_DOCUMENTS)
+are ordered by their documents' values instead, the same keys the ranks were made from,
+read from the pages their answer reads anyway.
 """
 from __future__ import annotations
 
@@ -17,12 +19,15 @@ from typing import Any, Sequence
 import numpy
 
 from ...catalogue.querying import ORDERING, scalars, sort_kind
-from ...catalogue.resources import BY_NAME, Resource
+from ...catalogue.resources import BY_NAME, RESOURCES, Resource
 from . import common
 from .common import SPACES, Backend, Flush, Reader, Records, Request, need, query_dir, read_u32
 
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 MICROSECOND = timedelta(microseconds=1)
+# Records narrowed to this many or fewer are ordered by their documents' values (the pages
+# the answer reads anyway, a few KB each), not by rank files (256 KB a block, a block a record).
+BY_DOCUMENTS = 12
 
 
 class Ordering(Backend):
@@ -47,6 +52,8 @@ class Ordering(Backend):
             return None
         if matched is None:
             return Whole(request.read, request.name, ordering, request.count)
+        if len(matched) <= BY_DOCUMENTS and request.documents is not None:
+            return by_documents(request, ordering, list(matched))
         return ordered(request.read, request.name, ordering, list(matched))
 
     def indexes(self, name: str, query: dict) -> bool:
@@ -75,7 +82,9 @@ class Ordering(Backend):
         return [{self.parameter: f"-{field}"} for field in scalars(resource)]
 
     def constants(self) -> dict:
-        return {"setting": ORDERING, "parameter": self.parameter, "rank": rank_file("{name}", "{field}", "{block}"),
+        return {"setting": ORDERING, "parameter": self.parameter, "byDocuments": BY_DOCUMENTS,
+                "kinds": {r.name: {f: sort_kind(r, f) for f in scalars(r)} for r in RESOURCES},
+                "rank": rank_file("{name}", "{field}", "{block}"),
                 "sorted": sorted_file("{name}", "{field}", False, "{block}").replace("/asc/", "/{direction}/")}
 
 
@@ -195,6 +204,23 @@ class Whole:
             else:
                 outside = middle
         return inside + 1 if after else inside
+
+
+def by_documents(request: Request, ordering: list[tuple[str, bool]], positions: list[int]) -> list[int]:
+    """The positions sorted by the fields of their documents, as their ranks would sort them
+    (nulls first; ties: the collection's order): a stable sort a field, the last first."""
+    documents = request.documents(positions)
+    resource = BY_NAME[request.name]
+    found = list(positions)
+    for field, descending in reversed(ordering):
+        kind = sort_kind(resource, field)
+        keys = {p: _document_key(kind, documents[p].get(field)) for p in found}
+        found.sort(key=keys.__getitem__, reverse=descending)
+    return found
+
+
+def _document_key(kind: str, value: Any) -> tuple:
+    return (0,) if value is None else (1, sort_key(kind, value))
 
 
 def ordered(read: Reader, name: str, ordering: list[tuple[str, bool]], positions: list[int]) -> list[int]:

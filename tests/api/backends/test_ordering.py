@@ -8,9 +8,10 @@ from decimal import Decimal
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from backend_cases import QUERY, blocks_of, catalogues, files_of
+from backend_cases import QUERY, blocks_of, catalogues, documents_of, files_of
 from generator.api.backends import select
-from generator.api.backends.ordering import Ordering, ordered, sort_key
+from generator.api.backends.common import Request
+from generator.api.backends.ordering import Ordering, by_documents, ordered, sort_key
 
 
 def test_orderings_drop_names_not_allowed():
@@ -52,3 +53,15 @@ def test_a_whole_collection_in_several_fields_order_a_slice_at_a_time(block, boo
         assert list(selection.take(start, start + length)) == everything[start:start + length]
 
 
+
+
+@settings(max_examples=200, deadline=None)
+@given(catalogues(), st.sampled_from(["pages,title", "-pages,-title", "title,-pages", "-title", "-pages,title,pages"]),
+       st.data())
+def test_a_few_records_sort_by_their_documents_as_by_their_ranks(books, ordering, data):
+    """ordering.by_documents (a few records: their pages, not rank files) gives ordered()'s order."""
+    files = files_of(books, QUERY)
+    positions = sorted(data.draw(st.sets(st.integers(0, max(len(books) - 1, 0)), max_size=len(books))))
+    fields = Ordering().fields(ordering, ["title", "pages"])
+    request = Request(files.get, "books", [], QUERY, len(books), documents_of(books))
+    assert by_documents(request, fields, positions) == ordered(files.get, "books", fields, positions)
