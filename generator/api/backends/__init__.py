@@ -65,7 +65,7 @@ def select(read: Reader, name: str, pairs: Sequence[tuple[str, str]], query: dic
     request = Request(read, name, pairs, query, count, documents)
     matched: Records | None = None
     for backend in BACKENDS:
-        kept = backend.narrow(request)
+        kept = backend.narrow(request, matched)
         if kept is not None:
             matched = kept if matched is None else matched & kept
     for backend in BACKENDS:  # (the first that orders; none: the collection's own order)

@@ -196,8 +196,9 @@ class Backend:
 
     - `name`: its module's name (its twin is `<name>.js.j2` beside it); `index_format`:
       what its index files' layout is called (a build that finds another makes them again).
-    - request time: `narrow(request)` gives the records it keeps (Records; None: it
-      keeps all); `arrange(request, matched)` the records, of `matched` (None: all), in the
+    - request time: `narrow(request, matched)` gives the records it keeps of `matched`,
+      those the backends before it kept (Records; None: all; it may give more, the
+      registry joins them); None: it keeps all; `arrange(request, matched)` the records, of `matched` (None: all), in the
       order it asks for, as a sequence that slices (None: it asks for no order). Both
       raise Rejected with DRF's 400 body.
     - build: `indexes(name, query)` says whether it writes files for a collection; then
@@ -215,7 +216,7 @@ class Backend:
     name = ""
     index_format = "1"
 
-    def narrow(self, request: Request) -> Records | None:
+    def narrow(self, request: Request, matched: Records | None) -> Records | None:
         return None
 
     def arrange(self, request: Request, matched: Records | None) -> Sequence[int] | None:

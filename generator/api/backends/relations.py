@@ -165,7 +165,7 @@ def targets(name: str, query: dict) -> dict[str, str]:
 class Relations(Backend):
     name = "relations"
 
-    def narrow(self, request: Request) -> Records | None:
+    def narrow(self, request: Request, matched: Records | None) -> Records | None:
         """The records every filter given keeps (None: no filter given); all mistakes
         together, as django-filter's form reports them."""
         resource = BY_NAME[request.name]

@@ -39,11 +39,11 @@ class Search(Backend):
             raise Rejected({self.parameter: [TOO_LONG]})
         return smart_terms(value)
 
-    def narrow(self, request: Request) -> Records | None:
+    def narrow(self, request: Request, matched: Records | None) -> Records | None:
         if not request.settings(SEARCH):
             return None
         terms = self.terms(request.last(self.parameter))
-        return search_index.searched(request, terms) if terms else None
+        return search_index.searched(request, terms, matched) if terms else None
 
     def indexes(self, name: str, query: dict) -> bool:
         return bool(query.get(SEARCH, {}).get(name))

@@ -1303,12 +1303,14 @@ def finish(name: str, query: dict, flush: Flush, parts: list[tuple[int, int, dic
     writer.finish(lambda path, data: flush(f"{folder}/{path}", data), processes)
 
 
-def searched(request: Request, terms: list[str]) -> Records:
-    """The records a request's search terms select (DRF's SearchFilter, `search`): the
-    index read through the request's `read`, the terms checked on documents read through
-    its `documents` (the pages the answer reads)."""
+def searched(request: Request, terms: list[str], within: Records | None) -> Records:
+    """The records of `within` (None: all) a request's search terms select (DRF's
+    SearchFilter, `search`): the index read through the request's `read`, the terms checked
+    on documents read through its `documents` (the pages the answer reads). Within a page's
+    worth of records (a filter's), every term is checked on their documents, no index read."""
     normalise = request.query.get(NORMALISE)
-    by_column = readers(index_fields(request.settings(SEARCH)))
+    fields = index_fields(request.settings(SEARCH))
+    by_column = readers(fields)
     folder = index_dir(request.name)
 
     def folded(text: str) -> str:
@@ -1320,7 +1322,12 @@ def searched(request: Request, terms: list[str]) -> Records:
         found = request.documents(positions)
         return {p: document_values(found[p], by_column, folded) for p in positions}
 
-    return search(lambda path: request.read(f"{folder}/{path}"), [folded(t) for t in terms], values).records
+    texts = [folded(t) for t in dict.fromkeys(terms)]
+    if within is not None and len(within) <= PAGE_SIZE:
+        positions = list(within)
+        found = values(positions)
+        return Records.of([p for p in positions if record_matches(found[p], fields, texts)], request.count)
+    return search(lambda path: request.read(f"{folder}/{path}"), texts, values).records
 
 
 def constants() -> dict:
