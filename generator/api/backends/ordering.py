@@ -6,7 +6,10 @@ Its index, for each field: `_query/rank/<field>/<block>.u32`, each record's rank
 field's distinct values (1 the smallest; 0 null, which sorts first as SQLite sorts it),
 and `_query/sorted/<field>/<asc|desc>/<block>.u32`, the positions in the field's order,
 ties in the collection's order (the fast path of a whole collection in one ordering);
-little-endian uint32, a block of positions a file. Records narrowed to a few (BY_DOCUMENTS)
+little-endian uint32, a block of positions a file; and `_query/ties/<field>/<block>.bits`,
+a bit for each place of the ascending order, set where a run of ties starts (a value
+unlike the one before; bit i % 8 of byte i // 8, least significant first): an edit moves
+a few, where a rank shifts every record after it. Records narrowed to a few (BY_DOCUMENTS)
 are ordered by their documents' values instead, the same keys the ranks were made from,
 read from the pages their answer reads anyway.
 """
@@ -33,6 +36,7 @@ BY_DOCUMENTS = 12
 class Ordering(Backend):
     name = "ordering"
     parameter = "ordering"
+    index_format = "2"  # (2: with the ties files)
 
     def fields(self, value: str | None, allowed: list[str]) -> list[tuple[str, bool]]:
         """The last value's names that are allowed, each (field, descending)."""
@@ -84,7 +88,7 @@ class Ordering(Backend):
     def constants(self) -> dict:
         return {"setting": ORDERING, "parameter": self.parameter, "byDocuments": BY_DOCUMENTS,
                 "kinds": {r.name: {f: sort_kind(r, f) for f in scalars(r)} for r in RESOURCES},
-                "rank": rank_file("{name}", "{field}", "{block}"),
+                "rank": rank_file("{name}", "{field}", "{block}"), "ties": ties_file("{name}", "{field}", "{block}"),
                 "sorted": sorted_file("{name}", "{field}", False, "{block}").replace("/asc/", "/{direction}/")}
 
 
@@ -97,6 +101,10 @@ def rank_file(name: str, field: str, block: int) -> str:
 
 def sorted_file(name: str, field: str, descending: bool, block: int) -> str:
     return f"{query_dir(name)}/sorted/{field}/{'desc' if descending else 'asc'}/{block}.u32"
+
+
+def ties_file(name: str, field: str, block: int) -> str:
+    return f"{query_dir(name)}/ties/{field}/{block}.bits"
 
 
 class Keys:
@@ -135,12 +143,15 @@ def write_order(name: str, flush: Flush, field: str, keys: list) -> None:
     del rank_of, distinct
     ascending = numpy.argsort(ranks, kind="stable")  # (a stable sort: ties keep their order)
     descending = numpy.argsort(-ranks, kind="stable")
+    in_order = ranks[ascending]
+    starts = numpy.concatenate(([True], in_order[1:] != in_order[:-1]))
     block_size = common.BLOCK
     for block in common.blocks(len(ranks)):
         part = slice(block * block_size, (block + 1) * block_size)
         flush(rank_file(name, field, block), _u32(ranks[part]))
         flush(sorted_file(name, field, False, block), _u32(ascending[part]))
         flush(sorted_file(name, field, True, block), _u32(descending[part]))
+        flush(ties_file(name, field, block), numpy.packbits(starts[part], bitorder="little").tobytes())
 
 
 def _u32(values: numpy.ndarray) -> bytes:
@@ -150,13 +161,14 @@ def _u32(values: numpy.ndarray) -> bytes:
 
 class Whole:
     """A whole collection in an ordering, a slice at a time: the first field's sorted files;
-    where more fields follow, the runs of records that tie on the first field around the
-    slice are read whole and sorted by all of them (a run is the same records in any order
-    of the first field: its place does not change)."""
+    where more fields follow, the runs of records that tie on the first field around and
+    inside the slice (its ties files say where runs start) are each sorted by the others (a
+    run is the same records in any order of the first field: its place does not change)."""
 
     def __init__(self, read: Reader, name: str, ordering: list[tuple[str, bool]], count: int) -> None:
         self.read, self.name, self.ordering, self.count = read, name, ordering, count
         self.field, self.descending = ordering[0]
+        self.ties: dict[int, numpy.ndarray] = {}
 
     def __len__(self) -> int:
         return self.count
@@ -165,8 +177,20 @@ class Whole:
         start, stop, _ = part.indices(self.count)
         if start >= stop or len(self.ordering) == 1:
             return self._sorted(start, stop)
-        low, high = self._run_start(start), self._run_start(stop - 1, after=True)
-        return ordered(self.read, self.name, self.ordering, self._sorted(low, high))[start - low:stop - low]
+        low = start
+        while not self._starts(low):
+            low -= 1
+        high = stop
+        while high < self.count and not self._starts(high):
+            high += 1
+        found, run = [], []
+        for at, position in enumerate(self._sorted(low, high), low):
+            if self._starts(at) and run:
+                found += run if len(run) == 1 else ordered(self.read, self.name, self.ordering[1:], run)
+                run = []
+            run.append(position)
+        found += run if len(run) == 1 else ordered(self.read, self.name, self.ordering[1:], run)
+        return found[start - low:stop - low]
 
     def _sorted(self, start: int, stop: int) -> list[int]:
         found: list[int] = []
@@ -177,33 +201,18 @@ class Whole:
             found.extend(values[max(start - first, 0):stop - first])
         return found
 
-    def _rank(self, at: int) -> int:
-        """The first field's rank of the record at `at` in its order."""
-        position = self._sorted(at, at + 1)[0]
-        return read_u32(need(self.read, rank_file(self.name, self.field, position // common.BLOCK)))[
-            position % common.BLOCK]
-
-    def _run_start(self, at: int, after: bool = False) -> int:
-        """Where the run of ties holding `at` starts (with `after`: where the next starts),
-        galloping from `at`, then halving."""
-        rank, step, inside, step_sign = self._rank(at), 1, at, (1 if after else -1)
-        limit = self.count - 1 if after else 0
-        while True:  # (the farthest tie known, and the first index known not to tie)
-            probe = at + step_sign * step
-            if (probe > limit) if after else (probe < limit):
-                outside = limit + step_sign
-                break
-            if self._rank(probe) != rank:
-                outside = probe
-                break
-            inside, step = probe, step * 2
-        while abs(outside - inside) > 1:
-            middle = (inside + outside) // 2
-            if self._rank(middle) == rank:
-                inside = middle
-            else:
-                outside = middle
-        return inside + 1 if after else inside
+    def _starts(self, at: int) -> bool:
+        """Whether the record at `at` in this order starts a run of ties on the first field (a
+        boundary between two records of the descending order is the same as between the
+        two of the ascending one, mirrored)."""
+        if at == 0:
+            return True
+        at = self.count - at if self.descending else at
+        block = at // common.BLOCK
+        if block not in self.ties:
+            data = need(self.read, ties_file(self.name, self.field, block))
+            self.ties[block] = numpy.unpackbits(numpy.frombuffer(data, numpy.uint8), bitorder="little")
+        return bool(self.ties[block][at % common.BLOCK])
 
 
 def by_documents(request: Request, ordering: list[tuple[str, bool]], positions: list[int]) -> list[int]:
