@@ -198,9 +198,9 @@ class Backend:
       what its index files' layout is called (a build that finds another makes them again).
     - request time: `narrow(request, matched)` gives the records it keeps of `matched`,
       those the backends before it kept (Records; None: all; it may give more, the
-      registry joins them); None: it keeps all; `arrange(request, matched)` the records, of `matched` (None: all), in the
-      order it asks for, as a sequence that slices (None: it asks for no order). Both
-      raise Rejected with DRF's 400 body.
+      registry joins them); None: it keeps all. `arrange(request, matched)` gives the
+      records, of `matched` (None: all), in the order it asks for, as a sequence that
+      slices (None: it asks for no order). Both raise Rejected with DRF's 400 body.
     - build: `indexes(name, query)` says whether it writes files for a collection; then
       `indexer(name, query, flush, first)` is fed the documents of a run of whole blocks of
       records from `first` (`add(documents)`, then `close()`, whose value is picklable), and

@@ -183,13 +183,13 @@ class Whole:
         high = stop
         while high < self.count and not self._starts(high):
             high += 1
-        found, run = [], []
+        runs: list[list[int]] = []
         for at, position in enumerate(self._sorted(low, high), low):
-            if self._starts(at) and run:
-                found += run if len(run) == 1 else ordered(self.read, self.name, self.ordering[1:], run)
-                run = []
-            run.append(position)
-        found += run if len(run) == 1 else ordered(self.read, self.name, self.ordering[1:], run)
+            if self._starts(at):
+                runs.append([])
+            runs[-1].append(position)
+        rest = self.ordering[1:]
+        found = [p for run in runs for p in (run if len(run) == 1 else ordered(self.read, self.name, rest, run))]
         return found[start - low:stop - low]
 
     def _sorted(self, start: int, stop: int) -> list[int]:
