@@ -65,7 +65,6 @@ Postings (the records of one key in one field), a *set*:
   In a relation field the postings are varint m, then m sets: the records the key
   matched at element 0, 1, .. m-1 (their union: its records).
 
-Files (paths relative to the index's directory):
 Key lists. Sorted keys, each front-coded against the one before (varint bytes shared,
 varint length of the rest, the rest) and followed by what the list says of it, to the
 end of the file; every RESTART-th key (the first among them) shares nothing, and the
@@ -80,11 +79,12 @@ Files (paths relative to the index's directory):
   key, each followed by varint name: the leaf is `leaf/<name as 8 lower-case hex
   digits>.bin`.
 - `leaf/<name>.bin`: b"TIL2", then a key list of its entries: each key followed by
-  varint number of fields it has, and per field: varint field, varint size class (the bit length
-  of the number of records the set holds, so at most 2**class - 1: what the plan ranks
-  terms by before reading a set; coarse, so that an edit seldom changes it), varint where; where 0: varint length
-  and the set's bytes inline (sets of up to INLINE_MAX bytes); where 1: varint name,
-  varint ordinal: the set is the ordinal-th (from 0) of `post/<name>.bin`.
+  varint number of fields it has, and per field: varint field, varint size class (the
+  bit length of the number of records the set holds, so at most 2**class - 1: what the
+  plan ranks terms by before reading a set; coarse, so that an edit seldom changes it),
+  varint where; where 0: varint length and the set's bytes inline (sets of up to
+  INLINE_MAX bytes); where 1: varint name, varint ordinal: the set is the ordinal-th
+  (from 0) of `post/<name>.bin`.
   The entries of all leaves, in root order, are every key in order. A leaf ends after
   an entry whose key's CRC-32 has its low LEAF_BITS bits zero (content-defined: an edit
   changes the leaves holding the keys it changes, and shifts no other boundary), or
@@ -98,7 +98,7 @@ Files (paths relative to the index's directory):
 CRC-32 is zlib's (IEEE 802.3). Names are the CRC-32 of the leaf's first key (of a
 postings file: of its first set's tag), plus 1 (modulo 2**32) as often as needed to
 differ from every name of its kind given before it in key order. A reader needs none
-of the writer's constants (INLINE_MAX, LEAF_BITS, CHUNK_*): only GRAM_MAX and MIN_SUFFIX,
+of the writer's constants (INLINE_MAX, LEAF_BITS, RESTART, CHUNK_*): only GRAM_MAX and MIN_SUFFIX,
 which the lookups below use.
 
 Lookups. A (folded) term t in field f, t without white space: f `=`: the key "E" + t;
