@@ -251,7 +251,7 @@ class Previous:
     def _learn(self, start: int, stop: int, rows: bool) -> None:
         """Rows start to stop into by_id (and, with `rows`, by_hash), by columns rather than a
         row at a time: a build that takes over a collection learns every id of it (at a
-        million books, the authors' 333,333 in each part), and a loop a row cost a second."""
+        million books, the authors' 333,333 in each part: 0.63 s of CPU a row at a time, 0.35 s so)."""
         keys = self.keys
         ids, published = keys.id_list(start, stop), keys.published[start:stop]
         first = keys.published_before(start)
