@@ -10,7 +10,6 @@ from __future__ import annotations
 import pickle
 from array import array
 from pathlib import Path
-from typing import Iterator
 
 from ..errors import GeneratorBug
 
@@ -56,6 +55,11 @@ class Keys:
         text = self.ids[start * ID_SIZE:stop * ID_SIZE].decode("ascii")
         return [text[i:i + ID_SIZE] for i in range(0, len(text), ID_SIZE)]
 
+    def digest_list(self, start: int, stop: int) -> list[bytes]:
+        """The row hashes of records start to stop."""
+        digests = bytes(self.digests[start * DIGEST_SIZE:stop * DIGEST_SIZE])
+        return [digests[i:i + DIGEST_SIZE] for i in range(0, len(digests), DIGEST_SIZE)]
+
     def published_before(self, index: int) -> int:
         """How many of the records before `index` were published."""
         return self.published.count(1, 0, index)
@@ -67,13 +71,6 @@ class Keys:
         while at >= 0 and at % ID_SIZE:
             at = self.ids.find(encoded, at + 1)
         return at // ID_SIZE if at >= 0 else -1
-
-    def rows(self, start: int = 0, stop: int | None = None) -> Iterator[tuple[str, int, bool, str | None, bytes]]:
-        """(id, line, published, username, row hash) of records start to stop."""
-        stop = len(self) if stop is None else stop
-        for i in range(start, stop):
-            yield (self.id(i), self.lines[i], bool(self.published[i]), self.usernames[i],
-                   bytes(self.digests[i * DIGEST_SIZE:(i + 1) * DIGEST_SIZE]))
 
     def save(self, path: Path) -> None:
         with path.open("wb") as f:

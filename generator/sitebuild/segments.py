@@ -237,4 +237,5 @@ def _same(data, size: int, at: int, segment: Segment) -> bool:
         return False
     if end < size and data[end - 1:end] != b"\n":
         return False
-    return digest(data[at:end]) == segment.digest
+    with memoryview(data) as view, view[at:end] as piece:  # (hashed where it lies, not copied)
+        return digest(piece) == segment.digest

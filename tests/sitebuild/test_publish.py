@@ -1,6 +1,7 @@
 """Publishing: atomic, survives a killed build, keeps two generations, one build at a time."""
 from __future__ import annotations
 
+import csv
 import gzip
 import json
 import os
@@ -66,6 +67,32 @@ def test_two_generations_are_kept(data_dir: Path, tmp_path: Path):
     assert generations(out) == ["000003", "000004"]
     assert os.readlink(out / "current") == ".build/gens/000004"
     assert os.readlink(out / "api") == "current/api"
+
+
+def test_an_edit_links_the_old_shards_and_they_outlive_their_generation(data_dir: Path, tmp_path: Path):
+    """An edit's skeleton takes the previous skeleton's link of each shard it did not touch (a
+    hard link to the symlink): the site reads as a clean build's, also once the generations it
+    took them from are deleted, and a shard it wrote is linked anew."""
+    out = tmp_path / "site"
+    build(data_dir, out, background=False)
+    first = out / os.readlink(out / "current")
+    books = data_dir / "books.csv"
+    with books.open(encoding="utf-8", newline="") as f:
+        titles = [row["title"] for row in csv.DictReader(f)][:2]
+    for n, title in enumerate(titles):  # the second edit's build collects the first generation
+        books.write_text(books.read_text(encoding="utf-8").replace(f",{title},", f",{title} (ویرایش),", 1),
+                         encoding="utf-8")
+        build(data_dir, out, background=False)
+        if n == 0:
+            second = out / os.readlink(out / "current")
+            shards = Site(out).shards(second)
+            shared = [s for s in shards if (first / s).is_symlink()
+                      and os.lstat(first / s).st_ino == os.lstat(second / s).st_ino]
+            assert shared and len(shared) < len(shards)  # the edited book's shard is new
+    assert not first.exists()
+    clean = tmp_path / "clean"
+    build(data_dir, clean, background=False)
+    assert served(out) == served(clean)
 
 
 def test_publishing_replaces_the_tree_as_one(data_dir: Path, tmp_path: Path):
