@@ -3,8 +3,8 @@
     python tests/mutate.py [MODULE ...] [--sample N] [--seed S] [--timeout 600] [--jobs J] [--report FILE]
     python tests/mutate.py --rewrite
 
-For each module of the query engine (ENGINE: each Python module and its JavaScript twin,
-a template under generator/hosts/templates/, mutated as text) every line is offered the
+For each module of the query engine (ENGINE: each Python module, its JavaScript twin beside
+it and the hosts' templates that read a query, the JavaScript mutated as text) every line is offered the
 mistakes a tired developer makes: a comparison turned (`<` `<=` `==` `!=` `===` `!==`...),
 `and`/`or` (`&&`/`||`) swapped, a `not` (`!`) dropped, `True`/`False` swapped, a small
 number off by one, `+`/`-` swapped, a set intersection made a union, a `return` of
@@ -51,6 +51,7 @@ NODE = ["tests/hosts/test_query_js.py", "-k", "sample or golden or hostile"]
 EDGES = ["tests/hosts/test_conformance.py", "-k", "random_searches and (cloudflare or netlify)"]
 DRF = ["tests/test_drf_query.py", "-k", "sample"]
 BACKENDS = "generator/api/backends"
+TEMPLATES = "generator/hosts/templates"
 REGISTRY = "tests/api/backends/test_registry.py"  # (the golden table of hostile values; each backend's probes)
 # The query engine: each backend (api/backends/, one module per backend with its JavaScript
 # twin beside it) with its stages, and what builds and renders its indexes.
@@ -68,6 +69,10 @@ ENGINE: dict[str, list[list[str]]] = {
     "generator/hosts/query.py": [NODE, EDGES],
     **{f"{BACKENDS}/{name}.js.j2": [NODE, EDGES]
        for name in ("common", "ordering", "paging", "relations", "search", "search_index")},
+    # The hosts' templates that read a query: its query string (DRF's paging and links), and
+    # the page put together from what qySelect gives.
+    f"{TEMPLATES}/querystring.js.j2": [["tests/hosts/test_querystring_js.py"], NODE, EDGES],
+    f"{TEMPLATES}/pages.js.j2": [["tests/hosts/test_pages_js.py"], NODE, EDGES],
 }
 # Survivors explained: (module, line as it was, line as mutated), each stripped: why no test can
 # tell them apart (equivalent), or why none should.
