@@ -58,6 +58,10 @@ def server_params(writes: bool = False) -> list:
 
 _held: dict[int, socket.socket] = {}  # ports handed out, still held: bound, not listening
 _handed: set[int] = set()  # every port this process handed out
+# Seconds a server is given to end once told to (SIGTERM), or once killed, before the test fails:
+# a guard against a hang only, not a measure (a stop waits for nginx's workers, for the write
+# service's rebuild under way; on a loaded machine, with the tests niced, 15 s was not enough).
+STOP_GUARD = 120
 
 
 def free_port() -> int:
@@ -115,7 +119,8 @@ def wait_for_port(port: int, process: subprocess.Popen, what: str, seconds: floa
             if process.poll() is not None or time.monotonic() > deadline:
                 if process.poll() is None:
                     process.kill()
-                raise RuntimeError(f"{what} did not start in {seconds:.0f} s: {process.communicate(timeout=15)}")
+                said = process.communicate(timeout=STOP_GUARD)
+                raise RuntimeError(f"{what} did not start in {seconds:.0f} s: {said}")
             time.sleep(0.02)
 
 
@@ -161,7 +166,7 @@ class Server:
 
     def stop(self) -> int:
         self.process.send_signal(signal.SIGTERM)
-        status = self.process.wait(timeout=15)
+        status = self.process.wait(timeout=STOP_GUARD)
         release(self.write_port)  # (held while nothing listened there, or while serve's own service did)
         return status
 
@@ -223,7 +228,7 @@ class WriteService:
     def stop(self) -> None:
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
-            self.process.wait(timeout=15)
+            self.process.wait(timeout=STOP_GUARD)
 
 
 @dataclass
