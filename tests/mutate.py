@@ -11,8 +11,10 @@ number off by one, `+`/`-` swapped, a set intersection made a union, a `return` 
 something else (`None`, `null`). Each mutant is written into the module in a copy of the
 project (the checkout is never touched) and judged by the module's tests in stages, the
 fast first (a template's by the tests that run it under Node, then workerd and Deno):
-killed when a stage fails, a timeout when a stage outlives --timeout (reported apart: a
-hang is seen, not a failed assertion), survived when every stage passes.
+killed when a stage fails, a timeout when a stage outlives --timeout or fails because a
+test's own bound on a program it runs ran out (subprocess.TimeoutExpired: the mutant made
+Node or a server loop or hang; reported apart: a hang is seen, not a failed assertion),
+survived when every stage passes.
 
 The report (mutation-report.md at the project's root unless --report says otherwise) is
 written afresh from each module's last run, kept beside it (mutation-report.json; a module
@@ -61,7 +63,7 @@ ENGINE: dict[str, list[list[str]]] = {
     f"{BACKENDS}/paging.py": [["tests/api/backends/test_pagination.py", "tests/api/test_routes.py",
                                "tests/api/test_assemble.py"], NODE],
     f"{BACKENDS}/relations.py": [["tests/api/backends/test_relations.py", REGISTRY, "tests/api/test_assemble.py",
-                                  "tests/api/test_openapi.py"], NODE, DRF],
+                                  "tests/api/test_openapi.py", "tests/sitebuild/test_queries.py"], NODE, DRF],
     f"{BACKENDS}/search.py": [["tests/api/backends/test_search.py", REGISTRY, "tests/api/test_openapi.py"], NODE, DRF],
     f"{BACKENDS}/search_index.py": [["tests/api/backends/test_search.py", "tests/sitebuild/test_queries.py"], NODE,
                                     ["tests/api/backends/test_search_index.py"], DRF],
@@ -124,6 +126,7 @@ JS_SWAPS = [(" < ", " <= "), (" <= ", " < "), (" > ", " >= "), (" >= ", " > "), 
             ("false", "true"), (" + ", " - "), (" - ", " + "), (".filter(", ".map("), ("slice(1)", "slice(2)")]
 NUMBER = re.compile(r"(?<![\w.])([0-9]+)(?![\w.])")
 VERDICTS = ("killed", "timeout", "survived")
+HUNG = re.compile(rb"^(FAILED|ERROR) .* - subprocess\.TimeoutExpired", re.MULTILINE)  # (pytest's short summary)
 
 
 @dataclass
@@ -196,10 +199,11 @@ def judge(mutant: Mutant, stages: list[list[str]], copy: Path, timeout: int) -> 
     try:
         for stage in stages:
             try:
-                if pytest(stage, copy, timeout) != 0:
-                    return "killed"
+                done = pytest(stage, copy, timeout)
             except subprocess.TimeoutExpired:
                 return "timeout"
+            if done.returncode != 0:
+                return "timeout" if HUNG.search(done.stdout) else "killed"
         return "survived"
     finally:
         target.write_text(original, encoding="utf-8")
@@ -210,18 +214,18 @@ def failing_stages(stages: list[list[str]], copy: Path, timeout: int) -> list[st
     failing = []
     for stage in stages:
         try:
-            if pytest(stage, copy, timeout) != 0:
+            if pytest(stage, copy, timeout).returncode != 0:
                 failing.append(" ".join(stage))
         except subprocess.TimeoutExpired:
             failing.append(f"{' '.join(stage)} (outlived --timeout {timeout})")
     return failing
 
 
-def pytest(stage: list[str], copy: Path, timeout: int) -> int:
-    """pytest's exit status for one stage, in the copy, in one process, in the order written."""
+def pytest(stage: list[str], copy: Path, timeout: int) -> subprocess.CompletedProcess:
+    """pytest run on one stage, in the copy, in one process, in the order written."""
     return subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
                            "-n", "0", *stage], cwd=copy, capture_output=True, timeout=timeout,
-                          env={**os.environ, "PYTHONPATH": str(copy)}).returncode
+                          env={**os.environ, "PYTHONPATH": str(copy)})
 
 
 def report(runs: dict[str, dict], kept: str) -> str:
@@ -230,21 +234,23 @@ def report(runs: dict[str, dict], kept: str) -> str:
              "Written by `tests/mutate.py` (`make mutation`) from the verdicts it keeps beside it "
              f"(`{kept}`); regenerate it, do not edit it. Survivors' explanations live in `EXPLAINED` there. "
              "Each module's row is its last run's.", "",
-             "| module | command | mutants | tried | killed | timeout | survived | score |",
-             "|---|---|---|---|---|---|---|---|"]
+             "| module | command | mutants | tried | killed | timeout | survived | score | caught |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for module in (m for m in ENGINE if m in runs):
         run = runs[module]
         tried = [Mutant(**fields) for fields in run["mutants"]]
         counts = {verdict: sum(m.verdict == verdict for m in tried) for verdict in VERDICTS}
-        score = f"{counts['killed'] / len(tried):.0%}" if tried else "n/a"
+        score, caught = (f"{n / len(tried):.0%}" if tried else "n/a"
+                         for n in (counts["killed"], counts["killed"] + counts["timeout"]))
         lines.append(f"| `{module}` | `{run['command']}` | {run['offered']} | {len(tried)} | {counts['killed']} | "
-                     f"{counts['timeout']} | {counts['survived']} | {score} |")
-    lines += ["", "Score: killed of tried; a timeout (a stage outlived its time) is counted apart. `--sample N`: "
-              "N mutants of the module drawn with `--seed`.", "", "## Survivors and timeouts", ""]
+                     f"{counts['timeout']} | {counts['survived']} | {score} | {caught} |")
+    lines += ["", "Score: killed of tried. A timeout, counted apart, is a hang the tests saw (a stage outlived its "
+              "time, or a test's own bound on a program it ran ran out); caught: killed and timeouts of tried. "
+              "`--sample N`: N mutants of the module drawn with `--seed`.", "", "## Survivors and timeouts", ""]
     for module in (m for m in ENGINE if m in runs):
         for m in (Mutant(**fields) for fields in runs[module]["mutants"]):
             if m.verdict != "killed":
-                why = "a hang, seen" if m.verdict == "timeout" else EXPLAINED.get(m.key, "unexplained")
+                why = "a hang, seen (not a kill)" if m.verdict == "timeout" else EXPLAINED.get(m.key, "unexplained")
                 lines.append(f"- {m.verdict}: `{m.path}:{m.line}`: `{m.before.strip()}` → `{m.after.strip()}`: {why}")
     return "\n".join(lines) + "\n"
 
