@@ -89,6 +89,16 @@ EXPLAINED: dict[tuple[str, str, str], str] = {
      'if url[-1] == "/" or len(last) == 36 and last[8] == last[13] == last[18] == last[23] == "-":'):
         "equivalent: every link the build writes ends in \"<UUID>/\" (a detail's URL is its id's), so the "
         "fast path's shape check holds whenever its first half does",
+    **{(f"{BACKENDS}/common.py",
+        'if url[-1] == "/" and len(last) == 36 and last[8] == last[13] == last[18] == last[23] == "-":', mutated):
+       "equivalent: the fast path is skipped for every link the build writes (each ends in \"<UUID>/\"), and "
+       "UUID_IN_URL finds the same last UUID in it" for mutated in (
+           'if url[-2] == "/" and len(last) == 36 and last[8] == last[13] == last[18] == last[23] == "-":',
+           'if url[-1] != "/" and len(last) == 36 and last[8] == last[13] == last[18] == last[23] == "-":')},
+    **{(f"{BACKENDS}/ordering.py", "columns.append((ranks, -1 if descending else 1))", mutated):
+       "equivalent: the sign scales every rank of the column alike, and integers scaled by the same positive "
+       "number keep their order" for mutated in ("columns.append((ranks, -2 if descending else 1))",
+                                                 "columns.append((ranks, -1 if descending else 2))")},
     (f"{BACKENDS}/search.py", "return []", "return None"):
         "equivalent: Search.terms(None)'s callers ask `if terms:`, alike for None and []",
     ("generator/hosts/query.py",
@@ -107,9 +117,27 @@ EXPLAINED: dict[tuple[str, str, str], str] = {
         "equivalent: the twins are joined with a newline between each, so a twin's own last newline only "
         "spaces the script (each ends in a statement, not a comment the next would continue)",
     ("generator/sitebuild/queries.py",
-     "yield results[max(start - offset, 0):stop - offset] if offset < start or offset + size > stop else results",
-     "yield results[max(start - offset, 0):stop - offset] if offset < start or offset + size >= stop else results"):
+     "return results[max(start - offset, 0):stop - offset] if offset < start or offset + size > stop else results",
+     "return results[max(start - offset, 0):stop - offset] if offset < start or offset + size >= stop else results"):
         "equivalent: at offset + size == stop the slice is results[0:size], the whole page",
+    ("generator/sitebuild/queries.py",
+     "return results[max(start - offset, 0):stop - offset] if offset < start or offset + size > stop else results",
+     "return results[max(start - offset, 0):stop - offset] if offset <= start or offset + size > stop else results"):
+        "equivalent: at offset == start the slice is results[0:stop - offset], the whole page where the page "
+        "ends by stop (and where it runs past stop, the other half slices it alike)",
+    ("generator/sitebuild/queries.py", 'return hashlib.blake2b("\\n".join(ids).encode(), digest_size=16).hexdigest()',
+     'return hashlib.blake2b("\\n".join(ids).encode(), digest_size=17).hexdigest()'):
+        "equivalent: the digest is only compared with the one the same code kept in the previous state; any "
+        "size tells different ids apart (a state an older size wrote only makes the indexes again)",
+    ("generator/sitebuild/queries.py",
+     "digest = hashlib.blake2b(PARTS_FORMAT + STATE_VERSION.encode(), digest_size=16)",
+     "digest = hashlib.blake2b(PARTS_FORMAT + STATE_VERSION.encode(), digest_size=17)"):
+        "equivalent: the digest only names a stretch's parts file, looked up by the same code in the previous "
+        "state; any size tells different stretches apart (an older size's files are only made again)",
+    (f"{BACKENDS}/common.js.j2", "while (after < chars.length && QY_CASE_IGNORABLE.test(chars[after])) after++;",
+     "while (after <= chars.length && QY_CASE_IGNORABLE.test(chars[after])) after++;"):
+        "equivalent: chars[chars.length] is undefined, which the test reads as the text \"undefined\", no "
+        "letter of it case-ignorable: the loop stops at the length either way",
     (f"{BACKENDS}/common.js.j2", "while (start < stop && chars.has(list[start])) start++;",
      "while (start <= stop && chars.has(list[start])) start++;"):
         "equivalent: stop is still the list's length in that loop, and list[length] is undefined, never in chars",
