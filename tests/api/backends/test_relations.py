@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from generator.api.backends import Rejected
+from generator.api.backends.common import related_id
 from generator.api.backends.relations import RelationFilter, uuid_text
 
 UUIDISH = st.text(st.sampled_from("0123456789abcdefABCDEF-{}urn:uid_ +٠۱\u3000x"), min_size=28, max_size=44)
@@ -33,3 +34,13 @@ def test_filters_messages():
     assert many.ids(["0" * 32, "urn:uuid:" + "A" * 32]) == ["00000000-0000-0000-0000-000000000000", "a" * 8 + "-" + "a" * 4 + "-" + "a" * 4 + "-" + "a" * 4 + "-" + "a" * 12]
 
 
+
+
+@pytest.mark.parametrize("url", ["https://h/api/v1/author/{id}/", "/api/v1/author/{id}/", "https://h/api/v1/author/{id}",
+                                 "https://h/api/v1/author/{id}/?format=json", "https://h/{other}/author/{id}/x"])
+def test_an_embedded_record_s_id_is_the_last_uuid_of_its_url(url):
+    """Its `id` where it has one, else the last UUID in its `url` (also off the usual shape:
+    no trailing slash, a query after it), each group's digits any hex digit, 0 too."""
+    id, other = "0a0b0c0d-0e0f-4000-8a00-000000000001", "ffffffff-ffff-4fff-bfff-ffffffffffff"
+    assert related_id({"url": url.format(id=id, other=other)}) == id
+    assert related_id({"id": other, "url": url.format(id=id, other=other)}) == other
