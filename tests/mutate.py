@@ -58,7 +58,8 @@ REGISTRY = "tests/api/backends/test_registry.py"  # (the golden table of hostile
 # The query engine: each backend (api/backends/, one module per backend with its JavaScript
 # twin beside it) with its stages, and what builds and renders its indexes.
 ENGINE: dict[str, list[list[str]]] = {
-    f"{BACKENDS}/common.py": [["tests/api/backends/test_relations.py", "tests/sitebuild/test_queries.py"], NODE, DRF],
+    f"{BACKENDS}/common.py": [["tests/api/backends/test_relations.py", "tests/api/backends/test_search.py",
+                               "tests/sitebuild/test_queries.py"], NODE, DRF],
     f"{BACKENDS}/ordering.py": [["tests/api/backends/test_ordering.py", REGISTRY], NODE, DRF],
     f"{BACKENDS}/paging.py": [["tests/api/backends/test_pagination.py", "tests/api/test_routes.py",
                                "tests/api/test_assemble.py"], NODE],
