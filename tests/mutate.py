@@ -139,6 +139,14 @@ EXPLAINED: dict[tuple[str, str, str], str] = {
      "while (after <= chars.length && QY_CASE_IGNORABLE.test(chars[after])) after++;"):
         "equivalent: chars[chars.length] is undefined, which the test reads as the text \"undefined\", no "
         "letter of it case-ignorable: the loop stops at the length either way",
+    (f"{BACKENDS}/relations.js.j2", "while (stop > start && qsIsSpace(chars[stop - 1])) stop--;",
+     "while (stop >= start && qsIsSpace(chars[stop - 1])) stop--;"):
+        "equivalent: stop meets start only when all 32 characters are white space, and the body is empty then "
+        "either way (a slice that ends before it starts is empty)",
+    (f"{BACKENDS}/relations.js.j2", "if (/^[0-9a-fA-F]$/.test(c)) digits += c;",
+     "if (/^[1-9a-fA-F]$/.test(c)) digits += c;"):
+        "equivalent: a \"0\" left out goes to qsDigitValue, whose first run of ten digits is ASCII's: its value, "
+        "0, is added alike",
     (f"{BACKENDS}/common.js.j2", "while (start < stop && chars.has(list[start])) start++;",
      "while (start <= stop && chars.has(list[start])) start++;"):
         "equivalent: stop is still the list's length in that loop, and list[length] is undefined, never in chars",
