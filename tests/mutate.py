@@ -1,6 +1,7 @@
 """make mutation: plausible one-line mistakes, made one at a time, and whether the tests see them.
 
     python tests/mutate.py [MODULE ...] [--sample N] [--seed S] [--timeout 600] [--jobs J] [--report FILE]
+    python tests/mutate.py [MODULE ...] --again [--timeout 600] [--jobs J]
     python tests/mutate.py --rewrite
 
 For each module of the query engine (ENGINE: each Python module, its JavaScript twin beside
@@ -22,7 +23,9 @@ run alone replaces its own row and leaves the others'): per module the command t
 the mutants tried, killed, timeouts, survivors, the score, and each survivor with its
 one-line explanation from EXPLAINED (an equivalent mutant, say) or "unexplained". --sample
 N tries N mutants of each module drawn with the seed (the report says so), for a machine
-where every mutant would take hours; --jobs J judges J modules at once.
+where every mutant would take hours; --jobs J judges J modules at once. --again judges a
+module's last run's timeouts and unexplained survivors again with the tests as they are now
+(a test added to kill one), keeping its kills; its row's command then ends in --again.
 
 Written for this project instead of a general mutation tool: it reaches the templates'
 JavaScript, through the tests that run it. tests/mutation.py runs mutmut over the Python
@@ -316,27 +319,50 @@ def copy_project(into: Path) -> Path:
     return copy
 
 
-def run_module(module: str, args: argparse.Namespace) -> tuple[int, list[Mutant]]:
-    """The mutants offered in one module and those tried, judged, in a copy of its own (modules
-    run side by side with --jobs)."""
+def run_module(module: str, args: argparse.Namespace) -> tuple[dict, list[Mutant]]:
+    """The module's run (its command, the mutants offered) and the mutants tried, judged, in a
+    copy of its own (modules run side by side with --jobs)."""
     stages = ENGINE[module]
     with tempfile.TemporaryDirectory(prefix="mutation-") as tmp:
         copy = copy_project(Path(tmp))
         failing = failing_stages(stages, copy, args.timeout)
         if failing:
             raise RuntimeError(f"{module}: its tests fail without a mutant ({'; '.join(failing)}): no verdict")
-        made = mutants(module)
-        offered = len(made)
-        if args.sample and args.sample < len(made):
-            made = sorted(random.Random(f"{args.seed}:{module}").sample(made, args.sample), key=lambda m: m.line)
+        if args.again:
+            run, made = again(module, args.report)
+        else:
+            made = mutants(module)
+            sampled = f" --sample {args.sample} --seed {args.seed}" if args.sample else ""
+            run = {"command": f"python tests/mutate.py {module}{sampled}", "offered": len(made)}
+            if args.sample and args.sample < len(made):
+                made = sorted(random.Random(f"{args.seed}:{module}").sample(made, args.sample), key=lambda m: m.line)
         started = time.monotonic()
-        for mutant in made:
+        for mutant in (m for m in made if not m.verdict):
             mutant.verdict = judge(mutant, stages, copy, args.timeout)
             if mutant.verdict != "killed":  # (said at once: a long run can be stopped and still told)
                 print(f"{mutant.verdict}: {mutant.path}:{mutant.line}: {mutant.after.strip()}", flush=True)
     killed = sum(m.verdict == "killed" for m in made)
-    print(f"{module}: {killed}/{len(made)} killed of {offered} ({time.monotonic() - started:.0f} s)", flush=True)
-    return offered, made
+    print(f"{module}: {killed}/{len(made)} killed of {run['offered']} ({time.monotonic() - started:.0f} s)", flush=True)
+    return run, made
+
+
+def again(module: str, report_file: Path) -> tuple[dict, list[Mutant]]:
+    """The module's last run (kept beside the report), its kills kept and its other mutants
+    to be judged again, but the survivors EXPLAINED says no test can tell apart: for tests
+    added since. The module's lines must be as that run found them."""
+    kept = report_file.with_suffix(".json")
+    last = json.loads(kept.read_text(encoding="utf-8")).get(module) if kept.is_file() else None
+    if last is None:
+        raise RuntimeError(f"{module}: no run of it kept in {kept.name} to judge again")
+    lines = (ROOT / module).read_text(encoding="utf-8").splitlines()
+    made = [Mutant(**fields) for fields in last["mutants"]]
+    for mutant in made:
+        if lines[mutant.line - 1:mutant.line] != [mutant.before]:
+            raise RuntimeError(f"{module}:{mutant.line} changed since its last run: run it afresh")
+        if mutant.verdict == "timeout" or (mutant.verdict == "survived" and mutant.key not in EXPLAINED):
+            mutant.verdict = ""
+    command = last["command"] if last["command"].endswith(" --again") else last["command"] + " --again"
+    return {"command": command, "offered": last["offered"]}, made
 
 
 def main() -> int:
@@ -347,6 +373,9 @@ def main() -> int:
     parser.add_argument("--timeout", type=int, default=600, help="seconds for one stage of one mutant")
     parser.add_argument("--jobs", type=int, default=1, help="modules judged at once, each in its own copy")
     parser.add_argument("--report", type=Path, default=REPORT)
+    parser.add_argument("--again", action="store_true",
+                        help="judge again each module's last run's timeouts and unexplained survivors (tests added "
+                             "since), its kills kept")
     parser.add_argument("--rewrite", action="store_true",
                         help="only write the report again from the kept runs (EXPLAINED changed, say)")
     args = parser.parse_args()
@@ -363,17 +392,13 @@ def main() -> int:
         futures = {pool.submit(run_module, module, args): module for module in plan}
         for future in concurrent.futures.as_completed(futures):
             try:
-                offered, tried = future.result()
+                run, tried = future.result()
             except RuntimeError as error:  # (said; the other modules' verdicts still kept)
                 print(error, file=sys.stderr, flush=True)
                 no_verdict = True
                 continue
             # (kept as each module ends: a long run stopped early still leaves what it found)
-            module = futures[future]
-            command = " ".join(["python tests/mutate.py", module, *(f"--sample {args.sample} --seed {args.seed}".split()
-                                                                    if args.sample else ())])
-            record(args.report, module, {"command": command, "offered": offered,
-                                         "mutants": [dataclasses.asdict(m) for m in tried]})
+            record(args.report, futures[future], {**run, "mutants": [dataclasses.asdict(m) for m in tried]})
             unexplained |= any(m.verdict == "survived" and m.key not in EXPLAINED for m in tried)
     print(args.report.read_text(encoding="utf-8"))
     return 2 if no_verdict else 1 if unexplained else 0
