@@ -103,6 +103,9 @@ EXPLAINED: dict[tuple[str, str, str], str] = {
        "equivalent: the sign scales every rank of the column alike, and integers scaled by the same positive "
        "number keep their order" for mutated in ("columns.append((ranks, -2 if descending else 1))",
                                                  "columns.append((ranks, -1 if descending else 2))")},
+    (f"{BACKENDS}/common.py", "return False", "return None"):
+        "equivalent: Backend.indexes's and rejects's defaults (only Pagination keeps them) are asked by `if` "
+        "and any(), alike for None and False",
     (f"{BACKENDS}/search.py", "return []", "return None"):
         "equivalent: Search.terms(None)'s callers ask `if terms:`, alike for None and []",
     ("generator/hosts/query.py",

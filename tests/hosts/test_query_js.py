@@ -74,6 +74,7 @@ def test_javascript_answers_queries_as_python_does(built, tmp_path):
     requests += [("books", probes.combined()) for _ in range(80)]
     requests += [("books", query) for query in later_value_first(found["books"])]
     requests += [("books", query) for query in inside_a_first_run_of_ties(found["books"])]
+    requests += [("books", query) for query in inside_a_last_run_of_ties(found["books"])]
     requests += [("books", q) for q in ("search=%00", "authors=nope", "authors=", "search=" + "x" * 1001,
                                         "search=%22%22", "ordering=-", "search=%E2%80%A8&authors=%E2%80%A8")]
     # (the longest search DRF takes, 1000 characters: of one UTF-16 unit each, and of two)
@@ -117,6 +118,24 @@ def inside_a_first_run_of_ties(books: list[dict]) -> list[str]:
         if values.count(least) >= 3:
             queries += [urlencode([("ordering", f"{field},-title"), ("offset", str(offset)), ("limit", "2")])
                         for offset in (1, values.count(least) - 2)]
+    assert queries
+    return queries
+
+
+def inside_a_last_run_of_ties(books: list[dict]) -> list[str]:
+    """Pages of the whole collection in two fields' order, the first descending, that end
+    inside the run of ties the order ends with (records without a value, or sharing the
+    least), one short of it, the second field each way: the run is found up to the last
+    record (the search for its end reaches the last position), else one of the two pages
+    leaves out the wrong record."""
+    queries = []
+    for field in SETTINGS["ordering"]["books"]:
+        values = [book.get(field) for book in books]
+        least = None if None in values else min(values)
+        run = values.count(least)
+        if run >= 3:
+            queries += [urlencode([("ordering", f"-{field},{second}"), ("offset", str(len(books) - run)),
+                                   ("limit", str(run - 1))]) for second in ("title", "-title")]
     assert queries
     return queries
 
