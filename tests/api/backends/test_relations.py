@@ -9,7 +9,7 @@ from hypothesis import given, strategies as st
 
 from generator.api.backends import Rejected
 from generator.api.backends.common import related_id
-from generator.api.backends.relations import RelationFilter, uuid_text
+from generator.api.backends.relations import Referred, RelationFilter, uuid_text
 
 UUIDISH = st.text(st.sampled_from("0123456789abcdefABCDEF-{}urn:uid_ +٠۱\u3000x"), min_size=28, max_size=44)
 
@@ -44,3 +44,13 @@ def test_an_embedded_record_s_id_is_the_last_uuid_of_its_url(url):
     id, other = "0a0b0c0d-0e0f-4000-8a00-000000000001", "ffffffff-ffff-4fff-bfff-ffffffffffff"
     assert related_id({"url": url.format(id=id, other=other)}) == id
     assert related_id({"id": other, "url": url.format(id=id, other=other)}) == other
+
+
+def test_a_record_listing_a_related_id_twice_is_listed_once_under_it():
+    """The filter's index lists each record once under each id it refers to (data may list an
+    author twice; a to-many filter answers each record once)."""
+    a, b = "0a0b0c0d-0e0f-4000-8a00-000000000001", "ffffffff-ffff-4fff-bfff-ffffffffffff"
+    referred = Referred(["authors"], 5)
+    referred.add([{"authors": [{"id": a}, {"id": a}]}, {"authors": [{"id": b}]},
+                  {"authors": [{"id": a}, {"id": b}, {"id": a}]}])
+    assert {id: list(positions) for id, positions in referred.close()["authors"].items()} == {a: [5, 7], b: [6, 7]}
