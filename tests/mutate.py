@@ -81,6 +81,8 @@ ENGINE: dict[str, list[list[str]]] = {
     f"{TEMPLATES}/pages.js.j2": [["tests/hosts/test_pages_js.py"], NODE,
                                  ["tests/hosts/test_edge_limits.py", "-k", "past_a_host"], EDGES],
 }
+QUOTE = 'found += /[A-Za-z0-9_.~-]/.test(c) || (b < 128 && safe.includes(c)) ? c : "%" + (b < 16 ? "0" : "") + ' \
+    'b.toString(16).toUpperCase();'  # (qsQuote's line, querystring.js.j2)
 # Survivors explained: (module, line as it was, line as mutated), each stripped: why no test can
 # tell them apart (equivalent), or why none should.
 EXPLAINED: dict[tuple[str, str, str], str] = {
@@ -153,6 +155,9 @@ EXPLAINED: dict[tuple[str, str, str], str] = {
      "if (/^[1-9a-fA-F]$/.test(c)) digits += c;"):
         "equivalent: a \"0\" left out goes to qsDigitValue, whose first run of ten digits is ASCII's: its value, "
         "0, is added alike",
+    **{(f"{TEMPLATES}/querystring.js.j2", QUOTE, QUOTE.replace("b < 128", mutated)):
+       "equivalent: safe holds ASCII characters only (Django's IRI_SAFE, or a space), never the character of "
+       "byte 128" for mutated in ("b <= 128", "b < 129")},
     (f"{BACKENDS}/common.js.j2", "while (start < stop && chars.has(list[start])) start++;",
      "while (start <= stop && chars.has(list[start])) start++;"):
         "equivalent: stop is still the list's length in that loop, and list[length] is undefined, never in chars",
