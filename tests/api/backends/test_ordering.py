@@ -30,7 +30,8 @@ def test_records_without_a_value_come_before_the_least_value_not_among_it():
     apart from them, in the collection's order (a record without a value after one with it)."""
     files: dict[str, bytes] = {}
     write_order("books", files.__setitem__, "pages", [5, None, 3, None, 3])
-    order = {path.split("/sorted/pages/")[1]: [int.from_bytes(data[i:i + 4], "little") for i in range(0, len(data), 4)]
+    order = {path.split("/sorted/pages/")[1]: [int.from_bytes(data[at:at + 4], "little")
+                                               for at in range(0, len(data), 4)]
              for path, data in files.items() if "/sorted/" in path}
     assert order == {"asc/0.u32": [1, 3, 2, 4, 0], "desc/0.u32": [0, 2, 4, 1, 3]}
 
