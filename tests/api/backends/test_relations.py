@@ -23,6 +23,11 @@ def test_ids_are_read_as_django_reads_a_uuid(text):
     assert uuid_text(text) == expected
 
 
+def test_a_signed_id_keeps_its_first_digit():
+    for text in ("+1" + "0" * 30, "+f" + "e" * 30):
+        assert uuid_text(text) == str(uuid.UUID(hex=text))
+
+
 def test_filters_messages():
     many, one = RelationFilter("authors", True), RelationFilter("user", False)
     with pytest.raises(Rejected) as refused:
