@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 
 from conftest import ROOT
 from generator.system import dying_with_parent
-from servers import Answer, Server, free_port
+from servers import GUARD, Answer, Server, free_port
 
 STARTUP = 60  # seconds: migrating and loading a catalogue of a few hundred records takes one or two
 
@@ -70,7 +70,7 @@ class DrfService:
     def stop(self) -> None:
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
-            self.process.wait(timeout=15)
+            self.process.wait(timeout=GUARD)
 
 
 # ---- the DRF service beside another server, asked the same ----------------------------------

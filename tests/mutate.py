@@ -1,18 +1,21 @@
 """make mutation: plausible one-line mistakes, made one at a time, and whether the tests see them.
 
     python tests/mutate.py [MODULE ...] [--sample N] [--seed S] [--timeout 600] [--jobs J] [--report FILE]
+    python tests/mutate.py [MODULE ...] --again [--timeout 600] [--jobs J]
     python tests/mutate.py --rewrite
 
-For each module of the query engine (ENGINE: each Python module and its JavaScript twin,
-a template under generator/hosts/templates/, mutated as text) every line is offered the
+For each module of the query engine (ENGINE: each Python module, its JavaScript twin beside
+it and the hosts' templates that read a query, the JavaScript mutated as text) every line is offered the
 mistakes a tired developer makes: a comparison turned (`<` `<=` `==` `!=` `===` `!==`...),
 `and`/`or` (`&&`/`||`) swapped, a `not` (`!`) dropped, `True`/`False` swapped, a small
 number off by one, `+`/`-` swapped, a set intersection made a union, a `return` of
 something else (`None`, `null`). Each mutant is written into the module in a copy of the
 project (the checkout is never touched) and judged by the module's tests in stages, the
 fast first (a template's by the tests that run it under Node, then workerd and Deno):
-killed when a stage fails, a timeout when a stage outlives --timeout (reported apart: a
-hang is seen, not a failed assertion), survived when every stage passes.
+killed when a stage fails, a timeout when a stage outlives --timeout or fails because a
+test's own bound on a program it runs ran out (subprocess.TimeoutExpired: the mutant made
+Node or a server loop or hang; reported apart: a hang is seen, not a failed assertion),
+survived when every stage passes.
 
 The report (mutation-report.md at the project's root unless --report says otherwise) is
 written afresh from each module's last run, kept beside it (mutation-report.json; a module
@@ -20,7 +23,9 @@ run alone replaces its own row and leaves the others'): per module the command t
 the mutants tried, killed, timeouts, survivors, the score, and each survivor with its
 one-line explanation from EXPLAINED (an equivalent mutant, say) or "unexplained". --sample
 N tries N mutants of each module drawn with the seed (the report says so), for a machine
-where every mutant would take hours; --jobs J judges J modules at once.
+where every mutant would take hours; --jobs J judges J modules at once. --again judges a
+module's last run's timeouts and unexplained survivors again with the tests as they are now
+(a test added to kill one), keeping its kills; its row's command then ends in --again.
 
 Written for this project instead of a general mutation tool: it reaches the templates'
 JavaScript, through the tests that run it. tests/mutation.py runs mutmut over the Python
@@ -51,16 +56,19 @@ NODE = ["tests/hosts/test_query_js.py", "-k", "sample or golden or hostile"]
 EDGES = ["tests/hosts/test_conformance.py", "-k", "random_searches and (cloudflare or netlify)"]
 DRF = ["tests/test_drf_query.py", "-k", "sample"]
 BACKENDS = "generator/api/backends"
+TEMPLATES = "generator/hosts/templates"
 REGISTRY = "tests/api/backends/test_registry.py"  # (the golden table of hostile values; each backend's probes)
 # The query engine: each backend (api/backends/, one module per backend with its JavaScript
 # twin beside it) with its stages, and what builds and renders its indexes.
 ENGINE: dict[str, list[list[str]]] = {
-    f"{BACKENDS}/common.py": [["tests/api/backends/test_relations.py", "tests/sitebuild/test_queries.py"], NODE, DRF],
+    f"{BACKENDS}/common.py": [["tests/api/backends/test_relations.py", "tests/api/backends/test_search.py",
+                               "tests/sitebuild/test_queries.py"],
+                              ["tests/hosts/test_querystring_js.py", "-k", "lower_case_table"], NODE, DRF],
     f"{BACKENDS}/ordering.py": [["tests/api/backends/test_ordering.py", REGISTRY], NODE, DRF],
     f"{BACKENDS}/paging.py": [["tests/api/backends/test_pagination.py", "tests/api/test_routes.py",
                                "tests/api/test_assemble.py"], NODE],
     f"{BACKENDS}/relations.py": [["tests/api/backends/test_relations.py", REGISTRY, "tests/api/test_assemble.py",
-                                  "tests/api/test_openapi.py"], NODE, DRF],
+                                  "tests/api/test_openapi.py", "tests/sitebuild/test_queries.py"], NODE, DRF],
     f"{BACKENDS}/search.py": [["tests/api/backends/test_search.py", REGISTRY, "tests/api/test_openapi.py"], NODE, DRF],
     f"{BACKENDS}/search_index.py": [["tests/api/backends/test_search.py", "tests/sitebuild/test_queries.py"], NODE,
                                     ["tests/api/backends/test_search_index.py"], DRF],
@@ -68,7 +76,14 @@ ENGINE: dict[str, list[list[str]]] = {
     "generator/hosts/query.py": [NODE, EDGES],
     **{f"{BACKENDS}/{name}.js.j2": [NODE, EDGES]
        for name in ("common", "ordering", "paging", "relations", "search", "search_index")},
+    # The hosts' templates that read a query: its query string (DRF's paging and links), and
+    # the page put together from what qySelect gives, within a host's caps on what it reads.
+    f"{TEMPLATES}/querystring.js.j2": [["tests/hosts/test_querystring_js.py"], NODE, EDGES],
+    f"{TEMPLATES}/pages.js.j2": [["tests/hosts/test_pages_js.py"], NODE,
+                                 ["tests/hosts/test_edge_limits.py", "-k", "past_a_host"], EDGES],
 }
+QUOTE = 'found += /[A-Za-z0-9_.~-]/.test(c) || (b < 128 && safe.includes(c)) ? c : "%" + (b < 16 ? "0" : "") + ' \
+    'b.toString(16).toUpperCase();'  # (qsQuote's line, querystring.js.j2)
 # Survivors explained: (module, line as it was, line as mutated), each stripped: why no test can
 # tell them apart (equivalent), or why none should.
 EXPLAINED: dict[tuple[str, str, str], str] = {
@@ -81,6 +96,19 @@ EXPLAINED: dict[tuple[str, str, str], str] = {
      'if url[-1] == "/" or len(last) == 36 and last[8] == last[13] == last[18] == last[23] == "-":'):
         "equivalent: every link the build writes ends in \"<UUID>/\" (a detail's URL is its id's), so the "
         "fast path's shape check holds whenever its first half does",
+    **{(f"{BACKENDS}/common.py",
+        'if url[-1] == "/" and len(last) == 36 and last[8] == last[13] == last[18] == last[23] == "-":', mutated):
+       "equivalent: the fast path is skipped for every link the build writes (each ends in \"<UUID>/\"), and "
+       "UUID_IN_URL finds the same last UUID in it" for mutated in (
+           'if url[-2] == "/" and len(last) == 36 and last[8] == last[13] == last[18] == last[23] == "-":',
+           'if url[-1] != "/" and len(last) == 36 and last[8] == last[13] == last[18] == last[23] == "-":')},
+    **{(f"{BACKENDS}/ordering.py", "columns.append((ranks, -1 if descending else 1))", mutated):
+       "equivalent: the sign scales every rank of the column alike, and integers scaled by the same positive "
+       "number keep their order" for mutated in ("columns.append((ranks, -2 if descending else 1))",
+                                                 "columns.append((ranks, -1 if descending else 2))")},
+    (f"{BACKENDS}/common.py", "return False", "return None"):
+        "equivalent: Backend.indexes's and rejects's defaults (only Pagination keeps them) are asked by `if` "
+        "and any(), alike for None and False",
     (f"{BACKENDS}/search.py", "return []", "return None"):
         "equivalent: Search.terms(None)'s callers ask `if terms:`, alike for None and []",
     ("generator/hosts/query.py",
@@ -99,9 +127,38 @@ EXPLAINED: dict[tuple[str, str, str], str] = {
         "equivalent: the twins are joined with a newline between each, so a twin's own last newline only "
         "spaces the script (each ends in a statement, not a comment the next would continue)",
     ("generator/sitebuild/queries.py",
-     "yield results[max(start - offset, 0):stop - offset] if offset < start or offset + size > stop else results",
-     "yield results[max(start - offset, 0):stop - offset] if offset < start or offset + size >= stop else results"):
+     "return results[max(start - offset, 0):stop - offset] if offset < start or offset + size > stop else results",
+     "return results[max(start - offset, 0):stop - offset] if offset < start or offset + size >= stop else results"):
         "equivalent: at offset + size == stop the slice is results[0:size], the whole page",
+    ("generator/sitebuild/queries.py",
+     "return results[max(start - offset, 0):stop - offset] if offset < start or offset + size > stop else results",
+     "return results[max(start - offset, 0):stop - offset] if offset <= start or offset + size > stop else results"):
+        "equivalent: at offset == start the slice is results[0:stop - offset], the whole page where the page "
+        "ends by stop (and where it runs past stop, the other half slices it alike)",
+    ("generator/sitebuild/queries.py", 'return hashlib.blake2b("\\n".join(ids).encode(), digest_size=16).hexdigest()',
+     'return hashlib.blake2b("\\n".join(ids).encode(), digest_size=17).hexdigest()'):
+        "equivalent: the digest is only compared with the one the same code kept in the previous state; any "
+        "size tells different ids apart (a state an older size wrote only makes the indexes again)",
+    ("generator/sitebuild/queries.py",
+     "digest = hashlib.blake2b(PARTS_FORMAT + STATE_VERSION.encode(), digest_size=16)",
+     "digest = hashlib.blake2b(PARTS_FORMAT + STATE_VERSION.encode(), digest_size=17)"):
+        "equivalent: the digest only names a stretch's parts file, looked up by the same code in the previous "
+        "state; any size tells different stretches apart (an older size's files are only made again)",
+    (f"{BACKENDS}/common.js.j2", "while (after < chars.length && QY_CASE_IGNORABLE.test(chars[after])) after++;",
+     "while (after <= chars.length && QY_CASE_IGNORABLE.test(chars[after])) after++;"):
+        "equivalent: chars[chars.length] is undefined, which the test reads as the text \"undefined\", no "
+        "letter of it case-ignorable: the loop stops at the length either way",
+    (f"{BACKENDS}/relations.js.j2", "while (stop > start && qsIsSpace(chars[stop - 1])) stop--;",
+     "while (stop >= start && qsIsSpace(chars[stop - 1])) stop--;"):
+        "equivalent: stop meets start only when all 32 characters are white space, and the body is empty then "
+        "either way (a slice that ends before it starts is empty)",
+    (f"{BACKENDS}/relations.js.j2", "if (/^[0-9a-fA-F]$/.test(c)) digits += c;",
+     "if (/^[1-9a-fA-F]$/.test(c)) digits += c;"):
+        "equivalent: a \"0\" left out goes to qsDigitValue, whose first run of ten digits is ASCII's: its value, "
+        "0, is added alike",
+    **{(f"{TEMPLATES}/querystring.js.j2", QUOTE, QUOTE.replace("b < 128", mutated)):
+       "equivalent: safe holds ASCII characters only (Django's IRI_SAFE, or a space), never the character of "
+       "byte 128" for mutated in ("b <= 128", "b < 129")},
     (f"{BACKENDS}/common.js.j2", "while (start < stop && chars.has(list[start])) start++;",
      "while (start <= stop && chars.has(list[start])) start++;"):
         "equivalent: stop is still the list's length in that loop, and list[length] is undefined, never in chars",
@@ -119,6 +176,7 @@ JS_SWAPS = [(" < ", " <= "), (" <= ", " < "), (" > ", " >= "), (" >= ", " > "), 
             ("false", "true"), (" + ", " - "), (" - ", " + "), (".filter(", ".map("), ("slice(1)", "slice(2)")]
 NUMBER = re.compile(r"(?<![\w.])([0-9]+)(?![\w.])")
 VERDICTS = ("killed", "timeout", "survived")
+HUNG = re.compile(rb"^(FAILED|ERROR) .* - subprocess\.TimeoutExpired", re.MULTILINE)  # (pytest's short summary)
 
 
 @dataclass
@@ -191,10 +249,11 @@ def judge(mutant: Mutant, stages: list[list[str]], copy: Path, timeout: int) -> 
     try:
         for stage in stages:
             try:
-                if pytest(stage, copy, timeout) != 0:
-                    return "killed"
+                done = pytest(stage, copy, timeout)
             except subprocess.TimeoutExpired:
                 return "timeout"
+            if done.returncode != 0:
+                return "timeout" if HUNG.search(done.stdout) else "killed"
         return "survived"
     finally:
         target.write_text(original, encoding="utf-8")
@@ -205,18 +264,18 @@ def failing_stages(stages: list[list[str]], copy: Path, timeout: int) -> list[st
     failing = []
     for stage in stages:
         try:
-            if pytest(stage, copy, timeout) != 0:
+            if pytest(stage, copy, timeout).returncode != 0:
                 failing.append(" ".join(stage))
         except subprocess.TimeoutExpired:
             failing.append(f"{' '.join(stage)} (outlived --timeout {timeout})")
     return failing
 
 
-def pytest(stage: list[str], copy: Path, timeout: int) -> int:
-    """pytest's exit status for one stage, in the copy, in one process, in the order written."""
+def pytest(stage: list[str], copy: Path, timeout: int) -> subprocess.CompletedProcess:
+    """pytest run on one stage, in the copy, in one process, in the order written."""
     return subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
                            "-n", "0", *stage], cwd=copy, capture_output=True, timeout=timeout,
-                          env={**os.environ, "PYTHONPATH": str(copy)}).returncode
+                          env={**os.environ, "PYTHONPATH": str(copy)})
 
 
 def report(runs: dict[str, dict], kept: str) -> str:
@@ -225,21 +284,23 @@ def report(runs: dict[str, dict], kept: str) -> str:
              "Written by `tests/mutate.py` (`make mutation`) from the verdicts it keeps beside it "
              f"(`{kept}`); regenerate it, do not edit it. Survivors' explanations live in `EXPLAINED` there. "
              "Each module's row is its last run's.", "",
-             "| module | command | mutants | tried | killed | timeout | survived | score |",
-             "|---|---|---|---|---|---|---|---|"]
+             "| module | command | mutants | tried | killed | timeout | survived | score | caught |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for module in (m for m in ENGINE if m in runs):
         run = runs[module]
         tried = [Mutant(**fields) for fields in run["mutants"]]
         counts = {verdict: sum(m.verdict == verdict for m in tried) for verdict in VERDICTS}
-        score = f"{counts['killed'] / len(tried):.0%}" if tried else "n/a"
+        score, caught = (f"{n / len(tried):.0%}" if tried else "n/a"
+                         for n in (counts["killed"], counts["killed"] + counts["timeout"]))
         lines.append(f"| `{module}` | `{run['command']}` | {run['offered']} | {len(tried)} | {counts['killed']} | "
-                     f"{counts['timeout']} | {counts['survived']} | {score} |")
-    lines += ["", "Score: killed of tried; a timeout (a stage outlived its time) is counted apart. `--sample N`: "
-              "N mutants of the module drawn with `--seed`.", "", "## Survivors and timeouts", ""]
+                     f"{counts['timeout']} | {counts['survived']} | {score} | {caught} |")
+    lines += ["", "Score: killed of tried. A timeout, counted apart, is a hang the tests saw (a stage outlived its "
+              "time, or a test's own bound on a program it ran ran out); caught: killed and timeouts of tried. "
+              "`--sample N`: N mutants of the module drawn with `--seed`.", "", "## Survivors and timeouts", ""]
     for module in (m for m in ENGINE if m in runs):
         for m in (Mutant(**fields) for fields in runs[module]["mutants"]):
             if m.verdict != "killed":
-                why = "a hang, seen" if m.verdict == "timeout" else EXPLAINED.get(m.key, "unexplained")
+                why = "a hang, seen (not a kill)" if m.verdict == "timeout" else EXPLAINED.get(m.key, "unexplained")
                 lines.append(f"- {m.verdict}: `{m.path}:{m.line}`: `{m.before.strip()}` → `{m.after.strip()}`: {why}")
     return "\n".join(lines) + "\n"
 
@@ -267,27 +328,50 @@ def copy_project(into: Path) -> Path:
     return copy
 
 
-def run_module(module: str, args: argparse.Namespace) -> tuple[int, list[Mutant]]:
-    """The mutants offered in one module and those tried, judged, in a copy of its own (modules
-    run side by side with --jobs)."""
+def run_module(module: str, args: argparse.Namespace) -> tuple[dict, list[Mutant]]:
+    """The module's run (its command, the mutants offered) and the mutants tried, judged, in a
+    copy of its own (modules run side by side with --jobs)."""
     stages = ENGINE[module]
     with tempfile.TemporaryDirectory(prefix="mutation-") as tmp:
         copy = copy_project(Path(tmp))
         failing = failing_stages(stages, copy, args.timeout)
         if failing:
             raise RuntimeError(f"{module}: its tests fail without a mutant ({'; '.join(failing)}): no verdict")
-        made = mutants(module)
-        offered = len(made)
-        if args.sample and args.sample < len(made):
-            made = sorted(random.Random(f"{args.seed}:{module}").sample(made, args.sample), key=lambda m: m.line)
+        if args.again:
+            run, made = again(module, args.report)
+        else:
+            made = mutants(module)
+            sampled = f" --sample {args.sample} --seed {args.seed}" if args.sample else ""
+            run = {"command": f"python tests/mutate.py {module}{sampled}", "offered": len(made)}
+            if args.sample and args.sample < len(made):
+                made = sorted(random.Random(f"{args.seed}:{module}").sample(made, args.sample), key=lambda m: m.line)
         started = time.monotonic()
-        for mutant in made:
+        for mutant in (m for m in made if not m.verdict):
             mutant.verdict = judge(mutant, stages, copy, args.timeout)
             if mutant.verdict != "killed":  # (said at once: a long run can be stopped and still told)
                 print(f"{mutant.verdict}: {mutant.path}:{mutant.line}: {mutant.after.strip()}", flush=True)
     killed = sum(m.verdict == "killed" for m in made)
-    print(f"{module}: {killed}/{len(made)} killed of {offered} ({time.monotonic() - started:.0f} s)", flush=True)
-    return offered, made
+    print(f"{module}: {killed}/{len(made)} killed of {run['offered']} ({time.monotonic() - started:.0f} s)", flush=True)
+    return run, made
+
+
+def again(module: str, report_file: Path) -> tuple[dict, list[Mutant]]:
+    """The module's last run (kept beside the report), its kills kept and its other mutants
+    to be judged again, but the survivors EXPLAINED says no test can tell apart: for tests
+    added since. The module's lines must be as that run found them."""
+    kept = report_file.with_suffix(".json")
+    last = json.loads(kept.read_text(encoding="utf-8")).get(module) if kept.is_file() else None
+    if last is None:
+        raise RuntimeError(f"{module}: no run of it kept in {kept.name} to judge again")
+    lines = (ROOT / module).read_text(encoding="utf-8").splitlines()
+    made = [Mutant(**fields) for fields in last["mutants"]]
+    for mutant in made:
+        if lines[mutant.line - 1:mutant.line] != [mutant.before]:
+            raise RuntimeError(f"{module}:{mutant.line} changed since its last run: run it afresh")
+        if mutant.verdict == "timeout" or (mutant.verdict == "survived" and mutant.key not in EXPLAINED):
+            mutant.verdict = ""
+    command = last["command"] if last["command"].endswith(" --again") else last["command"] + " --again"
+    return {"command": command, "offered": last["offered"]}, made
 
 
 def main() -> int:
@@ -298,6 +382,9 @@ def main() -> int:
     parser.add_argument("--timeout", type=int, default=600, help="seconds for one stage of one mutant")
     parser.add_argument("--jobs", type=int, default=1, help="modules judged at once, each in its own copy")
     parser.add_argument("--report", type=Path, default=REPORT)
+    parser.add_argument("--again", action="store_true",
+                        help="judge again each module's last run's timeouts and unexplained survivors (tests added "
+                             "since), its kills kept")
     parser.add_argument("--rewrite", action="store_true",
                         help="only write the report again from the kept runs (EXPLAINED changed, say)")
     args = parser.parse_args()
@@ -314,17 +401,13 @@ def main() -> int:
         futures = {pool.submit(run_module, module, args): module for module in plan}
         for future in concurrent.futures.as_completed(futures):
             try:
-                offered, tried = future.result()
+                run, tried = future.result()
             except RuntimeError as error:  # (said; the other modules' verdicts still kept)
                 print(error, file=sys.stderr, flush=True)
                 no_verdict = True
                 continue
             # (kept as each module ends: a long run stopped early still leaves what it found)
-            module = futures[future]
-            command = " ".join(["python tests/mutate.py", module, *(f"--sample {args.sample} --seed {args.seed}".split()
-                                                                    if args.sample else ())])
-            record(args.report, module, {"command": command, "offered": offered,
-                                         "mutants": [dataclasses.asdict(m) for m in tried]})
+            record(args.report, futures[future], {**run, "mutants": [dataclasses.asdict(m) for m in tried]})
             unexplained |= any(m.verdict == "survived" and m.key not in EXPLAINED for m in tried)
     print(args.report.read_text(encoding="utf-8"))
     return 2 if no_verdict else 1 if unexplained else 0

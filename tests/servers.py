@@ -58,6 +58,11 @@ def server_params(writes: bool = False) -> list:
 
 _held: dict[int, socket.socket] = {}  # ports handed out, still held: bound, not listening
 _handed: set[int] = set()  # every port this process handed out
+# Seconds a server is given to listen once started, or to end once told to (SIGTERM) or killed,
+# before the test fails: a guard against a hang only, not a measure (a start builds or publishes
+# first, a stop waits for nginx's workers or a rebuild under way; on a loaded machine, the tests
+# niced, 60 s to start and 15 s to stop were not enough).
+GUARD = 300
 
 
 def free_port() -> int:
@@ -102,7 +107,7 @@ class Answer:
         return {v.strip() for value in self.headers.get_all("Vary", []) for v in value.split(",")}
 
 
-def wait_for_port(port: int, process: subprocess.Popen, what: str, seconds: float = 60) -> None:
+def wait_for_port(port: int, process: subprocess.Popen, what: str, seconds: float = GUARD) -> None:
     """Until the process listens on the port (then the port is no longer held for it). One
     that neither listens nor ends in time is killed, so that the test fails, not hangs."""
     deadline = time.monotonic() + seconds
@@ -115,7 +120,8 @@ def wait_for_port(port: int, process: subprocess.Popen, what: str, seconds: floa
             if process.poll() is not None or time.monotonic() > deadline:
                 if process.poll() is None:
                     process.kill()
-                raise RuntimeError(f"{what} did not start in {seconds:.0f} s: {process.communicate(timeout=15)}")
+                said = process.communicate(timeout=GUARD)
+                raise RuntimeError(f"{what} did not start in {seconds:.0f} s: {said}")
             time.sleep(0.02)
 
 
@@ -161,7 +167,7 @@ class Server:
 
     def stop(self) -> int:
         self.process.send_signal(signal.SIGTERM)
-        status = self.process.wait(timeout=15)
+        status = self.process.wait(timeout=GUARD)
         release(self.write_port)  # (held while nothing listened there, or while serve's own service did)
         return status
 
@@ -223,7 +229,7 @@ class WriteService:
     def stop(self) -> None:
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
-            self.process.wait(timeout=15)
+            self.process.wait(timeout=GUARD)
 
 
 @dataclass

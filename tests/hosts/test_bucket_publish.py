@@ -28,7 +28,7 @@ from generator.writes import tokens
 from servers import WriteService, runnable
 
 pytestmark = pytest.mark.skipif(not runnable("moto"), reason="moto is not installed")
-WAIT = 120  # seconds at most for the service to publish (a loaded machine; never a pause)
+WAIT = 600  # seconds at most for the service to publish (a loaded machine; never a pause)
 PREFIX = "catalogue"
 
 

@@ -11,7 +11,7 @@ from hypothesis import given, settings, strategies as st
 from backend_cases import QUERY, blocks_of, catalogues, documents_of, files_of
 from generator.api.backends import select
 from generator.api.backends.common import Request
-from generator.api.backends.ordering import Ordering, by_documents, ordered, sort_key
+from generator.api.backends.ordering import Ordering, by_documents, ordered, sort_key, write_order
 
 
 def test_orderings_drop_names_not_allowed():
@@ -25,6 +25,17 @@ def test_numbers_sort_by_their_exact_values():
     values = [2.5, 2, 2.25, 10, 0.1, 2.0]
     assert sorted(range(len(values)), key=lambda at: sort_key("number", values[at])) == [4, 1, 5, 2, 0, 3]
     assert sort_key("number", 0.1) == Decimal("0.1") and sort_key("number", 2.0) == 2
+
+def test_records_without_a_value_come_before_the_least_value_not_among_it():
+    """As SQLite orders NULL: first ascending, last descending; the least value's records
+    apart from them, in the collection's order (a record without a value after one with it)."""
+    files: dict[str, bytes] = {}
+    write_order("books", files.__setitem__, "pages", [5, None, 3, None, 3])
+    order = {path.split("/sorted/pages/")[1]: [int.from_bytes(data[at:at + 4], "little")
+                                               for at in range(0, len(data), 4)]
+             for path, data in files.items() if "/sorted/" in path}
+    assert order == {"asc/0.u32": [1, 3, 2, 4, 0], "desc/0.u32": [0, 2, 4, 1, 3]}
+
 
 @settings(max_examples=200, deadline=None)
 @given(catalogues(), st.sampled_from(["title", "-title", "pages,-title", "-pages", "nope,-pages,title"]))

@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given, strategies as st
 
 from generator.api.backends import Rejected
-from generator.api.backends.relations import RelationFilter, uuid_text
+from generator.api.backends.common import related_id
+from generator.api.backends.relations import Referred, RelationFilter, uuid_text
 
 UUIDISH = st.text(st.sampled_from("0123456789abcdefABCDEF-{}urn:uid_ +٠۱\u3000x"), min_size=28, max_size=44)
 
@@ -22,6 +23,11 @@ def test_ids_are_read_as_django_reads_a_uuid(text):
     assert uuid_text(text) == expected
 
 
+def test_a_signed_id_keeps_its_first_digit():
+    for text in ("+1" + "0" * 30, "+f" + "e" * 30):
+        assert uuid_text(text) == str(uuid.UUID(hex=text))
+
+
 def test_filters_messages():
     many, one = RelationFilter("authors", True), RelationFilter("user", False)
     with pytest.raises(Rejected) as refused:
@@ -33,3 +39,23 @@ def test_filters_messages():
     assert many.ids(["0" * 32, "urn:uuid:" + "A" * 32]) == ["00000000-0000-0000-0000-000000000000", "a" * 8 + "-" + "a" * 4 + "-" + "a" * 4 + "-" + "a" * 4 + "-" + "a" * 12]
 
 
+
+
+@pytest.mark.parametrize("url", ["https://h/api/v1/author/{id}/", "/api/v1/author/{id}/", "https://h/api/v1/author/{id}",
+                                 "https://h/api/v1/author/{id}/?format=json", "https://h/{other}/author/{id}/x"])
+def test_an_embedded_record_s_id_is_the_last_uuid_of_its_url(url):
+    """Its `id` where it has one, else the last UUID in its `url` (also off the usual shape:
+    no trailing slash, a query after it), each group's digits any hex digit, 0 too."""
+    id, other = "0a0b0c0d-0e0f-4000-8a00-000000000001", "ffffffff-ffff-4fff-bfff-ffffffffffff"
+    assert related_id({"url": url.format(id=id, other=other)}) == id
+    assert related_id({"id": other, "url": url.format(id=id, other=other)}) == other
+
+
+def test_a_record_listing_a_related_id_twice_is_listed_once_under_it():
+    """The filter's index lists each record once under each id it refers to (data may list an
+    author twice; a to-many filter answers each record once)."""
+    a, b = "0a0b0c0d-0e0f-4000-8a00-000000000001", "ffffffff-ffff-4fff-bfff-ffffffffffff"
+    referred = Referred(["authors"], 5)
+    referred.add([{"authors": [{"id": a}, {"id": a}]}, {"authors": [{"id": b}]},
+                  {"authors": [{"id": a}, {"id": b}, {"id": a}]}])
+    assert {id: list(positions) for id, positions in referred.close()["authors"].items()} == {a: [5, 7], b: [6, 7]}

@@ -51,6 +51,13 @@ def test_persian_folding_on_both_sides():
     assert fold("کتـــاب‌ها ۱۲٣ دَرس", "persian") == "کتاب ها 123 درس"
 
 
+def test_persian_folds_the_ten_digits_of_each_script_and_nothing_beside_them():
+    for zero in (0x06F0, 0x0660):  # (Persian digits, Arabic-Indic digits)
+        assert fold("".join(chr(zero + d) for d in range(10)), "persian") == "0123456789"
+    beside = "\u06ef\u06fa\u066a"  # (the letters before and after the Persian digits, the sign after the others)
+    assert fold(beside, "persian") == beside
+
+
 # ---- the records selected, against a naive scan ---------------------------------------
 
 
