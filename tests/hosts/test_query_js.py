@@ -146,7 +146,11 @@ const table = JSON.parse(readFileSync(0, "utf8"));
 const hex = (text) => Uint8Array.from(text.match(/../g) || [], (pair) => parseInt(pair, 16));
 const out = {
   lookups: table.lookups.map(([term, spec]) => [term, spec, ...qyLookup(term, qySearchField(spec))]),
-  sets: table.sets.map(([bytes, count]) => [bytes, count, qySet(hex(bytes), 0, count)[0]]),
+  sets: table.sets.map(([bytes, count]) => {
+    const records = QyRecords.none(count);
+    qyAddSet(records, hex(bytes), 0);
+    return [bytes, count, Array.from(records.positions())];
+  }),
   words: table.words.map(([term]) => [term, qyWords(term)]),
   terms: table.terms.map(([text]) => [text, qyTerms(text)]),
   fold: table.fold.map(([text, n]) => [text, n, qyFold(text, n)]),

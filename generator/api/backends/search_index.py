@@ -317,47 +317,29 @@ def _encode_long_set(positions: numpy.ndarray, count: int, out: bytearray) -> No
     out += (positions & LOW).astype("<u2").tobytes()
 
 
-def decode_set(data: bytes, at: int, count: int) -> tuple[list[int], int]:
-    """The positions of the set at `at` (of `count` records), sorted, and where it ends."""
-    form, at = get_varint(data, at)
-    if form == BITMAP:  # (a vector operation: a common letter's set holds most of a million records)
-        stop = at + (count + 7) // 8
-        bits = numpy.unpackbits(numpy.frombuffer(data, numpy.uint8, stop - at, at), bitorder="little")
-        return numpy.flatnonzero(bits).tolist(), stop
-    groups, at = get_varint(data, at)
-    heads = []
-    for _ in range(groups):
-        high, at = get_varint(data, at)
-        size, at = get_varint(data, at)
-        heads.append((high, size))
-    found = []
-    for high, size in heads:
-        if size > VECTOR_MIN:
-            found.extend((numpy.frombuffer(data, "<u2", size, at).astype(numpy.int64) + (high << 16)).tolist())
-        else:
-            lows = array("H")
-            lows.frombytes(data[at:at + 2 * size])
-            if _BIG_ENDIAN:
-                lows.byteswap()
-            found.extend(map(operator.add, lows, itertools.repeat(high << 16)) if high else lows)
-        at += 2 * size
-    return found, at
-
-
 _BIG_ENDIAN = array("H", [1]).tobytes() == b"\x00\x01"
 
 
 def add_set(records: Records, data: bytes, at: int) -> int:
     """Adds the set at `at` to records being made (a bitmap as it lies, a list through its
     positions: one bitmap a lookup, not one a key of it); where the set ends."""
-    form, start = get_varint(data, at)
+    form, at = get_varint(data, at)
     if form == BITMAP:
-        stop = start + len(records.bits)
-        records.bits |= numpy.frombuffer(data, numpy.uint8, stop - start, start)
+        stop = at + len(records.bits)
+        records.bits |= numpy.frombuffer(data, numpy.uint8, stop - at, at)
         return stop
-    positions, stop = decode_set(data, at, records.count)
-    records.set(numpy.asarray(positions, dtype=numpy.int64))
-    return stop
+    groups, at = get_varint(data, at)
+    heads = []
+    for _ in range(groups):
+        high, at = get_varint(data, at)
+        size, at = get_varint(data, at)
+        heads.append((high, size))
+    total = sum(size for _, size in heads)  # (the groups' low halves lie one after another)
+    positions = numpy.frombuffer(data, "<u2", total, at).astype(numpy.int64)
+    if any(high for high, _ in heads):
+        positions += numpy.repeat([high << 16 for high, _ in heads], [size for _, size in heads])
+    records.set(positions)
+    return at + 2 * total
 
 
 def encode_postings(codes: Sequence[int], relation: bool, count: int) -> tuple[bytes, int]:
