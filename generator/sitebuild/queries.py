@@ -24,7 +24,7 @@ import pickle
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Iterable, Iterator
 
 import orjson
 
@@ -35,7 +35,8 @@ from .publish import Generation, Site
 from .state import VERSION as STATE_VERSION, state_dir
 
 PART_PAGES = 1024  # pages of the default size whose records' parts are kept as one file of the state
-PARTS_FORMAT = b"1"  # bump when what an indexer's close() gives changes for the same records
+PARTS_FORMAT = b"2"  # bump when what an indexer's close() gives changes for the same records, or how it is kept
+EDIT_STRETCHES = 4  # stretches changed at most where the indexes are edited (backends that can), not made again
 
 
 @dataclass(frozen=True)
@@ -61,15 +62,23 @@ class Job:
         for offset, data in self.page_bytes(name, start, stop):
             yield self.documents(data, offset, start, stop)
 
+    def read_previous(self, path: str) -> bytes | None:
+        """A file of the previous generation (None: it has none)."""
+        try:
+            return (self.previous / path).read_bytes() if self.previous is not None else None
+        except FileNotFoundError:
+            return None
+
     def stop(self, name: str, stop: int | None) -> int:
         """Where records ..stop end in the collection (None: at its end)."""
         return self.counts[name] if stop is None else min(stop, self.counts[name])
 
-    def page_bytes(self, name: str, start: int, stop: int) -> Iterator[tuple[int, bytes]]:
+    def page_bytes(self, name: str, start: int, stop: int, generation: Path | None = None) \
+            -> Iterator[tuple[int, bytes]]:
         """The default pages holding a collection's records start..stop (stop within it):
-        each one's offset and bytes."""
+        each one's offset and bytes (of the generation at `generation`; None: the new one)."""
         size = self.settings.default_page_size
-        root = f"{self.generation.root}/"
+        root = f"{generation or self.generation.root}/"
         for offset in range(start - start % size, stop, size):
             with open(root + page_file(name, str(size), str(offset // PAGE_BUCKET), str(offset)), "rb") as f:
                 yield offset, f.read()
@@ -99,29 +108,61 @@ def write_query_indexes(job: Job, processes: int) -> None:
         else:
             kept = _collect(job, name, runs[0])
         made = {"parts": [path.name for path in kept], "ids": {},
-                "formats": [backend.index_format for backend in indexing(name, query)]}
+                "formats": [backend.index_format for backend in indexing(name, query)],
+                "stretches": [list(bounds) for run in runs for bounds in _run_stretches(job, name, run)]}
         before = _made(job.previous, name)
         if before is not None and (before["parts"], before.get("formats")) == (made["parts"], made["formats"]) and all(
                 _ids_digest(ids_of(target)) == digest for target, digest in before["ids"].items()):
             made["ids"] = before["ids"]  # (every part and every id it was made from as before: its files too)
-            _carry(job, name)
+            _carry(job, job.previous / common.query_dir(name))
         else:
-            _finish(job, name, kept, made, ids_of, processes)
+            _finish(job, name, kept, made, ids_of, _changes(job, name, before, made), processes)
         (state_dir(job.generation.root) / _made_file(name)).write_bytes(orjson.dumps(made))
 
 
-def _finish(job: Job, name: str, kept: list[Path], made: dict, ids_of, processes: int) -> None:
-    """Each backend's files of the collection, from its stretches' parts; `made["ids"]`
-    says the digest of the ids of each collection they were given."""
+def _finish(job: Job, name: str, kept: list[Path], made: dict, ids_of, changes: list[common.Change] | None,
+            processes: int) -> None:
+    """Each backend's files of the collection: edited from the previous build's where only
+    the records `changes` names changed and the backend can, else made from its stretches'
+    parts; `made["ids"]` says the digest of the ids of each collection they were given."""
     def ids(target: str) -> list[str]:
         found = ids_of(target)
         made["ids"][target] = _ids_digest(found)
         return found
 
-    query = job.settings.query
-    parts = [pickle.loads(path.read_bytes()) for path in kept]
+    query, count = job.settings.query, job.counts[name]
     for at, backend in enumerate(indexing(name, query)):
-        backend.finish(name, query, job.flush, [part[at] for part in parts], ids, processes)
+        edited = None if changes is None else backend.edit(name, query, job.read_previous, changes, count)
+        if edited is None:
+            parts = [pickle.loads(pickle.loads(path.read_bytes())[at]) for path in kept]
+            backend.finish(name, query, job.flush, parts, ids, processes)
+            continue
+        for path, data in edited.files.items():
+            if data is not None:
+                job.flush(path, data)
+        _carry(job, job.previous / edited.folder, skip=edited.files.keys())
+
+
+def _changes(job: Job, name: str, before: dict | None, made: dict) -> list[common.Change] | None:
+    """The records whose documents differ from the previous build's (position, then, now),
+    where the collection's stretches lie where they lay and at most EDIT_STRETCHES of them
+    changed (an edit, not records inserted or taken away, which move every record after
+    them); else None."""
+    if job.previous is None or before is None or before.get("stretches") != made["stretches"] or \
+            before.get("formats") != made["formats"]:
+        return None
+    changed = [bounds for bounds, then, now in zip(made["stretches"], before["parts"], made["parts"]) if then != now]
+    if len(changed) > EDIT_STRETCHES:
+        return None
+    changes = []
+    for start, stop in changed:
+        for (offset, now), (_, then) in zip(job.page_bytes(name, start, stop), job.page_bytes(name, start, stop,
+                                                                                             job.previous)):
+            if now != then:
+                pairs = zip(job.documents(then, offset, start, stop), job.documents(now, offset, start, stop))
+                changes.extend((position, old, new) for position, (old, new) in enumerate(pairs, max(offset, start))
+                               if old != new)
+    return changes
 
 
 def _made_file(name: str) -> str:
@@ -141,14 +182,17 @@ def _ids_digest(ids: list[str]) -> str:
     return hashlib.blake2b("\n".join(ids).encode(), digest_size=16).hexdigest()
 
 
-def _carry(job: Job, name: str) -> None:
-    """Every index file of a collection the previous build made from the same parts and ids,
-    linked from it as it is."""
+def _carry(job: Job, folder: Path, skip: Iterable[str] = ()) -> None:
+    """Every index file under a folder of the previous build (but those `skip` names) linked
+    from it as it is: a collection's made from the same parts and ids, or the files of a
+    backend's edit that it did not change."""
     assert job.previous is not None
-    folder = job.previous / common.query_dir(name)
+    skip = set(skip)
     for directory, _dirs, files in os.walk(folder, followlinks=True):
         for file in files:
-            job.site.carry(job.generation, job.previous, str(Path(directory, file).relative_to(job.previous)))
+            path = str(Path(directory, file).relative_to(job.previous))
+            if path not in skip:
+                job.site.carry(job.generation, job.previous, path)
 
 
 def _runs(count: int, processes: int) -> list[tuple[int, int]]:
@@ -162,10 +206,14 @@ def _runs(count: int, processes: int) -> list[tuple[int, int]]:
 
 def _collect(job: Job, name: str, run: tuple[int, int]) -> list[Path]:
     """The state's files of a run's stretches, in order: each holds every indexing backend's
-    part of its records (in the order of indexing()), taken over from the previous build's
-    state where it kept the same, else made (`_stretches` says where they lie)."""
-    run = (run[0], job.stop(name, run[1]))
-    return [_stretch_parts(job, name, start, stop) for start, stop in _stretches(run, job.settings.default_page_size)]
+    part of its records (in the order of indexing(), each pickled apart: a backend's are read
+    without the others'), taken over from the previous build's state where it kept the same,
+    else made."""
+    return [_stretch_parts(job, name, start, stop) for start, stop in _run_stretches(job, name, run)]
+
+
+def _run_stretches(job: Job, name: str, run: tuple[int, int]) -> list[tuple[int, int]]:
+    return _stretches((run[0], job.stop(name, run[1])), job.settings.default_page_size)
 
 
 def _stretches(run: tuple[int, int], page_size: int) -> list[tuple[int, int]]:
@@ -193,7 +241,8 @@ def _stretch_parts(job: Job, name: str, start: int, stop: int) -> Path:
         documents = job.documents(data, offset, start, stop)
         for indexer in indexers:
             indexer.add(documents)
-    path.write_bytes(pickle.dumps([indexer.close() for indexer in indexers], pickle.HIGHEST_PROTOCOL))
+    path.write_bytes(pickle.dumps([pickle.dumps(indexer.close(), pickle.HIGHEST_PROTOCOL) for indexer in indexers],
+                                  pickle.HIGHEST_PROTOCOL))
     return path
 
 

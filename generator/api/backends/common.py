@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, NamedTuple, Sequence
 
 import numpy
 
@@ -26,14 +26,22 @@ Flush = Callable[[str, bytes], None]  # the build's way to write an index file
 # The documents of the records at these positions, from the pages that hold them (the pages
 # an answer reads anyway: api/assemble.py), by position.
 Documents = Callable[[Sequence[int]], "dict[int, dict]"]
+Change = tuple[int, dict, dict]  # a record whose document changed since the previous build: its position, then, now
 SPACES = "".join(chr(c) for c in range(0x10000) if chr(c).isspace())  # what Python's \s and strip() take
 NUL = "\x00"
 NUL_MESSAGE = "Null characters are not allowed."  # Django's
 BLOCK = 65536  # records (or positions in an order) of one index file of a block
 UUID_IN_URL = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
-__all__ = ["Reader", "Flush", "Documents", "SPACES", "NUL", "NUL_MESSAGE", "BLOCK", "Backend", "Rejected", "Missing", "Request", "Records",
+__all__ = ["Reader", "Flush", "Documents", "Change", "Edit", "SPACES", "NUL", "NUL_MESSAGE", "BLOCK", "Backend", "Rejected", "Missing", "Request", "Records",
            "need", "blocks", "query_dir", "u32", "read_u32", "related_id", "related_records", "fold"]
+
+
+class Edit(NamedTuple):
+    """What a backend's edit of its index files gives: the files that change (paths from the
+    site's root; None: the file goes), and the folder every other file of which stays."""
+    folder: str
+    files: dict[str, "bytes | None"]
 
 
 class Rejected(Exception):
@@ -206,7 +214,9 @@ class Backend:
       records from `first` (`add(documents)`, then `close()`, whose value is picklable), and
       `finish(name, query, flush, parts, ids, processes)` writes what needs every run's part
       (`ids` gives the ids of every record of a collection, by its URL segment), with up to
-      `processes` processes.
+      `processes` processes. Where only some records' documents changed since the previous
+      build, `edit(name, query, previous, changes, count)` is asked first: an Edit of the
+      files `previous` reads, or None (it cannot; then `finish` makes them).
     - OpenAPI: `openapi(resource, settings)`, the parameters of a collection's list;
       `shared_openapi(settings)`, parameters every list refers to (components);
       `rejects(name, query)`, whether it may answer 400 there.
@@ -231,6 +241,9 @@ class Backend:
     def finish(self, name: str, query: dict, flush: Flush, parts: list, ids: Callable[[str], Iterable[str]],
                processes: int = 1) -> None:
         pass
+
+    def edit(self, name: str, query: dict, previous: Reader, changes: list[Change], count: int) -> Edit | None:
+        return None
 
     def openapi(self, resource: Any, settings: Any) -> list[dict]:
         return []

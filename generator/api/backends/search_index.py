@@ -508,7 +508,7 @@ class TermIndexWriter:
     def finish(self, flush: Flush, processes: int = 1) -> None:
         """Every file, to `flush`: the sets encoded by `processes` processes, then put in
         leaves and postings files in key order."""
-        entries = self._entries()
+        entries = self.entries()
         entries.sort(key=_key_of)  # (stable: a key's fields stay in their order)
         self._encode_sets(entries, processes)
         leaves = _KeyList()
@@ -604,7 +604,7 @@ class TermIndexWriter:
         return encode_postings([codes] if codes.__class__ is int else codes, self.fields[number].relation is not None,
                                self.count)
 
-    def _entries(self) -> list[tuple[str, int, "int | array | list"]]:
+    def entries(self) -> list[tuple[str, int, "int | array | list"]]:
         """Every key's codes in each field, (key, field number, codes), by field: a key
         several keys make (a suffix, a letter) has the list of their codes, united only
         when it is written (so that a few of those unions are held at once, not all)."""

@@ -1,0 +1,108 @@
+"""A term index edited (api/backends/search_edit.py) holds what a fresh build's holds: every
+key's set in every field, the same leaves cut at the same keys under the same names, the
+same root; searches answer as DRF does; and it writes only the files that changed."""
+from __future__ import annotations
+
+import random
+
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from generator.api.backends import search_edit, search_index as ti
+from generator.catalogue import synth
+from test_search_index import SPECS, Built, books, documents, reference, terms_from
+
+
+def edited(before: Built, now: list[dict]) -> dict[str, bytes]:
+    """`before`'s files edited into those of `now` (the same number of records), as a build
+    does (an index without a key is made again)."""
+    changes = [(p, before.values([p])[p], ti.document_values(d, before.readers, before.fold))
+               for p, d in enumerate(now) if d != before.documents[p]]
+    files = search_edit.edit(before.files.get, before.specs, len(now), changes)
+    if files is None:
+        assert not holds(before.files, before.specs), "only an index without a key is made again"
+        return Built(now, before.specs).files
+    made = {**before.files, **files}
+    return {path: data for path, data in made.items() if data is not None}
+
+
+def holds(files: dict[str, bytes], specs: list[str]) -> dict[tuple[bytes, int], tuple[int, list[int]]]:
+    """Every key's set in every field (its size class, its codes), read through the root and leaves."""
+    root = ti.Root.decode(files[ti.ROOT])
+    editor = search_edit._Editor(files.get, ti.index_fields(specs), root.count)
+    found = {}
+    for _, at, _ in search_edit._key_list(root.data, root.keys, search_edit._after_varint):
+        leaf = files[ti.leaf_file(ti.get_varint(root.data, at)[0])]
+        for key, start, _ in search_edit._key_list(leaf, 4, search_edit._after_pieces):
+            for piece in search_edit._pieces(leaf, start):
+                relation = editor.fields[piece.field].relation is not None
+                found[key, piece.field] = (piece.size_class, editor.codes(piece, relation).tolist())
+    return found
+
+
+def same_index(edited_files: dict[str, bytes], fresh: Built) -> None:
+    assert edited_files[ti.ROOT] == fresh.files[ti.ROOT]  # (the same leaves, first keys and names)
+    leaves = {path for path in edited_files if path.startswith(ti.LEAF_DIR)}
+    assert leaves == {path for path in fresh.files if path.startswith(ti.LEAF_DIR)}
+    assert holds(edited_files, fresh.specs) == holds(fresh.files, fresh.specs)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(documents(), st.data())
+def test_any_edit_holds_what_a_fresh_build_holds(made, data):
+    before = Built(made, SPECS)
+    now = list(made)
+    for position in data.draw(st.lists(st.integers(0, len(made) - 1), min_size=1, max_size=4)):
+        now[position] = data.draw(documents())[0]
+    files = edited(before, now)
+    fresh = Built(now, SPECS)
+    same_index(files, fresh)
+    for terms in data.draw(st.lists(st.lists(st.sampled_from(["a", "ab", "A b", "ک", "ی", "", " ", "0", "ba"]),
+                                             min_size=1, max_size=2), max_size=4)):
+        assert list(ti.search(files.get, [before.fold(t) for t in terms], fresh.values).records) == \
+            reference(now, SPECS, terms, None), terms
+
+
+def test_an_edit_of_one_title_writes_a_few_dozen_files(tmp_path):
+    """A title edited in a catalogue with a vocabulary: its keys' leaves and postings files (as
+    many as a fresh build changes: 42), the root; every other file kept as it was."""
+    synth.write(tmp_path / "data", 3000, seed=7, vocabulary=20000)
+    made = books(tmp_path / "data")
+    before = Built(made, SPECS)
+    now = list(made)
+    now[1500] = dict(made[1500], title=made[42]["title"] + " " + made[7]["title"])
+    files = edited(before, now)
+    same_index(files, Built(now, SPECS))
+    changed = {p for p in files.keys() | before.files.keys() if files.get(p) != before.files.get(p)}
+    assert 0 < len(changed) <= 45, sorted(changed)
+
+
+def test_a_set_that_outgrows_its_leaf_gets_a_file_and_comes_back():
+    """A word of one book, given to forty more: its set leaves the leaf for a postings file of
+    its own; taken away again, the file goes and the index is as it was."""
+    rng = random.Random(3)
+    made = [{"title": f"w{rng.randrange(400)} w{rng.randrange(400)}", "isbn": None, "authors": [], "publishers": []}
+            for _ in range(2000)]
+    made[5] = dict(made[5], title="یگانه")
+    before = Built(made, SPECS)
+    now = [dict(d, title=d["title"] + " یگانه") if p % 50 == 7 else d for p, d in enumerate(made)]
+    grown = edited(before, now)
+    same_index(grown, Built(now, SPECS))
+    posted = set(grown) - set(before.files)
+    assert any(path.startswith(ti.POSTINGS_DIR) for path in posted), posted
+    back = Built(now, SPECS)
+    back.files = grown
+    assert edited(back, made) == before.files
+    for terms in terms_from(made, random.Random(1), 30):
+        assert list(ti.search(grown.get, [before.fold(t) for t in terms], back.values).records) == \
+            reference(now, SPECS, terms, None)
+
+
+def test_another_count_or_fields_or_format_is_made_again():
+    made = [{"title": "a b", "isbn": None, "authors": [], "publishers": []}] * 3
+    before = Built(made, SPECS)
+    assert search_edit.edit(before.files.get, SPECS, 4, []) is None
+    assert search_edit.edit(before.files.get, SPECS[:2], 3, []) is None
+    assert search_edit.edit({}.get, SPECS, 3, []) is None
+    old = dict(before.files, **{ti.ROOT: before.files[ti.ROOT].replace(b"TIR1\x03", b"TIR1\x02", 1)})
+    assert search_edit.edit(old.get, SPECS, 3, []) is None
+    assert search_edit.edit(before.files.get, SPECS, 3, []) == {}
