@@ -34,7 +34,7 @@ from ..catalogue.settings import Settings
 from .publish import Generation, Site
 from .state import VERSION as STATE_VERSION, state_dir
 
-PART_PAGES = 1024  # pages of the default size whose records' parts are kept as one file of the state
+PART_PAGES = 256  # pages of the default size whose records' parts are kept as one file of the state
 PARTS_FORMAT = b"2"  # bump when what an indexer's close() gives changes for the same records, or how it is kept
 EDIT_STRETCHES = 4  # stretches changed at most where the indexes are edited (backends that can), not made again
 
@@ -77,11 +77,16 @@ class Job:
             -> Iterator[tuple[int, bytes]]:
         """The default pages holding a collection's records start..stop (stop within it):
         each one's offset and bytes (of the generation at `generation`; None: the new one)."""
+        for offset, path in self.page_paths(name, start, stop, generation):
+            with open(path, "rb") as f:
+                yield offset, f.read()
+
+    def page_paths(self, name: str, start: int, stop: int, generation: Path | None = None) -> Iterator[tuple[int, str]]:
+        """The default pages holding a collection's records start..stop: their offsets and paths."""
         size = self.settings.default_page_size
         root = f"{generation or self.generation.root}/"
         for offset in range(start - start % size, stop, size):
-            with open(root + page_file(name, str(size), str(offset // PAGE_BUCKET), str(offset)), "rb") as f:
-                yield offset, f.read()
+            yield offset, root + page_file(name, str(size), str(offset // PAGE_BUCKET), str(offset))
 
     def documents(self, page: bytes, offset: int, start: int, stop: int) -> list[dict]:
         """The documents of records start..stop that the default page at `offset` holds."""
@@ -101,16 +106,17 @@ def write_query_indexes(job: Job, processes: int) -> None:
         return ids[target]
 
     for name in configured(query):
+        before = _made(job.previous, name)
         runs = _runs(job.counts[name], processes)
+        parts = _parts_by_bounds(job, before)
         if len(runs) > 1:
             with ProcessPoolExecutor(len(runs), mp_context=multiprocessing.get_context("fork")) as pool:
-                kept = [path for run in pool.map(_collect, [job] * len(runs), [name] * len(runs), runs) for path in run]
+                kept = [path for run in pool.map(_collect, *zip(*[(job, name, run, parts) for run in runs])) for path in run]
         else:
-            kept = _collect(job, name, runs[0])
-        made = {"parts": [path.name for path in kept], "ids": {},
+            kept = _collect(job, name, runs[0], parts)
+        made = {"parts": [path.name for path in kept], "ids": {}, "made_with": _made_with(job),
                 "formats": [backend.index_format for backend in indexing(name, query)],
                 "stretches": [list(bounds) for run in runs for bounds in _run_stretches(job, name, run)]}
-        before = _made(job.previous, name)
         if before is not None and (before["parts"], before.get("formats")) == (made["parts"], made["formats"]) and all(
                 _ids_digest(ids_of(target)) == digest for target, digest in before["ids"].items()):
             made["ids"] = before["ids"]  # (every part and every id it was made from as before: its files too)
@@ -204,12 +210,26 @@ def _runs(count: int, processes: int) -> list[tuple[int, int]]:
             for i in range(0, len(numbers), share)]
 
 
-def _collect(job: Job, name: str, run: tuple[int, int]) -> list[Path]:
+def _collect(job: Job, name: str, run: tuple[int, int], before: dict[tuple[int, int], str]) -> list[Path]:
     """The state's files of a run's stretches, in order: each holds every indexing backend's
     part of its records (in the order of indexing(), each pickled apart: a backend's are read
-    without the others'), taken over from the previous build's state where it kept the same,
+    without the others'), taken over from the previous build's state where it kept the same
+    (`before`: its parts files by their stretches' bounds, where made with these settings),
     else made."""
-    return [_stretch_parts(job, name, start, stop) for start, stop in _run_stretches(job, name, run)]
+    return [_stretch_parts(job, name, start, stop, before) for start, stop in _run_stretches(job, name, run)]
+
+
+def _parts_by_bounds(job: Job, before: dict | None) -> dict[tuple[int, int], str]:
+    """The previous build's parts files of a collection by their stretches' bounds, where they
+    were made by this generator with these settings (else none)."""
+    if before is None or before.get("made_with") != _made_with(job):
+        return {}
+    return {(start, stop): part for (start, stop), part in zip(before["stretches"], before["parts"])}
+
+
+def _made_with(job: Job) -> str:
+    """What every stretch's parts are made with: the generator's formats, the settings."""
+    return _digest(job, [], [])
 
 
 def _run_stretches(job: Job, name: str, run: tuple[int, int]) -> list[tuple[int, int]]:
@@ -225,13 +245,20 @@ def _stretches(run: tuple[int, int], page_size: int) -> list[tuple[int, int]]:
     return list(zip(cuts, cuts[1:]))
 
 
-def _stretch_parts(job: Job, name: str, start: int, stop: int) -> Path:
+def _stretch_parts(job: Job, name: str, start: int, stop: int, before: dict[tuple[int, int], str]) -> Path:
     """The state's file of the parts of records start..stop: linked from the previous state
-    where it holds the file of the same digest, else made from the pages."""
+    where its pages are the previous generation's files (an unchanged page is linked, never
+    written again: the same inode, its bytes unread) or where it holds the file of the same
+    digest, else made from the pages."""
+    state = state_dir(job.generation.root)
+    state.mkdir(exist_ok=True)
+    kept = before.get((start, stop))
+    if kept is not None and _pages_kept(job, name, start, stop):
+        os.link(state_dir(job.previous) / kept, state / kept)
+        return state / kept
     pages = list(job.page_bytes(name, start, stop))
     file = f"query-parts-{name}-{_digest(job, [name, start, stop], pages)}"
-    path = state_dir(job.generation.root) / file
-    path.parent.mkdir(exist_ok=True)
+    path = state / file
     if job.previous is not None and (state_dir(job.previous) / file).exists():
         os.link(state_dir(job.previous) / file, path)
         return path
@@ -244,6 +271,18 @@ def _stretch_parts(job: Job, name: str, start: int, stop: int) -> Path:
     path.write_bytes(pickle.dumps([pickle.dumps(indexer.close(), pickle.HIGHEST_PROTOCOL) for indexer in indexers],
                                   pickle.HIGHEST_PROTOCOL))
     return path
+
+
+def _pages_kept(job: Job, name: str, start: int, stop: int) -> bool:
+    """Whether the default pages of records start..stop are the previous generation's files."""
+    try:
+        for (_, new), (_, old) in zip(job.page_paths(name, start, stop), job.page_paths(name, start, stop, job.previous)):
+            now, then = os.stat(new), os.stat(old)
+            if (now.st_ino, now.st_dev) != (then.st_ino, then.st_dev):
+                return False
+    except FileNotFoundError:
+        return False
+    return True
 
 
 def _same(path: Path, data: bytes) -> bool:
