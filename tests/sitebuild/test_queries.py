@@ -140,7 +140,7 @@ def test_an_edit_takes_over_the_unchanged_stretches_and_writes_what_a_fresh_buil
     change are taken over from the previous state (the same files), the others made again,
     and every index file is the one a fresh build of the edited data writes (the term index
     is edited: its postings files may lie otherwise than a fresh build's where a set moves
-    between a leaf and a file, search_edit.py; here none does)."""
+    between a leaf and a file, search_index.py's edit; here none does)."""
     from generator.api.urls import STATE
     from generator.sitebuild import queries
 

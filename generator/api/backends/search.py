@@ -14,7 +14,7 @@ import re
 
 from ...catalogue.querying import LOOKUPS, NORMALISE, SEARCH, SEP, relations, scalars, search_field, sort_kind
 from ...catalogue.resources import Resource
-from . import search_edit, search_index
+from . import search_index
 from .common import NUL, NUL_MESSAGE, Backend, Change, Edit, Flush, Reader, Records, Rejected, Request, fold
 
 # Django's smart_split: quoted phrases (with backslash escapes) stay one bit.
@@ -55,14 +55,14 @@ class Search(Backend):
         search_index.finish(name, query, flush, parts, processes)
 
     def edit(self, name: str, query: dict, previous: Reader, changes: list[Change], count: int) -> Edit | None:
-        """The term index's files that change where `changes` changed (search_edit.py)."""
+        """The term index's files that change where `changes` changed (search_index.edit)."""
         folder, specs = search_index.index_dir(name), query[SEARCH][name]
         columns = search_index.readers(search_index.index_fields(specs))
 
         def values(document: dict) -> dict[str, list[str | None]]:
             return search_index.document_values(document, columns, lambda text: fold(text, query.get(NORMALISE)))
 
-        files = search_edit.edit(lambda path: previous(f"{folder}/{path}"), specs, count,
+        files = search_index.edit(lambda path: previous(f"{folder}/{path}"), specs, count,
                                  [(position, values(then), values(now)) for position, then, now in changes])
         return None if files is None else Edit(folder, {f"{folder}/{path}": data for path, data in files.items()})
 

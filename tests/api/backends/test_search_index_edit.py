@@ -1,4 +1,4 @@
-"""A term index edited (api/backends/search_edit.py) holds what a fresh build's holds: every
+"""A term index edited (api/backends/search_index.py's edit) holds what a fresh build's holds: every
 key's set in every field, the same leaves cut at the same keys under the same names, the
 same root; searches answer as DRF does; and it writes only the files that changed."""
 from __future__ import annotations
@@ -7,7 +7,7 @@ import random
 
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from generator.api.backends import search_edit, search_index as ti
+from generator.api.backends import search_index as ti
 from generator.catalogue import synth
 from test_search_index import SPECS, Built, books, documents, reference, terms_from
 
@@ -17,7 +17,7 @@ def edited(before: Built, now: list[dict]) -> dict[str, bytes]:
     does (an index without a key is made again)."""
     changes = [(p, before.values([p])[p], ti.document_values(d, before.readers, before.fold))
                for p, d in enumerate(now) if d != before.documents[p]]
-    files = search_edit.edit(before.files.get, before.specs, len(now), changes)
+    files = ti.edit(before.files.get, before.specs, len(now), changes)
     if files is None:
         assert not holds(before.files, before.specs), "only an index without a key is made again"
         return Built(now, before.specs).files
@@ -28,12 +28,12 @@ def edited(before: Built, now: list[dict]) -> dict[str, bytes]:
 def holds(files: dict[str, bytes], specs: list[str]) -> dict[tuple[bytes, int], tuple[int, list[int]]]:
     """Every key's set in every field (its size class, its codes), read through the root and leaves."""
     root = ti.Root.decode(files[ti.ROOT])
-    editor = search_edit._Editor(files.get, ti.index_fields(specs), root.count)
+    editor = ti._Editor(files.get, ti.index_fields(specs), root.count)
     found = {}
-    for _, at, _ in search_edit._key_list(root.data, root.keys, search_edit._after_varint):
+    for _, at, _ in ti._key_list(root.data, root.keys, ti._after_varint):
         leaf = files[ti.leaf_file(ti.get_varint(root.data, at)[0])]
-        for key, start, _ in search_edit._key_list(leaf, 4, search_edit._after_pieces):
-            for piece in search_edit._pieces(leaf, start):
+        for key, start, _ in ti._key_list(leaf, 4, ti._after_pieces):
+            for piece in ti._stored_pieces(leaf, start):
                 relation = editor.fields[piece.field].relation is not None
                 found[key, piece.field] = (piece.size_class, editor.codes(piece, relation).tolist())
     return found
@@ -100,9 +100,9 @@ def test_a_set_that_outgrows_its_leaf_gets_a_file_and_comes_back():
 def test_another_count_or_fields_or_format_is_made_again():
     made = [{"title": "a b", "isbn": None, "authors": [], "publishers": []}] * 3
     before = Built(made, SPECS)
-    assert search_edit.edit(before.files.get, SPECS, 4, []) is None
-    assert search_edit.edit(before.files.get, SPECS[:2], 3, []) is None
-    assert search_edit.edit({}.get, SPECS, 3, []) is None
+    assert ti.edit(before.files.get, SPECS, 4, []) is None
+    assert ti.edit(before.files.get, SPECS[:2], 3, []) is None
+    assert ti.edit({}.get, SPECS, 3, []) is None
     old = dict(before.files, **{ti.ROOT: before.files[ti.ROOT].replace(b"TIR1\x03", b"TIR1\x02", 1)})
-    assert search_edit.edit(old.get, SPECS, 3, []) is None
-    assert search_edit.edit(before.files.get, SPECS, 3, []) == {}
+    assert ti.edit(old.get, SPECS, 3, []) is None
+    assert ti.edit(before.files.get, SPECS, 3, []) == {}
