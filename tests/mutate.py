@@ -41,6 +41,7 @@ import os
 import random
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -272,10 +273,23 @@ def failing_stages(stages: list[list[str]], copy: Path, timeout: int) -> list[st
 
 
 def pytest(stage: list[str], copy: Path, timeout: int) -> subprocess.CompletedProcess:
-    """pytest run on one stage, in the copy, in one process, in the order written."""
-    return subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
-                           "-n", "0", *stage], cwd=copy, capture_output=True, timeout=timeout,
-                          env={**os.environ, "PYTHONPATH": str(copy)})
+    """pytest run on one stage, in the copy, in one process, in the order written; past the
+    timeout its whole process group is ended (a mutant that makes Node loop would outlive a
+    pytest killed alone: its fixtures' clean-up never runs)."""
+    command = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-p", "no:randomly", "-n", "0",
+               *stage]
+    with subprocess.Popen(command, cwd=copy, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          env={**os.environ, "PYTHONPATH": str(copy)}, start_new_session=True) as running:
+        try:
+            stdout, stderr = running.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(running.pid, signal.SIGKILL)  # (its own session: the group is pytest's and its children's)
+            running.communicate()
+            raise
+        finally:
+            if running.poll() is None:  # (interrupted: nothing of the stage outlives this process)
+                os.killpg(running.pid, signal.SIGKILL)
+    return subprocess.CompletedProcess(command, running.returncode, stdout, stderr)
 
 
 def report(runs: dict[str, dict], kept: str) -> str:
