@@ -122,15 +122,20 @@ def write_query_indexes(job: Job, processes: int) -> None:
             made["ids"] = before["ids"]  # (every part and every id it was made from as before: its files too)
             _carry(job, job.previous / common.query_dir(name))
         else:
-            _finish(job, name, kept, made, ids_of, _changes(job, name, before, made), processes)
+            edits = _changes(job, name, before, made) if before is not None and all(
+                _ids_digest(ids_of(target)) == digest for target, digest in before["ids"].items()) else None
+            if edits is not None:
+                made["ids"] = dict(before["ids"])  # (the ids as then: what an edit takes them to be)
+            _finish(job, name, kept, made, ids_of, edits, processes)
         (state_dir(job.generation.root) / _made_file(name)).write_bytes(orjson.dumps(made))
 
 
 def _finish(job: Job, name: str, kept: list[Path], made: dict, ids_of, changes: list[common.Change] | None,
             processes: int) -> None:
     """Each backend's files of the collection: edited from the previous build's where only
-    the records `changes` names changed and the backend can, else made from its stretches'
-    parts; `made["ids"]` says the digest of the ids of each collection they were given."""
+    the records `changes` names changed (the ids of every collection given to its backends
+    as before) and the backend can, else made from its stretches' parts; `made["ids"]` says
+    the digest of the ids of each collection they were given."""
     def ids(target: str) -> list[str]:
         found = ids_of(target)
         made["ids"][target] = _ids_digest(found)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from generator.api.backends import common, search_index
+from generator.api.backends import BACKENDS, common, search_index
 from generator.api.urls import QUERY_DIR
 from generator.api.urls import CURRENT
 from generator.catalogue import synth
@@ -148,6 +148,14 @@ def test_an_edit_takes_over_the_unchanged_stretches_and_writes_what_a_fresh_buil
     monkeypatch.setattr(common, "BLOCK", 128)  # (runs of whole blocks: stretches cut by runs too)
     site, fresh = tmp_path / "site", tmp_path / "fresh"
     build(catalogue, site, processes=2)
+    edited = []
+    for backend in BACKENDS:
+        def spied(*args, edit=backend.edit, name=backend.name):
+            made = edit(*args)
+            if made is not None and args[0] == "books":
+                edited.append(name)
+            return made
+        monkeypatch.setattr(backend, "edit", spied)
     state = (site / CURRENT).resolve() / STATE
     before = {path.name: path.stat().st_ino for path in state.glob("query-parts-*")}
     assert len(before) > 12
@@ -155,6 +163,7 @@ def test_an_edit_takes_over_the_unchanged_stretches_and_writes_what_a_fresh_buil
     def edit(rows: list[list[str]]) -> None:
         rows[201][rows[0].index("title")] += " (ویرایش)"
         rows[40][rows[0].index("price")] = "1"
+        rows[41][rows[0].index("authors")] = rows[300][rows[0].index("authors")]  # (the authors filter's lists)
     edit_rows(catalogue / "books.csv", edit)
     build(catalogue, site, processes=2)
     build(catalogue, fresh, processes=1)
@@ -163,6 +172,7 @@ def test_an_edit_takes_over_the_unchanged_stretches_and_writes_what_a_fresh_buil
     made = [name for name in after if before.get(name) != after[name]]
     assert sorted(name.split("-")[2] for name in made) == ["books", "books"], made  # (the two edited stretches)
     assert index_files(site) == index_files(fresh)
+    assert edited == ["relations", "search"]  # (ordering makes its files again)
 
 
 def index_files(site: Path) -> dict[str, bytes]:

@@ -11,6 +11,7 @@ record refers to is there too, with none: it is one of the choices).
 """
 from __future__ import annotations
 
+import bisect
 from array import array
 from collections import defaultdict
 from dataclasses import dataclass
@@ -21,7 +22,8 @@ import orjson
 from ...catalogue.querying import FILTERS, is_to_many, relations
 from ...catalogue.resources import BY_NAME, RESOURCES, Resource
 from ..querystring import digit_value, trimmed
-from .common import NUL, Backend, NUL_MESSAGE, Flush, Records, Rejected, Request, query_dir, related_id, related_records
+from .common import (NUL, Backend, Change, Edit, NUL_MESSAGE, Flush, Reader, Records, Rejected, Request, query_dir,
+                     related_id, related_records)
 
 ID_PREFIX = 2  # characters of an id that name its filter file
 # Django's and django-filter's words, with {value} for the value as given.
@@ -153,6 +155,29 @@ def write_filter(name: str, flush: Flush, relation: str, referred: dict[str, arr
         flush(filter_file(name, relation, prefix), orjson.dumps(shard))
 
 
+def edit_filter(name: str, relation: str, previous: Reader, changes: list[Change]) -> dict[str, bytes]:
+    """A filter's files where the records `changes` names changed: a record moved from the
+    lists of the ids it no longer refers to into those of the ids it now refers to (the
+    lists in order, the ids in order, as write_filter writes them); the other files as they were."""
+    moves: dict[str, list[tuple[str, int, bool]]] = defaultdict(list)  # by file: (id, position, whether it refers now)
+    for position, then, now in changes:
+        before = set(map(related_id, related_records(then, relation)))
+        after = set(map(related_id, related_records(now, relation)))
+        for id in before ^ after:
+            moves[filter_file(name, relation, id[:ID_PREFIX])].append((id, position, id in after))
+    files = {}
+    for path, moved in moves.items():
+        shard = orjson.loads(previous(path) or b"{}")
+        for id, position, refers in moved:
+            held = shard.setdefault(id, [])
+            if refers:
+                bisect.insort(held, position)
+            else:
+                held.remove(position)
+        files[path] = orjson.dumps(dict(sorted(shard.items())))
+    return files
+
+
 def targets(name: str, query: dict) -> dict[str, str]:
     """The collections (URL segments) whose ids the collection's filters take, by relation."""
     resource = BY_NAME[name]
@@ -213,6 +238,13 @@ class Relations(Backend):
                     else:
                         held.extend(positions)
             write_filter(name, flush, relation, referred, ids(target))
+
+    def edit(self, name: str, query: dict, previous: Reader, changes: list[Change], count: int) -> Edit:
+        """Every filter's files where some records changed (the related collections' ids as
+        before: the caller edits only then)."""
+        files = {path: data for relation in targets(name, query) for path, data in
+                 edit_filter(name, relation, previous, changes).items()}
+        return Edit(f"{query_dir(name)}/filter", files)
 
     def openapi(self, resource: Resource, settings) -> list[dict]:
         return [RelationFilter(relation, is_to_many(resource, relation)).openapi(relations(resource)[relation].label.lower())
