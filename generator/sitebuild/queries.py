@@ -9,11 +9,15 @@ A run is read a *stretch* at a time (PART_PAGES pages of the default size), and 
 stretch's parts (what every backend's indexer made of it) are kept in the generation's
 state, named by a digest of what they are made from (its pages' bytes, where it lies, the
 settings): the next build takes over the parts of every stretch whose digest it finds in
-the previous state (a hard link) and reads, parses and keys only the stretches that
-changed (a one-title edit: one). A collection whose every part, and the ids of every
-collection its backends were given, are as the previous build had them, and whose
-backends write their files as then (`index_format`), has its index files linked from it
-as they are, not made again (an edit of another collection).
+the previous state (a hard link; a stretch whose pages are the previous generation's
+files, the same inodes, without reading them) and reads, parses and keys only the
+stretches that changed (a one-title edit: one). Where at most EDIT_STRETCHES changed, no
+record moved and the related collections' ids are as before, each backend that can edits
+the previous build's files where those records changed (`Backend.edit`: the term index,
+the filters) instead of making every file again from every part. A collection whose
+every part, and the ids of every collection its backends were given, are as the previous
+build had them, and whose backends write their files as then (`index_format`), has its
+index files linked from it as they are, not made again (an edit of another collection).
 """
 from __future__ import annotations
 
@@ -117,13 +121,13 @@ def write_query_indexes(job: Job, processes: int) -> None:
         made = {"parts": [path.name for path in kept], "ids": {}, "made_with": _made_with(job),
                 "formats": [backend.index_format for backend in indexing(name, query)],
                 "stretches": [list(bounds) for run in runs for bounds in _run_stretches(job, name, run)]}
-        if before is not None and (before["parts"], before.get("formats")) == (made["parts"], made["formats"]) and all(
-                _ids_digest(ids_of(target)) == digest for target, digest in before["ids"].items()):
+        same_ids = before is not None and all(_ids_digest(ids_of(target)) == digest
+                                              for target, digest in before["ids"].items())
+        if same_ids and (before["parts"], before.get("formats")) == (made["parts"], made["formats"]):
             made["ids"] = before["ids"]  # (every part and every id it was made from as before: its files too)
             _carry(job, job.previous / common.query_dir(name))
         else:
-            edits = _changes(job, name, before, made) if before is not None and all(
-                _ids_digest(ids_of(target)) == digest for target, digest in before["ids"].items()) else None
+            edits = _changes(job, name, before, made) if same_ids else None
             if edits is not None:
                 made["ids"] = dict(before["ids"])  # (the ids as then: what an edit takes them to be)
             _finish(job, name, kept, made, ids_of, edits, processes)
