@@ -121,11 +121,11 @@ def write_query_indexes(job: Job, processes: int) -> None:
         made = {"parts": [path.name for path in kept], "ids": {}, "made_with": _made_with(job),
                 "formats": [backend.index_format for backend in indexing(name, query)],
                 "stretches": [list(bounds) for run in runs for bounds in _run_stretches(job, name, run)]}
-        same_ids = before is not None and all(_ids_digest(ids_of(target)) == digest
+        same_ids = before is not None and all(_ids_kept(job, target) or _ids_digest(ids_of(target)) == digest
                                               for target, digest in before["ids"].items())
         if same_ids and (before["parts"], before.get("formats")) == (made["parts"], made["formats"]):
             made["ids"] = before["ids"]  # (every part and every id it was made from as before: its files too)
-            _carry(job, job.previous / common.query_dir(name))
+            _carry(job, common.query_dir(name))
         else:
             edits = _changes(job, name, before, made) if same_ids else None
             if edits is not None:
@@ -155,7 +155,7 @@ def _finish(job: Job, name: str, kept: list[Path], made: dict, ids_of, changes: 
         for path, data in edited.files.items():
             if data is not None:
                 job.flush(path, data)
-        _carry(job, job.previous / edited.folder, skip=edited.files.keys())
+        _carry(job, edited.folder, skip=edited.files.keys())
 
 
 def _changes(job: Job, name: str, before: dict | None, made: dict) -> list[common.Change] | None:
@@ -197,17 +197,12 @@ def _ids_digest(ids: list[str]) -> str:
     return hashlib.blake2b("\n".join(ids).encode(), digest_size=16).hexdigest()
 
 
-def _carry(job: Job, folder: Path, skip: Iterable[str] = ()) -> None:
+def _carry(job: Job, folder: str, skip: Iterable[str] = ()) -> None:
     """Every index file under a folder of the previous build (but those `skip` names) linked
     from it as it is: a collection's made from the same parts and ids, or the files of a
     backend's edit that it did not change."""
     assert job.previous is not None
-    skip = set(skip)
-    for directory, _dirs, files in os.walk(folder, followlinks=True):
-        for file in files:
-            path = str(Path(directory, file).relative_to(job.previous))
-            if path not in skip:
-                job.site.carry(job.generation, job.previous, path)
+    job.site.carry_folder(job.generation, job.previous, folder, set(skip))
 
 
 def _runs(count: int, processes: int) -> list[tuple[int, int]]:
@@ -280,6 +275,13 @@ def _stretch_parts(job: Job, name: str, start: int, stop: int, before: dict[tupl
     path.write_bytes(pickle.dumps([pickle.dumps(indexer.close(), pickle.HIGHEST_PROTOCOL) for indexer in indexers],
                                   pickle.HIGHEST_PROTOCOL))
     return path
+
+
+def _ids_kept(job: Job, name: str) -> bool:
+    """Whether a collection's ids are the previous build's: its every default page is the
+    previous generation's file (each names the count: a record added or taken away writes
+    them all), without reading a million books' pages."""
+    return job.previous is not None and _pages_kept(job, name, 0, max(job.counts[name], 1))
 
 
 def _pages_kept(job: Job, name: str, start: int, stop: int) -> bool:
