@@ -147,15 +147,17 @@ def _finish(job: Job, name: str, kept: list[Path], made: dict, ids_of, changes: 
 
     query, count = job.settings.query, job.counts[name]
     for at, backend in enumerate(indexing(name, query)):
-        edited = None if changes is None else backend.edit(name, query, job.read_previous, changes, count)
+        def parts(at: int = at) -> list:
+            return [pickle.loads(pickle.loads(path.read_bytes())[at]) for path in kept]
+        edited = None if changes is None else backend.edit(name, query, job.read_previous, changes, count, parts)
         if edited is None:
-            parts = [pickle.loads(pickle.loads(path.read_bytes())[at]) for path in kept]
-            backend.finish(name, query, job.flush, parts, ids, processes)
+            backend.finish(name, query, job.flush, parts(), ids, processes)
             continue
         for path, data in edited.files.items():
             if data is not None:
                 job.flush(path, data)
-        _carry(job, edited.folder, skip=edited.files.keys())
+        for folder in edited.folders:
+            _carry(job, folder, skip=edited.files.keys())
 
 
 def _changes(job: Job, name: str, before: dict | None, made: dict) -> list[common.Change] | None:

@@ -38,9 +38,10 @@ __all__ = ["Reader", "Flush", "Documents", "Change", "Edit", "SPACES", "NUL", "N
 
 
 class Edit(NamedTuple):
-    """What a backend's edit of its index files gives: the files that change (paths from the
-    site's root; None: the file goes), and the folder every other file of which stays."""
-    folder: str
+    """What a backend's edit of its index files gives: the folders every file of which stays
+    but those named in `files`, and the files it writes (paths from the site's root; None: the
+    file goes)."""
+    folders: list[str]
     files: dict[str, "bytes | None"]
 
 
@@ -215,8 +216,9 @@ class Backend:
       `finish(name, query, flush, parts, ids, processes)` writes what needs every run's part
       (`ids` gives the ids of every record of a collection, by its URL segment), with up to
       `processes` processes. Where only some records' documents changed since the previous
-      build, `edit(name, query, previous, changes, count)` is asked first: an Edit of the
-      files `previous` reads, or None (it cannot; then `finish` makes them).
+      build, `edit(name, query, previous, changes, count, parts)` is asked first: an Edit of
+      the files `previous` reads (`parts()` gives the runs' parts as `finish` takes them),
+      or None (it cannot; then `finish` makes them).
     - OpenAPI: `openapi(resource, settings)`, the parameters of a collection's list;
       `shared_openapi(settings)`, parameters every list refers to (components);
       `rejects(name, query)`, whether it may answer 400 there.
@@ -242,7 +244,8 @@ class Backend:
                processes: int = 1) -> None:
         pass
 
-    def edit(self, name: str, query: dict, previous: Reader, changes: list[Change], count: int) -> Edit | None:
+    def edit(self, name: str, query: dict, previous: Reader, changes: list[Change], count: int,
+             parts: Callable[[], list]) -> Edit | None:
         return None
 
     def openapi(self, resource: Any, settings: Any) -> list[dict]:

@@ -17,14 +17,14 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 from decimal import Decimal
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy
 
 from ...catalogue.querying import ORDERING, scalars, sort_kind
 from ...catalogue.resources import BY_NAME, RESOURCES, Resource
 from . import common
-from .common import SPACES, Backend, Flush, Reader, Records, Request, need, query_dir, read_u32
+from .common import SPACES, Backend, Change, Edit, Flush, Reader, Records, Request, need, query_dir, read_u32
 
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 MICROSECOND = timedelta(microseconds=1)
@@ -70,6 +70,23 @@ class Ordering(Backend):
         for field in parts[0]:
             write_order(name, flush, field, [key for part in parts for key in part[field]])
 
+    def edit(self, name: str, query: dict, previous: Reader, changes: list[Change], count: int,
+             parts: Callable[[], list]) -> Edit:
+        """The orders of the fields some changed record's value changed in made again (a
+        record's move shifts every place between where it was and where it goes); the
+        other fields' files as they were."""
+        then, now = Keys(name, query[ORDERING][name]), Keys(name, query[ORDERING][name])
+        then.add([old for _, old, _ in changes])
+        now.add([new for _, _, new in changes])
+        moved = [field for field, keys in now.close().items() if keys != then.close()[field]]
+        files: dict[str, bytes | None] = {}
+        if moved:
+            held = parts()
+            for field in moved:
+                write_order(name, files.__setitem__, field, [key for part in held for key in part[field]])
+        return Edit([folder for field in query[ORDERING][name] if field not in moved
+                     for folder in field_folders(name, field)], files)
+
     def openapi(self, resource: Resource, settings) -> list[dict]:
         fields = settings.query.get(ORDERING, {}).get(resource.name)
         if not fields:
@@ -105,6 +122,11 @@ def sorted_file(name: str, field: str, descending: bool, block: int) -> str:
 
 def ties_file(name: str, field: str, block: int) -> str:
     return f"{query_dir(name)}/ties/{field}/{block}.bits"
+
+
+def field_folders(name: str, field: str) -> list[str]:
+    """The folders of a field's files."""
+    return [f"{query_dir(name)}/{kind}/{field}" for kind in ("rank", "sorted", "ties")]
 
 
 class Keys:

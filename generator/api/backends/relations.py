@@ -239,12 +239,12 @@ class Relations(Backend):
                         held.extend(positions)
             write_filter(name, flush, relation, referred, ids(target))
 
-    def edit(self, name: str, query: dict, previous: Reader, changes: list[Change], count: int) -> Edit:
+    def edit(self, name: str, query: dict, previous: Reader, changes: list[Change], count: int, parts) -> Edit:
         """Every filter's files where some records changed (the related collections' ids as
         before: the caller edits only then)."""
         files = {path: data for relation in targets(name, query) for path, data in
                  edit_filter(name, relation, previous, changes).items()}
-        return Edit(f"{query_dir(name)}/filter", files)
+        return Edit([f"{query_dir(name)}/filter"], files)
 
     def openapi(self, resource: Resource, settings) -> list[dict]:
         return [RelationFilter(relation, is_to_many(resource, relation)).openapi(relations(resource)[relation].label.lower())

@@ -54,7 +54,8 @@ class Search(Backend):
     def finish(self, name: str, query: dict, flush: Flush, parts: list, ids, processes: int = 1) -> None:
         search_index.finish(name, query, flush, parts, processes)
 
-    def edit(self, name: str, query: dict, previous: Reader, changes: list[Change], count: int) -> Edit | None:
+    def edit(self, name: str, query: dict, previous: Reader, changes: list[Change], count: int,
+             parts) -> Edit | None:
         """The term index's files that change where `changes` changed (search_index.edit)."""
         folder, specs = search_index.index_dir(name), query[SEARCH][name]
         columns = search_index.readers(search_index.index_fields(specs))
@@ -64,7 +65,7 @@ class Search(Backend):
 
         files = search_index.edit(lambda path: previous(f"{folder}/{path}"), specs, count,
                                  [(position, values(then), values(now)) for position, then, now in changes])
-        return None if files is None else Edit(folder, {f"{folder}/{path}": data for path, data in files.items()})
+        return None if files is None else Edit([folder], {f"{folder}/{path}": data for path, data in files.items()})
 
     def openapi(self, resource: Resource, settings) -> list[dict]:
         fields = settings.query.get(SEARCH, {}).get(resource.name)
