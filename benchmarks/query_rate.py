@@ -2,7 +2,7 @@
 the largest page of one without max_limit (§1).
 
     python benchmarks/query_rate.py [--books 100000] [--vocabulary 200000] [--seed 7] [--workdir bench-work]
-                                    [--repeat 15] [--keep] [--no-serve] [--one-site]
+                                    [--repeat 15] [--keep] [--no-serve] [--one-site] [--edit-site SITE]
 
 Synthesises the catalogue of N books (`catalogue synth`, titles and names from a Zipfian
 vocabulary) and builds it twice with `catalogue build` as a user runs it, each a fresh
@@ -16,7 +16,8 @@ one at a time (median and 90th percentile, after one warm-up request that loads 
 indexes): a search for a rare title word and for the most common one, an ordering page
 deep in the collection, a filter by the most prolific author, a filter with an ordering.
 For each it also counts the files and bytes an edge host reads to answer it (the same
-reads the JavaScript hosts make: tests check they are the Python's).
+reads the JavaScript hosts make: tests check they are the Python's). --edit-site measures
+the edit alone, on a site an earlier run kept (--keep) for the same catalogue.
 """
 from __future__ import annotations
 
@@ -183,6 +184,7 @@ def main() -> None:
     parser.add_argument("--one-site", action="store_true",
                         help="delete the site without the settings before building the other (a million books' "
                              "site takes some 20 GB of disk)")
+    parser.add_argument("--edit-site", type=Path, help="only the edit, on this site a run with --keep left")
     args = parser.parse_args()
     args.workdir = args.workdir.absolute()
     args.workdir.mkdir(parents=True, exist_ok=True)
@@ -193,6 +195,9 @@ def main() -> None:
         with (data / "site.yaml").open("a", encoding="utf-8") as f:
             f.write(SETTINGS)
     quiet = Quiet(most=args.quiet_within)
+    if args.edit_site:
+        report_edit(*edit(data, args.edit_site, quiet))
+        return
     stamp = time.time_ns()  # (fresh sites: one left by an interrupted run would make an incremental build)
     plain_site, site = (args.workdir / f"site-{kind}-{args.books}-{stamp}" for kind in ("plain", "query"))
     try:
@@ -204,10 +209,7 @@ def main() -> None:
             shutil.rmtree(plain_site)
         with_query = run_build(data, site, quiet)
         report_builds(args.books, without, with_query, site)
-        edited, rewritten = edit(data, site, quiet)
-        print(f"a one-title edit ({EDITED} row of books.csv): {edited['wall']:.1f} s, the query indexes "
-              f"{edited['phases'].get('query indexes', 0):.1f} s, {rewritten} index files rewritten or gone; "
-              f"peak RSS {edited['rss'] / MB:,.0f} MB", flush=True)
+        report_edit(*edit(data, site, quiet))
         if not args.no_serve:
             serve(data, site, args.books, args.repeat)
     finally:
@@ -217,6 +219,12 @@ def main() -> None:
 
 
 MB = 2 ** 20
+
+
+def report_edit(edited: dict, rewritten: int) -> None:
+    print(f"a one-title edit ({EDITED} row of books.csv): {edited['wall']:.1f} s, the query indexes "
+          f"{edited['phases'].get('query indexes', 0):.1f} s, {rewritten} index files rewritten or gone; "
+          f"peak RSS {edited['rss'] / MB:,.0f} MB", flush=True)
 
 
 def report_builds(books: int, without: dict, with_query: dict, site: Path) -> None:
