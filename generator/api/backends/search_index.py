@@ -156,7 +156,7 @@ import zlib
 from array import array
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field as dataclass_field
-from typing import Callable, Iterable, NamedTuple, Sequence
+from typing import Any, Callable, Iterable, Iterator, NamedTuple, Sequence
 
 import numpy
 
@@ -1287,7 +1287,7 @@ def edit(read: Read, specs: list[str], count: int,
     moved = _moved(specs, changes)
     if not moved:
         return {}
-    leaves = [(first, get_varint(root.data, at)[0]) for first, at, _ in _key_list(root.data, root.keys, _after_varint)]
+    leaves = list(_key_list(root.data, root.keys, get_varint))
     if not leaves:
         return None  # (an index with no key: nothing to edit, and nothing to make again)
     firsts = [first for first, _ in leaves]
@@ -1326,21 +1326,16 @@ def _keys(specs: list[str], position: int, values: Values) -> dict[Tag, set[int]
     return keys
 
 
-def _key_list(data: bytes, at: int, value: Callable[[bytes, int], int]) -> Iterator[tuple[bytes, int, int]]:
-    """Every key of a key list, with where what is said of it starts and ends (`value`
-    tells where that ends)."""
+def _key_list(data: bytes, at: int, value: Callable[[bytes, int], tuple]) -> Iterator[tuple[bytes, Any]]:
+    """Every key of a key list with what is said of it (`value` reads that: it, and where
+    it ends)."""
     restarts, at = get_varint(data, at)
     at += 4 * restarts
     key = b""
     while at < len(data):
         key, at = _get_key(data, at, key)
-        end = value(data, at)
-        yield key, at, end
-        at = end
-
-
-def _after_varint(data: bytes, at: int) -> int:
-    return get_varint(data, at)[1]
+        said, at = value(data, at)
+        yield key, said
 
 
 class _Editor:
@@ -1353,7 +1348,7 @@ class _Editor:
 
     def leaf(self, data: bytes, moved: dict[Tag, tuple[set[int], set[int]]]) -> list[tuple[bytes, list[_Stored]]]:
         """A leaf's entries (key, pieces), in key order, with `moved` applied."""
-        entries = {key: _stored_pieces(data, at) for key, at, _ in _key_list(data, len(LEAF_MAGIC), _after_pieces)}
+        entries = dict(_key_list(data, len(LEAF_MAGIC), _stored_pieces))
         for (key, number), (lost, gained) in moved.items():
             pieces = {piece.field: piece for piece in entries.get(key, [])}
             piece = self.moved(key, number, pieces.get(number), lost, gained)
@@ -1456,8 +1451,8 @@ def _sets(data: bytes) -> list[bytes]:
     return sets
 
 
-def _stored_pieces(data: bytes, at: int) -> list[_Stored]:
-    """An entry's pieces (search_index's leaf format)."""
+def _stored_pieces(data: bytes, at: int) -> tuple[list[_Stored], int]:
+    """An entry's pieces as its leaf holds them, and where the next entry starts."""
     fields, at = get_varint(data, at)
     pieces = []
     for _ in range(fields):
@@ -1472,20 +1467,7 @@ def _stored_pieces(data: bytes, at: int) -> list[_Stored]:
             name, at = get_varint(data, at)
             ordinal, at = get_varint(data, at)
             pieces.append(_Stored(number, size_class, None, name, ordinal))
-    return pieces
-
-
-def _after_pieces(data: bytes, at: int) -> int:
-    fields, at = get_varint(data, at)
-    for _ in range(fields):
-        at = get_varint(data, get_varint(data, at)[1])[1]  # (its field, its size class)
-        where, at = get_varint(data, at)
-        if where == INLINE:
-            size, at = get_varint(data, at)
-            at += size
-        else:
-            at = get_varint(data, get_varint(data, at)[1])[1]  # (its file's name, its place there)
-    return at
+    return pieces, at
 
 
 def _entry(out: bytearray, pieces: list[_Stored]) -> None:

@@ -30,10 +30,9 @@ def holds(files: dict[str, bytes], specs: list[str]) -> dict[tuple[bytes, int], 
     root = ti.Root.decode(files[ti.ROOT])
     editor = ti._Editor(files.get, ti.index_fields(specs), root.count)
     found = {}
-    for _, at, _ in ti._key_list(root.data, root.keys, ti._after_varint):
-        leaf = files[ti.leaf_file(ti.get_varint(root.data, at)[0])]
-        for key, start, _ in ti._key_list(leaf, 4, ti._after_pieces):
-            for piece in ti._stored_pieces(leaf, start):
+    for _, name in ti._key_list(root.data, root.keys, ti.get_varint):
+        for key, pieces in ti._key_list(files[ti.leaf_file(name)], len(ti.LEAF_MAGIC), ti._stored_pieces):
+            for piece in pieces:
                 relation = editor.fields[piece.field].relation is not None
                 found[key, piece.field] = (piece.size_class, editor.codes(piece, relation).tolist())
     return found
