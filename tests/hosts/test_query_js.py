@@ -5,7 +5,10 @@ search_normalise and on a synthetic catalogue, run in Node against the built fil
 what each answer read: the files and bytes an edge host fetches for it."""
 from __future__ import annotations
 
+import collections
+import csv
 import json
+import os
 import subprocess
 from urllib.parse import urlencode
 
@@ -192,6 +195,33 @@ def test_javascript_answers_as_python_across_many_blocks(tmp_path, monkeypatch):
         assert_as_python(generation, requests, run_node_reads(module(tmp_path), generation, requests))
     finally:
         query_js.javascript.cache_clear()
+
+
+def test_javascript_answers_as_python_on_an_edited_index(tmp_path):
+    """A term index edited, not made again (search_index.edit): a word given to forty books
+    leaves its leaf for a postings file of its own, a common one taken from them leaves empty
+    places in its file; the JavaScript reads it as the Python does."""
+    synth.write(tmp_path / "plain", 300, seed=5)
+    data = with_settings(tmp_path / "plain", tmp_path / "data")
+    compose.build(data, tmp_path / "site")
+    path = data / "books.csv"
+    rows = list(csv.reader(path.open(encoding="utf-8", newline="")))
+    title = rows[0].index("title")
+    common_word = collections.Counter(w for row in rows[1:] for w in row[title].split()).most_common(1)[0][0]
+    for row in rows[1::7]:
+        row[title] = " ".join(w for w in row[title].split() if w != common_word) + " یگانه"
+    with path.open("w", encoding="utf-8", newline="") as f:
+        csv.writer(f, lineterminator="\n").writerows(rows)
+    compose.build(data, tmp_path / "site")
+    compose.build(data, tmp_path / "fresh")
+    generation = (tmp_path / "site" / CURRENT).resolve()
+    postings = "api/v1/books/_query/search/post"
+    assert sorted(os.listdir(generation / postings)) != sorted(os.listdir((tmp_path / "fresh" / CURRENT) / postings))
+    probes = Probes(documents(generation), seed=2)
+    requests = [("books", probes.query("books")) for _ in range(60)]
+    requests += [("books", urlencode({"search": term})) for term in
+                 ("یگانه", "گانه", "یگ", common_word, common_word[1:], f"{common_word} یگانه", f'"{common_word} یگانه"')]
+    assert_as_python(generation, requests, run_node_reads(module(tmp_path), generation, requests))
 
 
 HOSTILE_TITLES = ["\ufeffکتاب دریا", "  دو  فاصله  ", "a\u2003b", "می\u200cخواهم", "ΣΑΣ", "x\u3000y", "a\tb\u200c",
