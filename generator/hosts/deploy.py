@@ -216,6 +216,13 @@ class Record:
         self.marker = marker
         self._write({"marker": marker})
 
+    def unsettle(self, directories: set[str]) -> None:
+        """The files of these directories may no longer be the ones recorded (files of a build
+        not yet published went up): the next deploy reads them rather than take their
+        linked directory as known."""
+        self.links = {path: name for path, name in self.links.items() if path not in directories}
+        self._write({"marker": self.marker, "links": self.links})
+
     def close(self) -> None:
         """Stop journalling (what was journalled stays, for the next deploy to replay)."""
         self._file.close()
@@ -490,12 +497,7 @@ def upload_all(client, target: Target, root: Path, now: dict[str, Signature], ch
     def upload(path: str) -> None:
         if stop is not None and stop.is_set():
             raise Stopped
-        extra = {"ContentType": content_type(path.removesuffix(".gz")), "CacheControl": cache_control}
-        if path.endswith(".gz"):
-            extra["ContentEncoding"] = "gzip"
-        body = (root / path).read_bytes()
-        client.put_object(Bucket=target.bucket, Key=target.key(path), Body=body, **extra)
-        record.done(path, now[path], body_digest(path, body))
+        put_file(client, target, path, root / path, cache_control, record, now[path])
         uploaded[0] += 1
         if time.monotonic() - last[0] >= 1:
             last[0] = time.monotonic()
@@ -504,6 +506,17 @@ def upload_all(client, target: Target, root: Path, now: dict[str, Signature], ch
     for paths in stages:
         with ThreadPoolExecutor(WORKERS) as pool:
             list(pool.map(upload, paths))  # (re-raises the first failure)
+
+
+def put_file(client, target: Target, path: str, file: Path, cache_control: str, record: Record,
+             signature: Signature) -> None:
+    """One file of the site up as the object of its path (with its headers), journalled."""
+    extra = {"ContentType": content_type(path.removesuffix(".gz")), "CacheControl": cache_control}
+    if path.endswith(".gz"):
+        extra["ContentEncoding"] = "gzip"
+    body = file.read_bytes()
+    client.put_object(Bucket=target.bucket, Key=target.key(path), Body=body, **extra)
+    record.done(path, signature, body_digest(path, body))
 
 
 def delete_all(client, target: Target, gone: list[str], record: Record) -> None:
