@@ -52,6 +52,7 @@ from ..errors import CatalogueError
 DEPLOY_DIR = ".deploy"  # <site>/.deploy/: what each target last received
 MARKER = ".catalogue-deploy"  # PREFIX/.catalogue-deploy: the token of the deploy the bucket last had
 WORKERS = 16
+QUEUED = WORKERS * 16  # uploads queued at once
 BATCH = 1000  # keys a DeleteObjects request may name
 Signature = tuple[int, int, int]  # inode, modification time (ns), size
 
@@ -505,7 +506,10 @@ def upload_all(client, target: Target, root: Path, now: dict[str, Signature], ch
 
     for paths in stages:
         with ThreadPoolExecutor(WORKERS) as pool:
-            list(pool.map(upload, paths))  # (re-raises the first failure)
+            # (a run of files at a time: a stop leaves the rest unqueued, where thousands of
+            # queued uploads each had to be taken and refused first: seconds of a loaded machine)
+            for start in range(0, len(paths), QUEUED):
+                list(pool.map(upload, paths[start:start + QUEUED]))  # (re-raises the first failure)
 
 
 def put_file(client, target: Target, path: str, file: Path, cache_control: str, record: Record,

@@ -126,6 +126,7 @@ class Publisher:
         self._last: dict | None = None
         self._record: deploy.Record | None = None  # (kept from one publish to the next: read once)
         self._ahead = 0  # files written() put up since the last publish (counted in its status)
+        self._claimed: str | None = None  # the marker written() claimed for the rebuild under way
         self._clients: dict[str, object] = {}  # (kept while attempts succeed: a client costs a fifth of a second)
         self._thread = threading.Thread(target=self._run, name="publish", daemon=True)
 
@@ -144,6 +145,7 @@ class Publisher:
         or after HOLD seconds when it publishes none. (They wait too when they come to go
         up while it runs.)"""
         self._building = True
+        self._claimed = None
         if self._later:
             self._give_up.set()
 
@@ -158,12 +160,14 @@ class Publisher:
                 return
             try:
                 s3 = self._client("s3")
-                if deploy.bucket_marker(s3, self.target) != record.marker:
-                    return  # (another deploy came: the next plan lists the bucket)
+                if record.marker != self._claimed:  # (once a rebuild, before its first change, as a deploy)
+                    if deploy.bucket_marker(s3, self.target) != record.marker:
+                        return  # (another deploy came: the next plan lists the bucket)
+                    record.claim(deploy.put_marker(s3, self.target))
+                    self._claimed = record.marker
                 paths = [path for path, _ in files]
                 self.pending.add(cached(paths), self._since or time.time())
                 record.unsettle({path.rpartition("/")[0] for path in paths})
-                record.claim(deploy.put_marker(s3, self.target))  # (before the first change, as a deploy)
                 cache_control = SiteInfo.of_site(self.site).cache_control  # (the build announces with the same settings)
                 for path, file in files:
                     found = os.stat(file)
@@ -277,13 +281,13 @@ class Publisher:
         with self._lock:
             self._since = None
             self._failures, self._error, self._retry_at = 0, None, None
-            self._last = {"at": moment(time.time()), "generation": plan.root.name, "uploaded": report.uploaded + self._ahead,
-                          "deleted": report.deleted, "invalidation": invalidation, "seconds": round(seconds, 3)}
+            self._last = {"at": moment(time.time()), "generation": plan.root.name,
+                          "uploaded": report.uploaded + self._ahead, "deleted": report.deleted,
+                          "invalidation": invalidation, "seconds": round(seconds, 3)}
         self._ahead = 0
         if report.uploaded or report.deleted or invalidation:
             log.info("published generation %s to %s in %.2f s: %d uploaded, %d deleted%s", plan.root.name, self.url,
                      seconds, report.uploaded, report.deleted, f", invalidation {invalidation}" if invalidation else "")
-
 
     def _client(self, service: str):
         """The client of S3 (at the endpoint) or CloudFront this publisher uses until an attempt fails."""
