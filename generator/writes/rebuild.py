@@ -12,6 +12,7 @@ before the next starts.
 """
 from __future__ import annotations
 
+import os
 import subprocess
 import threading
 import time
@@ -131,14 +132,21 @@ class Rebuilder:
                 self._building = None
 
     def _build(self) -> tuple[int, str]:
-        """Run the build, passing each file it announces on to the publishing as it comes;
-        its exit status and the rest of what it said."""
-        said = []
-        with subprocess.Popen(self.command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as build:
-            for line in build.stdout:
-                written = written_file(line)
-                if written is None:
-                    said.append(line)
-                elif self._publishing:
-                    self._publishing.written([written])
-        return build.returncode, "".join(said)
+        """Run the build, passing the files it announces on to the publishing as they come (those
+        read at once together: a part tells of its collection's files one after another); its
+        exit status and the rest of what it said."""
+        said, rest = [], b""
+        with subprocess.Popen(self.command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT) as build:
+            while chunk := os.read(build.stdout.fileno(), 1 << 16):
+                *lines, rest = (rest + chunk).split(b"\n")
+                files = []
+                for line in lines:
+                    text = line.decode(errors="replace")
+                    written = written_file(text)
+                    if written is None:
+                        said.append(text)
+                    else:
+                        files.append(written)
+                if files and self._publishing:
+                    self._publishing.written(files)
+        return build.returncode, "\n".join(said + [rest.decode(errors="replace")])
