@@ -8,7 +8,10 @@ that can be stopped, and `catalogue write-service --publish s3://... --invalidat
 front of it; then
   - one at a time, --singles POSTs of a user: the delay from each 201 to its detail object
     being in the bucket with the bytes of the 201 (which the local build published) (median,
-    p95); then the time from the last one's 201 until an invalidation names each of them;
+    p95), each POSTed once the one before is invalidated (its detail goes up while its
+    rebuild runs: a POST then would wait for that build and its publish, as one of a burst
+    does), while the pages whose count alone changed go up; then the time from the last
+    one's 201 until an invalidation names each of them;
   - 200 concurrent POSTs (16 at a time): the time from the first POST until every one is in
     the bucket with its bytes, and until every one is invalidated;
   - writes while the bucket is stopped (--outage seconds, one write a second, from its start):
@@ -162,6 +165,7 @@ def measure(run: Run, singles: int, outage: float) -> dict:
         run.until(lambda: run.in_bucket(key, body))
         to_bucket.append(time.monotonic() - answered)
         written.append((key, body, url))
+        run.until(lambda: run.invalidated({url}) == {url}, "the invalidation")
     run.all_published(written)
     singles_done = time.monotonic() - answered
     run.until(lambda: not run.service.status()["publish"]["pending"])  # (the pages whose count alone changed)

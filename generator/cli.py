@@ -127,11 +127,16 @@ def init(directory: Path) -> None:
 @click.option("--links", type=click.Choice(LINKS), default="api", show_default=True,
               help="api: links are the API's URLs, as DRF wrote them; paths: each link is the URL of its "
                    "file, for a host that serves files and nothing else.")
-def build(data_dir: Path, out_dir: Path, base_url: str | None, links: str, **options: str) -> None:
+@click.option("--announce", is_flag=True, hidden=True,
+              help="Tell of the few detail documents written, on stdout, as soon as they are (for the write "
+                   "service, which publishes them at once).")
+def build(data_dir: Path, out_dir: Path, base_url: str | None, links: str, announce: bool, **options: str) -> None:
     """Build and publish the whole API under OUT/api/v1/ (atomically), and OUT/hosts/."""
     from . import compose
+    from .system import announce_written
 
-    summary = _run(lambda: compose.build(data_dir, out_dir, base_url, _Progress(), options, links))
+    summary = _run(lambda: compose.build(data_dir, out_dir, base_url, _Progress(), options, links,
+                                         announce_written if announce else None))
     for line in _summary_lines(summary):
         click.echo(line)
     click.echo(f"published: {out_dir}/{API}/")

@@ -6,7 +6,7 @@ recorded of how it is served) and knows nothing of the pipeline.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import MappingProxyType
 
@@ -17,11 +17,12 @@ from .hosts import registry
 
 
 def build(data_dir: Path, out_dir: Path, base_url: str | None = None, progress: Progress | None = None,
-          host_options: Mapping[str, str] = MappingProxyType({}), links: str = "api") -> Summary:
+          host_options: Mapping[str, str] = MappingProxyType({}), links: str = "api",
+          announce: Callable[[str, str], None] | None = None) -> Summary:
     """Build and publish the site, then write what each host of hosts/registry.py needs into
     OUT/hosts/<host>/, with the options the hosts declare (`host_options`, by name; the
-    others their defaults)."""
+    others their defaults). `announce`: the pipeline's (the few details written, at once)."""
     options = registry.checked(host_options)  # (before anything is published)
-    summary = build_site(data_dir, out_dir, base_url, progress, links=links)
+    summary = build_site(data_dir, out_dir, base_url, progress, links=links, announce=announce)
     registry.write(Path(out_dir), options)
     return summary

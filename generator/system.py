@@ -1,7 +1,7 @@
 """Small operating-system helpers that more than one subsystem needs: flushing
 directories and file systems to disk, child processes that end with their parent, a
-child kept running (restarted with backoff when it dies), and moments as status documents
-write them."""
+child kept running (restarted with backoff when it dies), moments as status documents
+write them, and the lines by which a build tells whoever runs it of files it wrote."""
 from __future__ import annotations
 
 import ctypes
@@ -154,3 +154,18 @@ class Supervised:
                 process.kill()
                 process.wait()
         self._thread.join(timeout)
+
+
+WRITTEN = "written"  # `catalogue build --announce`: "written<TAB>path in the generation<TAB>where it lies"
+
+
+def announce_written(path: str, file: str) -> None:
+    """Tell whoever runs this build (on standard output) of a file it wrote: one write(2) of a
+    line shorter than a pipe's atomic size, whole even beside the other parts' lines."""
+    os.write(1, f"{WRITTEN}\t{path}\t{file}\n".encode())
+
+
+def written_file(line: str) -> tuple[str, str] | None:
+    """(path, where it lies) of a line announce_written() wrote; None for any other line."""
+    kind, *fields = line.rstrip("\n").split("\t")
+    return (fields[0], fields[1]) if kind == WRITTEN and len(fields) == 2 else None

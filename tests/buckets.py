@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import http.client
 import secrets
+import socket
 import threading
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -89,6 +90,7 @@ class Endpoint:
         self._held_key: str | None = None
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
+        self._connections: set[socket.socket] = set()  # (open: a server that stops closes them too)
         self.up()
 
     @property
@@ -100,6 +102,16 @@ class Endpoint:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+
+            def setup(self) -> None:
+                super().setup()
+                with endpoint._lock:
+                    endpoint._connections.add(self.connection)
+
+            def finish(self) -> None:
+                with endpoint._lock:
+                    endpoint._connections.discard(self.connection)
+                super().finish()
 
             def handle_one_request(self) -> None:
                 try:
@@ -120,10 +132,17 @@ class Endpoint:
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
 
     def down(self) -> None:
+        """Unreachable: the port closed, and the connections a client keeps open to it too."""
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
             self._server = None
+        with self._lock:
+            for connection in self._connections:
+                try:
+                    connection.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass  # (closed by the client meanwhile)
 
     def hold_after(self, uploads: int) -> None:
         self._passing, self._released = uploads, threading.Event()

@@ -52,6 +52,7 @@ from ..errors import CatalogueError
 DEPLOY_DIR = ".deploy"  # <site>/.deploy/: what each target last received
 MARKER = ".catalogue-deploy"  # PREFIX/.catalogue-deploy: the token of the deploy the bucket last had
 WORKERS = 16
+QUEUED = WORKERS * 16  # uploads queued at once
 BATCH = 1000  # keys a DeleteObjects request may name
 Signature = tuple[int, int, int]  # inode, modification time (ns), size
 
@@ -215,6 +216,13 @@ class Record:
         """The bucket's marker now holds this token."""
         self.marker = marker
         self._write({"marker": marker})
+
+    def unsettle(self, directories: set[str]) -> None:
+        """The files of these directories may no longer be the ones recorded (files of a build
+        not yet published went up): the next deploy reads them rather than take their
+        linked directory as known."""
+        self.links = {path: name for path, name in self.links.items() if path not in directories}
+        self._write({"marker": self.marker, "links": self.links})
 
     def close(self) -> None:
         """Stop journalling (what was journalled stays, for the next deploy to replay)."""
@@ -490,12 +498,7 @@ def upload_all(client, target: Target, root: Path, now: dict[str, Signature], ch
     def upload(path: str) -> None:
         if stop is not None and stop.is_set():
             raise Stopped
-        extra = {"ContentType": content_type(path.removesuffix(".gz")), "CacheControl": cache_control}
-        if path.endswith(".gz"):
-            extra["ContentEncoding"] = "gzip"
-        body = (root / path).read_bytes()
-        client.put_object(Bucket=target.bucket, Key=target.key(path), Body=body, **extra)
-        record.done(path, now[path], body_digest(path, body))
+        put_file(client, target, path, root / path, cache_control, record, now[path])
         uploaded[0] += 1
         if time.monotonic() - last[0] >= 1:
             last[0] = time.monotonic()
@@ -503,7 +506,21 @@ def upload_all(client, target: Target, root: Path, now: dict[str, Signature], ch
 
     for paths in stages:
         with ThreadPoolExecutor(WORKERS) as pool:
-            list(pool.map(upload, paths))  # (re-raises the first failure)
+            # (a run of files at a time: a stop leaves the rest unqueued, where thousands of
+            # queued uploads each had to be taken and refused first: seconds of a loaded machine)
+            for start in range(0, len(paths), QUEUED):
+                list(pool.map(upload, paths[start:start + QUEUED]))  # (re-raises the first failure)
+
+
+def put_file(client, target: Target, path: str, file: Path, cache_control: str, record: Record,
+             signature: Signature) -> None:
+    """One file of the site up as the object of its path (with its headers), journalled."""
+    extra = {"ContentType": content_type(path.removesuffix(".gz")), "CacheControl": cache_control}
+    if path.endswith(".gz"):
+        extra["ContentEncoding"] = "gzip"
+    body = file.read_bytes()
+    client.put_object(Bucket=target.bucket, Key=target.key(path), Body=body, **extra)
+    record.done(path, signature, body_digest(path, body))
 
 
 def delete_all(client, target: Target, gone: list[str], record: Record) -> None:

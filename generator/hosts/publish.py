@@ -17,6 +17,13 @@ pages that do not hold a new record lag until the stream pauses. When it starts,
 same deploy brings the bucket up to the published generation (reading the bucket's
 marker, and listing the bucket when the record is not trusted).
 
+A write's new record goes up before its rebuild ends: the build announces the few detail
+documents it writes as soon as its collection is made (`catalogue build --announce`), and
+written() uploads them at once (the first of the deploy's stages: no page links to them
+yet), journalled as the deploy's own uploads, so that the publish after the build finds
+them up. Their directories are read again by that publish, which deletes them should the
+build publish none of them; they are invalidated with it.
+
 Nothing is lost to a fault. An attempt that fails (the bucket or the CDN unreachable,
 throttled, credentials expired) is tried again after a pause that doubles from BACKOFF to
 MAX_BACKOFF, with new clients (so credentials are read again); rebuilds meanwhile fold into
@@ -43,6 +50,7 @@ import threading
 import time
 from pathlib import Path
 
+from ..api.serving import SiteInfo
 from ..api.urls import API, BY_NAME, PAGE_INDEX, QUERY_DIR, Shard, shard_of
 from ..errors import CatalogueError
 from ..system import fsync_dir, moment
@@ -117,6 +125,9 @@ class Publisher:
         self._retry_at: float | None = None
         self._last: dict | None = None
         self._record: deploy.Record | None = None  # (kept from one publish to the next: read once)
+        self._ahead = 0  # files written() put up since the last publish (counted in its status)
+        self._claimed: str | None = None  # the marker written() claimed for the rebuild under way
+        self._clients: dict[str, object] = {}  # (kept while attempts succeed: a client costs a fifth of a second)
         self._thread = threading.Thread(target=self._run, name="publish", daemon=True)
 
     def start(self) -> None:
@@ -134,8 +145,41 @@ class Publisher:
         or after HOLD seconds when it publishes none. (They wait too when they come to go
         up while it runs.)"""
         self._building = True
+        self._claimed = None
         if self._later:
             self._give_up.set()
+
+    def written(self, files: list[tuple[str, str]]) -> None:
+        """A rebuild under way wrote these detail documents ((path in its generation, where
+        the file lies)): up at once, when the last attempt left the record trusted and the
+        bucket's marker still says so (otherwise the publish after the rebuild takes them
+        with the rest). Never raises: a failure leaves them to that publish."""
+        with self._attempt:  # (after the stages of an attempt under way: rebuilding() stopped the rest)
+            record = self._record
+            if record is None or self._stopping.is_set():
+                return
+            try:
+                s3 = self._client("s3")
+                if record.marker != self._claimed:  # (once a rebuild, before its first change, as a deploy)
+                    if deploy.bucket_marker(s3, self.target) != record.marker:
+                        return  # (another deploy came: the next plan lists the bucket)
+                    record.claim(deploy.put_marker(s3, self.target))
+                    self._claimed = record.marker
+                paths = [path for path, _ in files]
+                self.pending.add(cached(paths), self._since or time.time())
+                record.unsettle({path.rpartition("/")[0] for path in paths})
+                cache_control = SiteInfo.of_site(self.site).cache_control  # (the build announces with the same settings)
+                for path, file in files:
+                    found = os.stat(file)
+                    deploy.put_file(s3, self.target, path, Path(file), cache_control, record,
+                                    (found.st_ino, found.st_mtime_ns, found.st_size))
+                self._ahead += len(files)
+                log.info("written by the rebuild under way, up: %s", ", ".join(paths))
+            except Exception as exc:  # (the record and clients are read again by the next attempt)
+                self._record = None
+                self._clients.clear()
+                log.warning("uploading %s before its rebuild ends failed (it goes up with the rebuild): %s",
+                            ", ".join(path for path, _ in files), describe(exc))
 
     def rebuilt(self) -> None:
         """A rebuild published a generation: publish it. Returns once an attempt under way has
@@ -185,6 +229,7 @@ class Publisher:
                 continue
             except Exception as exc:  # (any fault: the next attempt reads the record again, and goes on)
                 self._record = None
+                self._clients.clear()  # (new ones read the credentials again)
                 with self._lock:
                     self._failures += 1
                     self._error = describe(exc)
@@ -204,7 +249,7 @@ class Publisher:
         started = time.monotonic()
         with self._lock:
             since = self._since or time.time()
-        s3 = client("s3", self.endpoint)
+        s3 = self._client("s3")
         plan = deploy.plan(s3, self.site, self.target, self.endpoint, record=self._record)
         log.info("generation %s: %d files to upload, %d to delete; planned in %.2f s", plan.root.name,
                  len(plan.changed), len(plan.gone), time.monotonic() - started)
@@ -217,7 +262,7 @@ class Publisher:
                 log.info("generation %s: up but %d pages whose count alone changed, %.2f s after the attempt began",
                          plan.root.name, len(plan.later), time.monotonic() - started)
             if self.distribution and self.pending.paths:
-                invalidations.append(invalidate(client("cloudfront"), self.distribution, sorted(self.pending.paths),
+                invalidations.append(invalidate(self._client("cloudfront"), self.distribution, sorted(self.pending.paths),
                                                 self.pending.reference))
             self.pending.done()
             self.pending.add(cached(paths), since)
@@ -236,11 +281,19 @@ class Publisher:
         with self._lock:
             self._since = None
             self._failures, self._error, self._retry_at = 0, None, None
-            self._last = {"at": moment(time.time()), "generation": plan.root.name, "uploaded": report.uploaded,
-                          "deleted": report.deleted, "invalidation": invalidation, "seconds": round(seconds, 3)}
+            self._last = {"at": moment(time.time()), "generation": plan.root.name,
+                          "uploaded": report.uploaded + self._ahead, "deleted": report.deleted,
+                          "invalidation": invalidation, "seconds": round(seconds, 3)}
+        self._ahead = 0
         if report.uploaded or report.deleted or invalidation:
             log.info("published generation %s to %s in %.2f s: %d uploaded, %d deleted%s", plan.root.name, self.url,
                      seconds, report.uploaded, report.deleted, f", invalidation {invalidation}" if invalidation else "")
+
+    def _client(self, service: str):
+        """The client of S3 (at the endpoint) or CloudFront this publisher uses until an attempt fails."""
+        if service not in self._clients:
+            self._clients[service] = client(service, self.endpoint if service == "s3" else None)
+        return self._clients[service]
 
 
 def client(service: str, endpoint: str | None = None):

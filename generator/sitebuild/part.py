@@ -39,6 +39,7 @@ from .spool import Spool, Spools
 from .team import Team
 
 PROGRESS_EVERY = 5000
+ANNOUNCED_MAX = 64  # detail documents a part tells of, per collection: beyond, none (a large change)
 EXCHANGE_CHUNK = 1 << 16  # ids of another part checked at once (_chunks)
 
 
@@ -51,6 +52,9 @@ class Plan:
     make_output: Callable[[], Output]
     incremental: state.Incremental
     segments: dict[str, list[tuple[Segment, ...]]] = field(default_factory=dict)  # each part's, by collection
+    # told of each detail document written, as (path, where it lies), once its collection is made
+    # (a few: ANNOUNCED_MAX), for a publisher to upload at once: the new records of a write
+    announce: Callable[[str, str], None] | None = None
 
 
 @dataclass
@@ -133,11 +137,13 @@ class Batch:
 
     LIMIT = 8 << 20  # bytes held
 
-    def __init__(self, out: Output, clash: Callable[[], None]) -> None:
+    def __init__(self, out: Output, clash: Callable[[], None], announce: Callable[[str, str], None] | None) -> None:
         self.out = out
         self.clash = clash  # a file was there already: another part's record has the same id
         self._pending: list[tuple[str, bytes]] = []
         self._size = 0
+        self._announce = announce
+        self._written: list[str] | None = [] if announce else None  # since announced (None: too many)
 
     def write(self, path: str, data: bytes) -> None:
         self._pending.append((path, data))
@@ -152,8 +158,21 @@ class Batch:
                 self.out.write(path, data)
             except FileExistsError:  # (the exchange reports the id)
                 self.clash()
+            if self._written is not None:
+                self._written.append(path)
+                if len(self._written) > ANNOUNCED_MAX:
+                    self._written = None
         self._pending.clear()
         self._size = 0
+
+    def announce(self, sound: bool) -> None:
+        """Tell of the documents written since the last time, when the build is still `sound`
+        and they are few."""
+        if sound and self._written:
+            for path in self._written:
+                for each in self.out.lying(path):
+                    self._announce(*each)
+        self._written = [] if self._announce else None
 
 
 class Part:
@@ -162,7 +181,7 @@ class Part:
         self.team = team
         self.plan = plan
         self.out = plan.make_output()
-        self.details = Batch(self.out, team.fail)
+        self.details = Batch(self.out, team.fail, plan.announce)
         self.problems = Problems()
         self.urls = Urls(plan.settings.base_url, plan.settings.links) if plan.settings else None
         # (records others embed are read from the record store: the renderer keeps none)
@@ -307,6 +326,7 @@ class Part:
             else:
                 self.known.ids.pop(collection, None)  # (only needed for the duplicate check)
             self._learn_changes(collection, made.new, before, published_ids)
+        self.details.announce(not self.problems and not self.team.failed)
         return count
 
     def _embedded_and_reusable(self, collection: str) -> bool:

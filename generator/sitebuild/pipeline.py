@@ -104,9 +104,12 @@ def default_processes(found: Input) -> int:
 
 
 def build(data_dir: Path, out_dir: Path, base_url: str | None = None, progress: Progress | None = None,
-          processes: int | None = None, background: bool = True, links: str = "api") -> Summary:
+          processes: int | None = None, background: bool = True, links: str = "api",
+          announce: Callable[[str, str], None] | None = None) -> Summary:
     """Build and publish, taking over what the previous build made of unchanged input;
-    with `background`, what is thrown away is deleted by a process of its own."""
+    with `background`, what is thrown away is deleted by a process of its own; `announce`
+    is told of the few detail documents written as soon as they are (Plan.announce), when
+    the settings are as the published generation's (its objects' headers hold)."""
     started, phases = time.monotonic(), Phases()
     job = Job.read(data_dir, base_url, processes, progress, links)
     site = Site(Path(out_dir))
@@ -123,7 +126,8 @@ def build(data_dir: Path, out_dir: Path, base_url: str | None = None, progress: 
               tempfile.TemporaryDirectory(prefix="scratch-", dir=site.state, ignore_cleanup_errors=True) as scratch):
             target = Target(site, generation, previous)
             workspace = Workspace(generation.writer, Path(scratch), state.data_tag(generation.number))
-            result = produce(job, workspace, incremental, tables)
+            same_settings = before is not None and now is not None and before.settings == now.settings
+            result = produce(job, workspace, incremental, tables, announce if same_settings else None)
             phases.done("records and pages (parts)")
             phases.seconds.update({f"parts: {step}": seconds for step, seconds in result.phases.items()})
             write_skeleton(target, job.settings)
@@ -155,12 +159,13 @@ def check(data_dir: Path, base_url: str | None = None, progress: Progress | None
 
 
 def produce(job: Job, workspace: Workspace, incremental: state.Incremental = state.Incremental(),
-            tables: dict[str, Table] | None = None) -> PartResult:
+            tables: dict[str, Table] | None = None, announce: Callable[[str, str], None] | None = None) -> PartResult:
     """Every record's documents and every page that changed, made by the job's parts;
     raises the data problems of all parts together, or the schema violations."""
     settings, sources, problems = job.input
     ranges, shares = share_out(job, incremental, tables or {})
-    plan = Plan(settings, ranges, settings is not None and not problems, workspace.make_output, incremental, shares)
+    plan = Plan(settings, ranges, settings is not None and not problems, workspace.make_output, incremental, shares,
+                announce)
     team = Team(job.processes, workspace.scratch, job.progress, workspace.tag)
     results = team.run(lambda number, team: Part(number, team, plan).run())
     for result in results:

@@ -69,6 +69,8 @@ class Output(Protocol):
 
     def link(self, path: str, target: str) -> None: ...
 
+    def lying(self, path: str) -> list[tuple[str, str]]: ...
+
 
 class Discard:
     """An output that keeps only the tally: `catalogue check` runs the whole build into it."""
@@ -84,6 +86,9 @@ class Discard:
 
     def link(self, path: str, target: str) -> None:
         pass
+
+    def lying(self, path: str) -> list[tuple[str, str]]:
+        return []  # (nothing was written)
 
 
 class Generation:
@@ -125,6 +130,13 @@ class Generation:
             tally = self.sizes.setdefault(shard, [0, 0])
             tally[0] += written[0]
             tally[1] += written[1]
+
+    def lying(self, path: str) -> list[tuple[str, str]]:
+        """A file this writer wrote, and its .gz twin when it has one: each as (its path in the
+        generation, where it lies now), before the generation links its shard."""
+        directory, _, name = path.rpartition("/")
+        where = f"{self._places[directory][1]}/{name}"
+        return [(path, where)] + ([(f"{path}.gz", f"{where}.gz")] if os.path.exists(f"{where}.gz") else [])
 
     def link(self, path: str, target: str) -> None:
         """A relative symlink in the skeleton."""

@@ -5,31 +5,52 @@ A write asks for a build; one thread runs them, one at a time, each as a separat
 not do, and its memory goes back to the system when it ends). Writes that arrive
 while a build runs are published by the next one, which starts as soon as the
 running one ends: a burst costs at most the build running when it began and one more.
-After each build that published, `published` is called before the next build starts (the
-write service's publishing beyond this machine, when it has one).
+The write service's publishing beyond this machine, when it has one, is told as each build
+starts, of the few detail documents the build announces as it writes them (the new records:
+up before the build's thousands of pages are written), and after each build that published,
+before the next starts.
 """
 from __future__ import annotations
 
+import os
 import subprocess
 import threading
 import time
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Protocol
 
-from ..system import command, moment
+from ..system import command, moment, written_file
 from .accepted import Accepted
 
 SETTLE = 0.05  # seconds a build waits for the rest of a burst before it starts
 
 
+class Publishing(Protocol):
+    """Publishing each rebuild beyond this machine: started and stopped with the service,
+    told as each rebuild starts, of the files it announces written (path in its generation,
+    where the file lies), and after each one that published (before the next starts),
+    asked for its status."""
+
+    def start(self) -> None: ...
+
+    def rebuilding(self) -> None: ...
+
+    def written(self, files: list[tuple[str, str]]) -> None: ...
+
+    def rebuilt(self) -> None: ...
+
+    def status(self) -> dict: ...
+
+    def stop(self) -> None: ...
+
+
 class Rebuilder:
     def __init__(self, command: list[str], log: Callable[[str], None], accepted: Accepted | None = None,
-                 published: Callable[[], None] = lambda: None, starting: Callable[[], None] = lambda: None) -> None:
+                 publishing: Publishing | None = None) -> None:
         self.command = command
         self._log = log
         self._accepted = accepted
-        self._published = published
-        self._starting = starting
+        self._publishing = publishing
         self._since: float | None = None  # when the oldest write no build has started for asked for one
         self._building: float | None = None  # the same, of the writes the build under way publishes
         self._last: dict | None = None
@@ -42,12 +63,13 @@ class Rebuilder:
 
     @classmethod
     def of(cls, data: Path, out: Path, base_url: str | None, listen: str, write_service: str,
-           log: Callable[[str], None], links: str = "api", published: Callable[[], None] = lambda: None,
-           starting: Callable[[], None] = lambda: None) -> "Rebuilder":
-        """Builds as the site's own were made: the same links (a `--links paths` site stays one)."""
+           log: Callable[[str], None], links: str = "api", publishing: Publishing | None = None) -> "Rebuilder":
+        """Builds as the site's own were made: the same links (a `--links paths` site stays one);
+        announcing the details they write when they are published beyond this machine."""
         return cls(command("build", "--data", str(data), "--out", str(out), "--listen", listen,
-                           "--write-service", write_service, "--links", links, base_url=base_url),
-                   log, Accepted(out), published, starting)
+                           "--write-service", write_service, "--links", links,
+                           *(("--announce",) if publishing else ()), base_url=base_url),
+                   log, Accepted(out), publishing)
 
     def start(self) -> None:
         self._thread.start()
@@ -90,21 +112,41 @@ class Rebuilder:
                 self._building, self._since = self._since or time.time(), None
             started = time.monotonic()
             waited = self._accepted.waiting() if self._accepted else set()
-            self._starting()
-            done = subprocess.run(self.command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            if self._publishing:
+                self._publishing.rebuilding()
+            status, output = self._build()
             seconds = time.monotonic() - started
             with self._lock:
-                self._last = {"at": moment(time.time()), "published": done.returncode == 0,
-                              "seconds": round(seconds, 3)}
-            if done.returncode == 0:
+                self._last = {"at": moment(time.time()), "published": status == 0, "seconds": round(seconds, 3)}
+            if status == 0:
                 if self._accepted:
                     self._accepted.published(waited)
                 self._log(f"rebuilt and published in {seconds:.2f} s")
-                self._published()  # (before the build stops counting as pending: nothing seems done in between)
+                if self._publishing:  # (before the build stops counting as pending: nothing seems done in between)
+                    self._publishing.rebuilt()
             else:
-                self._log(f"the rebuild failed (exit status {done.returncode}); the site stays as it was:\n"
-                          f"{done.stdout.strip()}")
+                self._log(f"the rebuild failed (exit status {status}); the site stays as it was:\n{output.strip()}")
             with self._lock:
-                if done.returncode != 0:  # (still waiting: for the next write, or someone mending the data)
+                if status != 0:  # (still waiting: for the next write, or someone mending the data)
                     self._since = min(self._since or self._building, self._building)
                 self._building = None
+
+    def _build(self) -> tuple[int, str]:
+        """Run the build, passing the files it announces on to the publishing as they come (those
+        read at once together: a part tells of its collection's files one after another); its
+        exit status and the rest of what it said."""
+        said, rest = [], b""
+        with subprocess.Popen(self.command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT) as build:
+            while chunk := os.read(build.stdout.fileno(), 1 << 16):
+                *lines, rest = (rest + chunk).split(b"\n")
+                files = []
+                for line in lines:
+                    text = line.decode(errors="replace")
+                    written = written_file(text)
+                    if written is None:
+                        said.append(text)
+                    else:
+                        files.append(written)
+                if files and self._publishing:
+                    self._publishing.written(files)
+        return build.returncode, "\n".join(said + [rest.decode(errors="replace")])

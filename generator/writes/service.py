@@ -22,7 +22,7 @@ import logging
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Protocol
+from typing import Callable
 from urllib.parse import urlsplit
 
 import anyio
@@ -41,7 +41,7 @@ from ..system import Supervised, command
 from . import append
 from .accepted import Accepted
 from .create import Catalogue, Invalid
-from .rebuild import Rebuilder
+from .rebuild import Publishing, Rebuilder
 from .tokens import Tokens
 
 STATE_DIR = ".write-service"  # <out>/.write-service/: the append journal
@@ -62,22 +62,6 @@ class Destination:
         """As `catalogue write-service` takes it."""
         given = {"--publish": self.url, "--endpoint-url": self.endpoint, "--invalidate": self.distribution}
         return [part for option, value in given.items() if value is not None for part in (option, value)]
-
-
-class Publishing(Protocol):
-    """Publishing each rebuild beyond this machine: started and stopped with the service,
-    told as each rebuild starts and after each one that published (before the next starts),
-    asked for its status."""
-
-    def start(self) -> None: ...
-
-    def rebuilding(self) -> None: ...
-
-    def rebuilt(self) -> None: ...
-
-    def status(self) -> dict: ...
-
-    def stop(self) -> None: ...
 
 
 @dataclass
@@ -235,9 +219,7 @@ def run(config: Config, publishing: Publishing | None = None) -> None:
     catalogue = Catalogue(config.data, config.base_url, journal, config.links)
     catalogue.refresh()  # (refuses to start on data that does not load)
     rebuilder = Rebuilder.of(config.data, config.out, config.base_url, config.listen,
-                             f"{config.host}:{config.port}", log.info, config.links,
-                             publishing.rebuilt if publishing else lambda: None,
-                             publishing.rebuilding if publishing else lambda: None)
+                             f"{config.host}:{config.port}", log.info, config.links, publishing)
     if publishing:
         publishing.start()
     rebuilder.start()

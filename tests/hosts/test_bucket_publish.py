@@ -23,6 +23,7 @@ from generator import compose
 from generator.api.urls import BY_NAME, CURRENT, detail_path
 from generator.catalogue import synth
 from generator.cli import main
+from generator.errors import DataError
 from generator.hosts import deploy, publish
 from generator.writes import tokens
 from servers import WriteService, runnable
@@ -162,6 +163,10 @@ def test_a_write_reaches_the_bucket_in_order_and_is_invalidated(stack):
     changes = [path.split(f"/{PREFIX}/", 1)[1] for method, path in stack.endpoint.changes
                if f"/{PREFIX}/" in path and not path.endswith(deploy.MARKER)]
     assert detail in changes and deploy.stage(detail) == 0
+    # The detail went up as soon as the build had written it, before the build ended, and
+    # that upload was the publish's (journalled): not made again (each change once, below).
+    log = stack.service.log.read_text()
+    assert log.index(f"up: {detail}") < log.rindex("rebuilt and published in")
     assert [deploy.stage(path) for path in changes] == sorted(deploy.stage(path) for path in changes)
     assert len(changes) == len(set(changes)) == status["publish"]["published"]["uploaded"] < 30
     # One invalidation of exactly what CloudFront caches of what changed: the objects the
@@ -200,22 +205,29 @@ def test_the_pages_whose_count_alone_changed_follow_and_wait_for_a_rebuild(tmp_p
         stack.stop()
 
 
+def publishing(work: Path, aws: Endpoint, moto_port: int, books: int) -> tuple[Path, object, str, publish.Publisher]:
+    """A synthetic catalogue of this many books built, and a publisher of it (without the write
+    service) that has brought a new bucket up to it: the site, S3, the bucket, the publisher."""
+    synth.write(work / "data", books, seed=3)
+    site = work / "site"
+    compose.build(work / "data", site)
+    s3, _ = clients(moto_port)
+    bucket = f"publisher-{secrets.token_hex(6)}"
+    s3.create_bucket(Bucket=bucket)
+    publisher = publish.Publisher(site, f"s3://{bucket}/{PREFIX}", aws.url)
+    publisher.start()
+    wait_until(lambda: not publisher.status()["pending"])
+    return site, s3, bucket, publisher
+
+
 @pytest.mark.parametrize("when", ["while they go up", "before they go up"])
 def test_a_rebuild_that_starts_stops_the_pages_whose_count_alone_changed(tmp_path, aws, moto_port, monkeypatch, when):
     """They wait for the generation the rebuild publishes (their uploads would slow it down),
     or, when it publishes none, HOLD seconds: whether it starts while they go up, or before
     (while the new record's files go up)."""
     monkeypatch.setattr(publish, "HOLD", 5.0)
-    synth.write(tmp_path / "data", 1200, seed=3)  # (300 users: 25 pages of 12)
-    site = tmp_path / "site"
-    compose.build(tmp_path / "data", site)
-    s3, _ = clients(moto_port)
-    bucket = f"held-{secrets.token_hex(6)}"
-    s3.create_bucket(Bucket=bucket)
-    publisher = publish.Publisher(site, f"s3://{bucket}/{PREFIX}", aws.url)
-    publisher.start()
+    site, s3, bucket, publisher = publishing(tmp_path, aws, moto_port, 1200)  # (300 users: 25 pages of 12)
     try:
-        wait_until(lambda: not publisher.status()["pending"])
         with (tmp_path / "data/users.csv").open("a", encoding="utf-8") as f:
             f.write("0f000000-0000-4000-8000-000000000001,tazeh.karbar,نام,,,1,2,false\n")
         compose.build(tmp_path / "data", site)
@@ -229,6 +241,39 @@ def test_a_rebuild_that_starts_stops_the_pages_whose_count_alone_changed(tmp_pat
         assert publisher.status()["pending"] and objects(s3, bucket) != published(site)
         wait_until(lambda: not publisher.status()["pending"])  # (HOLD passed, no rebuilt(): it goes on)
         assert objects(s3, bucket) == published(site) and len(aws.changes) > stopped + 60
+    finally:
+        publisher.stop()
+
+
+def test_a_detail_up_before_a_rebuild_that_fails_goes_when_the_data_no_longer_holds_it(tmp_path, aws, moto_port):
+    """written() puts a new user's detail up while the build runs; the build then fails (a
+    shelf of no user, by hand), and the user is taken out of the data again: the next publish
+    finds the bucket's detail in no generation and deletes it."""
+    site, s3, bucket, publisher = publishing(tmp_path, aws, moto_port, 200)
+    try:
+        users, shelves = tmp_path / "data/users.csv", tmp_path / "data/bookshelves.csv"
+        kept = {path: path.read_bytes() for path in (users, shelves)}
+        with users.open("a", encoding="utf-8") as f:
+            f.write("0f000000-0000-4000-8000-000000000001,tazeh.karbar,نام,,,1,2,false\n")
+        with shelves.open("a", encoding="utf-8") as f:
+            f.write("0f000000-0000-4000-8000-000000000002,0f000000-0000-4000-8000-00000000dead,بی‌صاحب\n")
+        told: list[tuple[str, str]] = []
+
+        def up_at_once(path: str, file: str) -> None:
+            told.append((path, file))
+            publisher.written([(path, file)])
+
+        with pytest.raises(DataError):
+            compose.build(tmp_path / "data", site, announce=up_at_once)
+        detail = "api/v1/user/0f/0f000000-0000-4000-8000-000000000001.json"
+        assert [path for path, _ in told] == [detail]
+        assert detail in objects(s3, bucket) and detail not in published(site)
+        for path, data in kept.items():
+            path.write_bytes(data)
+        compose.build(tmp_path / "data", site)  # (the generation as it was: nothing to build)
+        publisher.rebuilt()
+        wait_until(lambda: not publisher.status()["pending"])
+        assert objects(s3, bucket) == published(site)
     finally:
         publisher.stop()
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import gzip
+import shutil
 import json
 import os
 from pathlib import Path
@@ -62,3 +63,44 @@ def test_requests_without_a_limit_find_the_default_size(sample_site: Path):
     pages = sample_site / "api/v1/books/pages"
     assert os.readlink(pages / "default") == "12"
     assert (pages / "default/0/24.json").read_bytes() == (pages / "12/0/24.json").read_bytes()
+
+
+@pytest.mark.parametrize("processes", [1, 2])
+def test_a_rebuild_tells_of_the_few_details_it_writes_as_it_writes_them(tmp_path: Path, processes: int, monkeypatch):
+    """`announce` hears of the new user's detail document (with its path in the generation and
+    the file the generation then publishes) from whichever process wrote it; of nothing after a
+    change of settings (its objects' headers may change) nor of more than ANNOUNCED_MAX."""
+    from generator.sitebuild import part
+    from generator.writes.create import Catalogue
+
+    data, site, told = tmp_path / "data", tmp_path / "site", tmp_path / "told"
+    shutil.copytree(SAMPLE, data)
+
+    def announce(path: str, file: str) -> None:  # (a line a call, from every process of the build)
+        with open(told, "a", encoding="utf-8") as f:
+            f.write(f"{path}\t{file}\n")
+
+    def heard() -> list[tuple[str, str]]:
+        lines = told.read_text(encoding="utf-8").splitlines() if told.exists() else []
+        told.unlink(missing_ok=True)
+        return [tuple(line.split("\t")) for line in lines]
+
+    build(data, site, processes=processes, announce=announce)
+    assert heard() == []  # (nothing published before it)
+    catalogue = Catalogue(data, None, tmp_path / "journal")
+    created = catalogue.create("user", {"username": "tazeh.karbar"})
+    build(data, site, processes=processes, announce=announce)
+    told_of = heard()
+    assert [path for path, _ in told_of] == [created.file]
+    assert os.stat(told_of[0][1]).st_ino == os.stat(site / "current" / created.file).st_ino
+    assert (site / "current" / created.file).read_bytes() == created.body
+    monkeypatch.setattr(part, "ANNOUNCED_MAX", 1)
+    catalogue.create("user", {"username": "tazeh.do"})
+    catalogue.create("user", {"username": "tazeh.seh"})
+    build(data, site, processes=processes, announce=announce)
+    assert heard() == []
+    catalogue.create("user", {"username": "tazeh.chahar"})
+    with (data / "site.yaml").open("a", encoding="utf-8") as f:
+        f.write("cache_control: public, max-age=60\n")
+    build(data, site, processes=processes, announce=announce)
+    assert heard() == []

@@ -210,3 +210,38 @@ def test_a_stop_while_a_rebuild_settles_ends_the_thread(monkeypatch):
     stopping.start()
     stopping.join(30)
     assert not stopping.is_alive()
+
+
+class Told:
+    """A publishing that writes down what the rebuilder tells it, in order."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple] = []
+
+    def rebuilding(self) -> None:
+        self.calls.append(("rebuilding",))
+
+    def written(self, files: list[tuple[str, str]]) -> None:
+        self.calls.append(("written", files))
+
+    def rebuilt(self) -> None:
+        self.calls.append(("rebuilt",))
+
+
+@pytest.mark.parametrize("status", [0, 3])
+def test_the_files_a_build_announces_are_passed_on_as_they_come_and_left_out_of_its_output(status: int):
+    """Between rebuilding() and rebuilt() (a build that publishes: none after a failed one), the
+    files the build announced, in order (those read at once in one call); its other lines are
+    what a failure logs."""
+    script = ("import sys, time; from generator.system import announce_written as a; print('reading', flush=True); "
+              "a('api/v1/user/aa/1.json', '/s/1'); a('api/v1/user/bb/2.json', '/s/2'); time.sleep(0.5); "
+              f"a('api/v1/user/cc/3.json', '/s/3'); print('broken', flush=True); sys.exit({status})")
+    told, logged = Told(), []
+    rebuild_once(Rebuilder([sys.executable, "-c", script], logged.append, publishing=told))
+    kinds = [call[0] for call in told.calls]
+    assert kinds[0] == "rebuilding" and kinds[-1] == ("rebuilt" if status == 0 else "written")
+    assert [file for call in told.calls if call[0] == "written" for file in call[1]] == [
+        ("api/v1/user/aa/1.json", "/s/1"), ("api/v1/user/bb/2.json", "/s/2"), ("api/v1/user/cc/3.json", "/s/3")]
+    assert 2 <= kinds.count("written") <= 3  # (the pause between the second and the third)
+    if status:
+        assert "reading\nbroken" in logged[0] and "written" not in logged[0]
