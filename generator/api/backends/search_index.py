@@ -945,21 +945,9 @@ class Leaf:
 
 def _pieces(data: bytes, at: int) -> tuple[list[Piece], int]:
     """An entry's pieces, and where the next entry starts."""
-    fields, at = get_varint(data, at)
-    pieces = []
-    for _ in range(fields):
-        number, at = get_varint(data, at)
-        size_class, at = get_varint(data, at)
-        where, at = get_varint(data, at)
-        if where == INLINE:
-            size, at = get_varint(data, at)
-            pieces.append(Piece(number, (1 << size_class) - 1, data, at, 0))
-            at += size
-        else:
-            name, at = get_varint(data, at)
-            ordinal, at = get_varint(data, at)
-            pieces.append(Piece(number, (1 << size_class) - 1, None, ordinal, name))
-    return pieces, at
+    stored, at = _stored_pieces(data, at)
+    return [Piece(held.field, (1 << held.size_class) - 1, held.data, 0, 0) if held.data is not None else
+            Piece(held.field, (1 << held.size_class) - 1, None, held.ordinal, held.name) for held in stored], at
 
 
 class Reads:
