@@ -7,6 +7,7 @@ import http.client
 import secrets
 import socket
 import threading
+import time
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Iterator
@@ -85,6 +86,7 @@ class Endpoint:
         self.port = free_port()
         self.answer: str | None = None
         self.changes: list[tuple[str, str]] = []
+        self.times: list[float] = []  # (when each change was answered: time.monotonic())
         self.holding, self._released = threading.Event(), threading.Event()
         self._passing: int | None = None
         self._held_key: str | None = None
@@ -190,6 +192,7 @@ class Endpoint:
             if request.command in ("PUT", "DELETE") or (request.command == "POST" and "delete" in request.path):
                 with self._lock:
                     self.changes.append((request.command, key))
+                    self.times.append(time.monotonic())
             headers = {k: v for k, v in answer.getheaders() if k.lower() not in ("transfer-encoding", "connection")}
             self.reply(request, answer.status, headers, data)
         finally:
