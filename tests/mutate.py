@@ -53,6 +53,9 @@ REPORT = ROOT / "mutation-report.md"  # (and beside it, as .json, each module's 
 
 # The tests that judge a module's mutants, in stages (each a pytest command line's arguments).
 NODE = ["tests/hosts/test_query_js.py", "-k", "sample or golden or hostile"]
+# The twins' functions run alone in Node (the golden table, QyRecords, the sorts by documents, a missing index):
+# first, as they are quick, and a wrong answer there is seen before a hang in a whole page's.
+UNITS = ["tests/hosts/test_query_js.py", "-k", "golden or records or documents or missing"]
 EDGES = ["tests/hosts/test_conformance.py", "-k", "random_searches and (cloudflare or netlify)"]
 DRF = ["tests/test_drf_query.py", "-k", "sample"]
 BACKENDS = "generator/api/backends"
@@ -74,7 +77,7 @@ ENGINE: dict[str, list[list[str]]] = {
                                     ["tests/api/backends/test_search_index.py"], DRF],
     "generator/sitebuild/queries.py": [["tests/sitebuild/test_queries.py"], NODE],
     "generator/hosts/query.py": [NODE, EDGES],
-    **{f"{BACKENDS}/{name}.js.j2": [NODE, EDGES]
+    **{f"{BACKENDS}/{name}.js.j2": [UNITS, NODE, EDGES]
        for name in ("common", "ordering", "paging", "relations", "search", "search_index")},
     # The hosts' templates that read a query: its query string (DRF's paging and links), and
     # the page put together from what qySelect gives, within a host's caps on what it reads.
@@ -162,6 +165,25 @@ EXPLAINED: dict[tuple[str, str, str], str] = {
     (f"{BACKENDS}/common.js.j2", "while (start < stop && chars.has(list[start])) start++;",
      "while (start <= stop && chars.has(list[start])) start++;"):
         "equivalent: stop is still the list's length in that loop, and list[length] is undefined, never in chars",
+    (f"{BACKENDS}/common.js.j2", "return new QyRecords(new Uint32Array((count + 31) >>> 5), count);",
+     "return new QyRecords(new Uint32Array((count + 32) >>> 5), count);"):
+        "equivalent: a spare last word, always 0 (no position reaches it, and every QyRecords is made by none(), so "
+        "and/or join words of one length): counted and listed as no record",
+    (f"{BACKENDS}/common.js.j2", "for (let i = 0; i < words.length; i++) {",
+     "for (let i = 0; i <= words.length; i++) {"):
+        "equivalent: words[length] is undefined: one pass writes past the end of `out`, which a Uint32Array "
+        "ignores, and `&=` makes it 0",
+    **{(f"{BACKENDS}/ordering.js.j2",
+        "found.sort((a, b) => (descending ? -1 : 1) * qyCompareKeys(keys.get(a), keys.get(b)));  // (a stable sort)",
+        mutated):
+       "equivalent: sort() reads only the sign of what the comparator gives, and scaling by 2 keeps it"
+       for mutated in (
+           "found.sort((a, b) => (descending ? -1 : 2) * qyCompareKeys(keys.get(a), keys.get(b)));  // (a stable sort)",
+           "found.sort((a, b) => (descending ? -2 : 1) * qyCompareKeys(keys.get(a), keys.get(b)));  // (a stable sort)")},
+    ("generator/sitebuild/queries.py", "for directory, _dirs, files in os.walk(folder, followlinks=True):",
+     "for directory, _dirs, files in os.walk(folder, followlinks=False):"):
+        "equivalent: a collection's _query folder and its folders are the skeleton's own directories (publish "
+        "links only shards: detail prefixes and blocks of pages), so the walk meets no link to follow",
     (f"{BACKENDS}/search_index.js.j2", "let stop = blob.indexOf(RECORD, Math.max(end, found + 1));",
      "let stop = blob.indexOf(RECORD, Math.max(end, found - 1));"):
         "equivalent: a needle is never empty (a term has a character), so end >= found + 1 and the max is end",
