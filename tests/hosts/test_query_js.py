@@ -162,13 +162,19 @@ process.stdout.write(JSON.stringify(out));
 """
 
 
-def test_javascript_reads_values_as_the_golden_table_says(tmp_path):
+def run_harness(directory, harness: str, given: str):
+    """A harness run in Node after the twins (the query string's reading and every backend's),
+    `given` on its standard input: what it writes, read as JSON."""
     values = answer_values("no-cache")
-    script = tmp_path / "filters.mjs"
-    script.write_text(values["querystring"] + "\n" + values["query"] + "\n" + GOLDEN_HARNESS, encoding="utf-8")
+    script = directory / "harness.mjs"
+    script.write_text(values["querystring"] + "\n" + values["query"] + "\n" + harness, encoding="utf-8")
+    done = subprocess.run(["node", str(script)], input=given, capture_output=True, text=True, check=True, timeout=60)
+    return json.loads(done.stdout)
+
+
+def test_javascript_reads_values_as_the_golden_table_says(tmp_path):
     table = FILTERS.read_text(encoding="utf-8")
-    done = subprocess.run(["node", str(script)], input=table, capture_output=True, text=True, check=True, timeout=60)
-    assert json.loads(done.stdout) == json.loads(table)
+    assert run_harness(tmp_path, GOLDEN_HARNESS, table) == json.loads(table)
 
 
 def test_javascript_answers_as_python_across_many_blocks(tmp_path, monkeypatch):
@@ -243,7 +249,6 @@ def test_javascript_answers_as_python_on_hostile_values(tmp_path, normalise):
             query_js.javascript.cache_clear()
 
 
-
 def test_javascript_names_a_missing_query_index_as_python_does(tmp_path):
     """A generation that lacks an index file a query needs (one taken away by hand): the
     JavaScript's error names the file, as the Python's Missing does (what the host's log
@@ -261,6 +266,7 @@ def test_javascript_names_a_missing_query_index_as_python_does(tmp_path):
     with pytest.raises(subprocess.CalledProcessError) as failed:
         run_node(module(tmp_path), generation, [("books", "ordering=-title")])
     assert f"Error: a query index is missing: {missing}\n" in failed.value.stderr
+
 
 RECORDS_HARNESS = """
 import {readFileSync} from "node:fs";
@@ -285,21 +291,16 @@ def test_javascript_records_as_python_does(tmp_path):
     from generator.api.backends.common import Records
 
     rng = random.Random(45)
-    values = answer_values("no-cache")
-    script = tmp_path / "records.mjs"
-    script.write_text(values["querystring"] + "\n" + values["query"] + "\n" + RECORDS_HARNESS, encoding="utf-8")
     for count in (1000, 100, 65, 64, 63, 33, 32, 31, 5, 1, 0):
         everything = list(range(count))
         cases = [[count, first + first[:2], rng.sample(everything, count // 2)]  # (a position given twice: one record)
                  for first in ([], everything, rng.sample(everything, count // 3),
                                [p for p in everything if p % 32 == 31])]
-        done = subprocess.run(["node", str(script)], input=json.dumps(cases), capture_output=True, text=True,
-                              check=True, timeout=60)
         expected = []
         for _, first, second in cases:
             a, b = Records.of(first, count), Records.of(second, count)
             expected.append([len(a), list(a), (a & b)[:], (a | b)[:], a[1:4], [p for p in range(count) if p in a]])
-        assert json.loads(done.stdout) == expected, count
+        assert run_harness(tmp_path, RECORDS_HARNESS, json.dumps(cases)) == expected, count
 
 
 BY_DOCUMENTS_HARNESS = """
@@ -329,15 +330,11 @@ def test_javascript_orders_a_few_records_by_their_documents_as_python_does(tmp_p
     orderings = [[[field, descending]] for field in fields for descending in (False, True)]
     orderings += [[[first, True], [second, descending]] for first in fields for second in fields if first != second
                   for descending in (False, True)]
-    values = answer_values("no-cache")
-    script = tmp_path / "by-documents.mjs"
-    script.write_text(values["querystring"] + "\n" + values["query"] + "\n" + BY_DOCUMENTS_HARNESS,
-                      encoding="utf-8")
-    done = subprocess.run(["node", str(script)], input=json.dumps({"books": books, "orderings": orderings}),
-                          capture_output=True, text=True, check=True, timeout=60)
+    got = run_harness(tmp_path, BY_DOCUMENTS_HARNESS, json.dumps({"books": books, "orderings": orderings}))
     request = Request(None, "books", [], {}, len(books), lambda positions: {p: books[p] for p in positions})
     expected = [by_documents(request, [tuple(f) for f in ordering], list(range(len(books)))) for ordering in orderings]
-    assert json.loads(done.stdout) == expected
+    assert got == expected
+
 
 ORDER_HARNESS = """
 import {readFileSync} from "node:fs";
@@ -365,10 +362,6 @@ def test_javascript_sorts_documents_values_as_python_does(tmp_path):
                      "2024-02-01T00:00:00Z", "2024-01-31T12:00:00Z"]),
         ("boolean", [True, False, None, True, False]),
     ]
-    values = answer_values("no-cache")
-    script = tmp_path / "order.mjs"
-    script.write_text(values["querystring"] + "\n" + values["query"] + "\n" + ORDER_HARNESS, encoding="utf-8")
-    done = subprocess.run(["node", str(script)], input=json.dumps(cases), capture_output=True, text=True, check=True,
-                          timeout=60)
+    got = run_harness(tmp_path, ORDER_HARNESS, json.dumps(cases))
     expected = [sorted(range(len(given)), key=lambda at: _document_key(kind, given[at])) for kind, given in cases]
-    assert json.loads(done.stdout) == expected
+    assert got == expected
