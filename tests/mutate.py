@@ -184,6 +184,15 @@ EXPLAINED: dict[tuple[str, str, str], str] = {
      "for directory, _dirs, files in os.walk(folder, followlinks=False):"):
         "equivalent: a collection's _query folder and its folders are the skeleton's own directories (publish "
         "links only shards: detail prefixes and blocks of pages), so the walk meets no link to follow",
+    (f"{BACKENDS}/search.js.j2", 'const term = qyStrip(bit[0], new Set([","]));',
+     'const term = qyStrip(bit[1], new Set([","]));'):
+        "equivalent: QY_SMART_SPLIT's one group holds its whole alternation (as DRF's search_smart_split's), so "
+        "every match's group 1 is the match",
+    **{(f"{BACKENDS}/search.js.j2", line, line.replace("at < 0", "at < 1")):
+       "equivalent: a search field's path never starts with \"__\" (site.yaml's check refuses one that does), so "
+       "lastIndexOf gives -1 or a place past 1"
+       for line in ('return {spec, lookup: lookup || "contains", relation: at < 0 ? null : path.slice(0, at), '
+                    'column: path,', "field: at < 0 ? path : path.slice(at + QY_SEARCH_C.sep.length)};")},
     (f"{BACKENDS}/search_index.js.j2", "let stop = blob.indexOf(RECORD, Math.max(end, found + 1));",
      "let stop = blob.indexOf(RECORD, Math.max(end, found - 1));"):
         "equivalent: a needle is never empty (a term has a character), so end >= found + 1 and the max is end",

@@ -76,6 +76,7 @@ def test_javascript_answers_queries_as_python_does(built, tmp_path):
     requests += [("books", query) for query in later_value_first(found["books"])]
     requests += [("books", query) for query in inside_a_first_run_of_ties(found["books"])]
     requests += [("books", query) for query in inside_a_last_run_of_ties(found["books"])]
+    requests += [("books", query) for query in an_equal_search_within_a_filter(found["books"])]
     requests += [("books", q) for q in ("search=%00", "authors=nope", "authors=", "search=" + "x" * 1001,
                                         "search=%22%22", "ordering=-", "search=%E2%80%A8&authors=%E2%80%A8")]
     # (the longest search DRF takes, 1000 characters: of one UTF-16 unit each, and of two)
@@ -104,6 +105,16 @@ def later_value_first(books: list[dict]) -> list[str]:
                      None)
         if first and later is not None:
             queries.append(urlencode([(relation, later), (relation, min(first)), ("limit", "5")]))
+    assert queries
+    return queries
+
+
+def an_equal_search_within_a_filter(books: list[dict]) -> list[str]:
+    """A few books' isbn searched (=isbn: the one field of books a search asks to equal) among
+    the books of one of their authors: few enough to be checked on their documents, where the
+    field is read from its spec without the prefix."""
+    queries = [urlencode([("authors", ident(book["authors"][0])), ("search", book["isbn"])])
+               for book in books if book.get("authors") and book.get("isbn")][:5]
     assert queries
     return queries
 
