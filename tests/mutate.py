@@ -207,7 +207,9 @@ JS_SWAPS = [(" < ", " <= "), (" <= ", " < "), (" > ", " >= "), (" >= ", " > "), 
             ("false", "true"), (" + ", " - "), (" - ", " + "), (".filter(", ".map("), ("slice(1)", "slice(2)")]
 NUMBER = re.compile(r"(?<![\w.])([0-9]+)(?![\w.])")
 VERDICTS = ("killed", "timeout", "survived")
-HUNG = re.compile(rb"^(FAILED|ERROR) .* - subprocess\.TimeoutExpired", re.MULTILINE)  # (pytest's short summary)
+# A failure that is a test's own bound running out: pytest's line of the exception in the failure's
+# traceback (its short summary drops the message where the test's name fills the line).
+HUNG = re.compile(r"^E +subprocess\.TimeoutExpired: ", re.MULTILINE)
 
 
 @dataclass
@@ -284,7 +286,7 @@ def judge(mutant: Mutant, stages: list[list[str]], copy: Path, timeout: int) -> 
             except subprocess.TimeoutExpired:
                 return "timeout"
             if done.returncode != 0:
-                return "timeout" if HUNG.search(done.stdout) else "killed"
+                return "timeout" if HUNG.search(os.fsdecode(done.stdout)) else "killed"
         return "survived"
     finally:
         target.write_text(original, encoding="utf-8")
