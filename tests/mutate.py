@@ -87,6 +87,8 @@ ENGINE: dict[str, list[list[str]]] = {
 }
 QUOTE = 'found += /[A-Za-z0-9_.~-]/.test(c) || (b < 128 && safe.includes(c)) ? c : "%" + (b < 16 ? "0" : "") + ' \
     'b.toString(16).toUpperCase();'  # (qsQuote's line, querystring.js.j2)
+PAGE_INDEX_LINE = ("let index = big < BigInt(Number.MAX_SAFE_INTEGER) ? await blockIndex(read, paging.name, size, "
+                   "block(pageOf(Number(big))), held) : null;")  # (assemblePage's, pages.js.j2)
 # Survivors explained: (module, line as it was, line as mutated), each stripped: why no test can
 # tell them apart (equivalent), or why none should.
 EXPLAINED: dict[tuple[str, str, str], str] = {
@@ -193,6 +195,10 @@ EXPLAINED: dict[tuple[str, str, str], str] = {
        "lastIndexOf gives -1 or a place past 1"
        for line in ('return {spec, lookup: lookup || "contains", relation: at < 0 ? null : path.slice(0, at), '
                     'column: path,', "field: at < 0 ? path : path.slice(at + QY_SEARCH_C.sep.length)};")},
+    (f"{TEMPLATES}/pages.js.j2", PAGE_INDEX_LINE, PAGE_INDEX_LINE.replace("big < ", "big <= ")):
+        "equivalent in every answer: at offset 2**53 - 1 (still exact as a Number) the page's block has no index "
+        "(no collection is that large), so both read block 0's; the mutant only asks for the missing one first, "
+        "as the Python (Blocks.count) does",
     (f"{BACKENDS}/search_index.js.j2", "let stop = blob.indexOf(RECORD, Math.max(end, found + 1));",
      "let stop = blob.indexOf(RECORD, Math.max(end, found - 1));"):
         "equivalent: a needle is never empty (a term has a character), so end >= found + 1 and the max is end",

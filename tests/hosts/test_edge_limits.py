@@ -141,6 +141,32 @@ def test_past_a_host_s_limits_a_page_answers_the_400_that_says_so(built, tmp_pat
     assert json.loads(body)["detail"].startswith("This host reads at most 20 files, 1024 MB to answer one request")
 
 
+@pytest.mark.skipif(not runnable("node"), reason="node is not installed")
+def test_past_a_host_s_file_cap_a_plain_page_names_the_largest_its_reads_hold(built, tmp_path):
+    """A plain page longer than a host's files allow (the cap of reads, memory ample) is
+    refused before it reads a page: the 400 names the largest page the cap holds wherever it
+    starts (reads - 4 default pages: up to 3 page indexes, and one page more for an offset
+    off the grid), and that page is then answered within the cap."""
+    from generator.api.meta import PAGE_TOO_LARGE
+    from generator.api.serving import SiteInfo
+
+    _, site, _ = built
+    generation = (site / "current").resolve()
+    size = SiteInfo.of_generation(generation).page_size
+    values = answer_values("no-cache")
+    code = values["querystring"] + "\n" + values["query"] + "\n" + templates().get_template("pages.js.j2").render(values)
+    path = tmp_path / "guard.mjs"
+    path.write_text(code + GUARD, encoding="utf-8")
+    for reads in (6, 9):
+        caps = {"reads": reads, "held": 1 << 30}
+        refused, = run(path, str(generation), [("limit=100&offset=7", caps)])
+        assert refused[0] == 400 and refused[2] == 1, refused  # (the page index, for the count: no page)
+        largest = (reads - 4) * size
+        assert json.loads(refused[1])["detail"] == PAGE_TOO_LARGE.format(largest=largest)
+        answered, = run(path, str(generation), [(f"limit={largest}&offset=7", caps)])
+        assert answered[0] == 200 and answered[2] <= reads, answered
+
+
 def run(path, generation: str, requests: list) -> list:
     done = subprocess.run(["node", str(path), generation], input=json.dumps(requests), capture_output=True, text=True,
                           check=True, timeout=120)
