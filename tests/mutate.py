@@ -199,6 +199,15 @@ EXPLAINED: dict[tuple[str, str, str], str] = {
         "equivalent in every answer: at offset 2**53 - 1 (still exact as a Number) the page's block has no index "
         "(no collection is that large), so both read block 0's; the mutant only asks for the missing one first, "
         "as the Python (Blocks.count) does",
+    (f"{TEMPLATES}/pages.js.j2", "for (let at = 0; at < positions.length;) {  // (each run of neighbours at once)",
+     "for (let at = 0; at <= positions.length;) {  // (each run of neighbours at once)"):
+        "equivalent: the one pass past the end asks records(undefined, NaN), whose loop runs while undefined < "
+        "NaN: never",
+    (f"{BACKENDS}/common.py",
+     "if len(where) * 8 > count:  # (many: a mask packed at once is quicker than setting bits one by one)",
+     "if len(where) * 8 >= count:  # (many: a mask packed at once is quicker than setting bits one by one)"):
+        "equivalent: both ways make the same bitmap (the same bytes, a bit a position); the bound only picks the "
+        "quicker",
     (f"{BACKENDS}/search_index.js.j2", "let stop = blob.indexOf(RECORD, Math.max(end, found + 1));",
      "let stop = blob.indexOf(RECORD, Math.max(end, found - 1));"):
         "equivalent: a needle is never empty (a term has a character), so end >= found + 1 and the max is end",
