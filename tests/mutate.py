@@ -81,10 +81,12 @@ ENGINE: dict[str, list[list[str]]] = {
     **{f"{BACKENDS}/{name}.js.j2": [UNITS, NODE, EDGES]
        for name in ("common", "ordering", "paging", "relations", "search", "search_index")},
     # The hosts' templates that read a query: its query string (DRF's paging and links), and
-    # the page put together from what qySelect gives, within a host's caps on what it reads.
+    # the page put together from what qySelect gives, within a host's caps on what it reads
+    # (and its 400 where a page would pass them, through CloudFront's handler).
     f"{TEMPLATES}/querystring.js.j2": [["tests/hosts/test_querystring_js.py"], NODE, EDGES],
     f"{TEMPLATES}/pages.js.j2": [["tests/hosts/test_pages_js.py"], NODE,
-                                 ["tests/hosts/test_edge_limits.py", "-k", "past_a_host"], EDGES],
+                                 ["tests/hosts/test_edge_limits.py", "-k", "past_a_host"],
+                                 ["tests/hosts/test_cloudfront.py", "-k", "too_large or response_limit"], EDGES],
 }
 QUOTE = 'found += /[A-Za-z0-9_.~-]/.test(c) || (b < 128 && safe.includes(c)) ? c : "%" + (b < 16 ? "0" : "") + ' \
     'b.toString(16).toUpperCase();'  # (qsQuote's line, querystring.js.j2)
@@ -209,6 +211,13 @@ EXPLAINED: dict[tuple[str, str, str], str] = {
      "if len(where) * 8 >= count:  # (many: a mask packed at once is quicker than setting bits one by one)"):
         "equivalent: both ways make the same bitmap (the same bytes, a bit a position); the bound only picks the "
         "quicker",
+    (f"{BACKENDS}/common.py", "processes: int = 1) -> None:", "processes: int = 2) -> None:"):
+        "equivalent: the default of Backend.finish, which does nothing: a backend that indexes overrides finish, "
+        "its own default with it",
+    (f"{BACKENDS}/ordering.py", "rank_of = {key: rank for rank, key in enumerate(distinct, 1)}",
+     "rank_of = {key: rank for rank, key in enumerate(distinct, 2)}"):
+        "equivalent: ranks are only compared (the sorted and ties files are made from them, the hosts compare "
+        "them): numbered from 2 they keep every order, None's 0 still first",
     (f"{BACKENDS}/search_index.js.j2", "let stop = blob.indexOf(RECORD, Math.max(end, found + 1));",
      "let stop = blob.indexOf(RECORD, Math.max(end, found - 1));"):
         "equivalent: a needle is never empty (a term has a character), so end >= found + 1 and the max is end",
