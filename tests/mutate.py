@@ -220,6 +220,9 @@ EXPLAINED: dict[tuple[str, str, str], str] = {
         "them): numbered from 2 they keep every order, None's 0 still first",
     (f"{BACKENDS}/common.py", "if 0xD800 <= code <= 0xDFFF:", "if 0xD800 < code <= 0xDFFF:"):
         "equivalent: U+D800, a surrogate, has no lower case: str.lower() leaves it, so the table is the same",
+    (f"{BACKENDS}/ordering.py", "return (0,) if value is None else (1, sort_key(kind, value))",
+     "return (1,) if value is None else (1, sort_key(kind, value))"):
+        "equivalent: (1,) is a prefix of every value's key (1, k), so a record without a value still sorts first",
     (f"{BACKENDS}/search_index.js.j2", "let stop = blob.indexOf(RECORD, Math.max(end, found + 1));",
      "let stop = blob.indexOf(RECORD, Math.max(end, found - 1));"):
         "equivalent: a needle is never empty (a term has a character), so end >= found + 1 and the max is end",
