@@ -223,6 +223,9 @@ EXPLAINED: dict[tuple[str, str, str], str] = {
     (f"{BACKENDS}/ordering.py", "return (0,) if value is None else (1, sort_key(kind, value))",
      "return (1,) if value is None else (1, sort_key(kind, value))"):
         "equivalent: (1,) is a prefix of every value's key (1, k), so a record without a value still sorts first",
+    (f"{BACKENDS}/ordering.py", "return (0,) if value is None else (1, sort_key(kind, value))",
+     "return (0,) if value is None else (2, sort_key(kind, value))"):
+        "equivalent: every value's key starts with the same number, above the 0 of a record without a value",
     (f"{BACKENDS}/search_index.js.j2", "let stop = blob.indexOf(RECORD, Math.max(end, found + 1));",
      "let stop = blob.indexOf(RECORD, Math.max(end, found - 1));"):
         "equivalent: a needle is never empty (a term has a character), so end >= found + 1 and the max is end",
