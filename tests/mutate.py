@@ -54,6 +54,9 @@ REPORT = ROOT / "mutation-report.md"  # (and beside it, as .json, each module's 
 
 # The tests that judge a module's mutants, in stages (each a pytest command line's arguments).
 NODE = ["tests/hosts/test_query_js.py", "-k", "sample or golden or hostile"]
+# The twins' functions run alone in Node (the golden table, QyRecords, the sorts by documents, a missing index):
+# first, as they are quick, and a wrong answer there is seen before a hang in a whole page's.
+UNITS = ["tests/hosts/test_query_js.py", "-k", "golden or records or documents or missing"]
 EDGES = ["tests/hosts/test_conformance.py", "-k", "random_searches and (cloudflare or netlify)"]
 DRF = ["tests/test_drf_query.py", "-k", "sample"]
 BACKENDS = "generator/api/backends"
@@ -65,7 +68,8 @@ ENGINE: dict[str, list[list[str]]] = {
     f"{BACKENDS}/common.py": [["tests/api/backends/test_relations.py", "tests/api/backends/test_search.py",
                                "tests/sitebuild/test_queries.py"],
                               ["tests/hosts/test_querystring_js.py", "-k", "lower_case_table"], NODE, DRF],
-    f"{BACKENDS}/ordering.py": [["tests/api/backends/test_ordering.py", REGISTRY], NODE, DRF],
+    f"{BACKENDS}/ordering.py": [["tests/api/backends/test_ordering.py", REGISTRY, "tests/api/test_openapi.py"], NODE,
+                                ["tests/hosts/test_query_js.py", "-k", "many_blocks"], DRF],
     f"{BACKENDS}/paging.py": [["tests/api/backends/test_pagination.py", "tests/api/test_routes.py",
                                "tests/api/test_assemble.py"], NODE],
     f"{BACKENDS}/relations.py": [["tests/api/backends/test_relations.py", REGISTRY, "tests/api/test_assemble.py",
@@ -75,16 +79,20 @@ ENGINE: dict[str, list[list[str]]] = {
                                     ["tests/api/backends/test_search_index.py"], DRF],
     "generator/sitebuild/queries.py": [["tests/sitebuild/test_queries.py"], NODE],
     "generator/hosts/query.py": [NODE, EDGES],
-    **{f"{BACKENDS}/{name}.js.j2": [NODE, EDGES]
+    **{f"{BACKENDS}/{name}.js.j2": [UNITS, NODE, EDGES]
        for name in ("common", "ordering", "paging", "relations", "search", "search_index")},
     # The hosts' templates that read a query: its query string (DRF's paging and links), and
-    # the page put together from what qySelect gives, within a host's caps on what it reads.
+    # the page put together from what qySelect gives, within a host's caps on what it reads
+    # (and its 400 where a page would pass them, through CloudFront's handler).
     f"{TEMPLATES}/querystring.js.j2": [["tests/hosts/test_querystring_js.py"], NODE, EDGES],
     f"{TEMPLATES}/pages.js.j2": [["tests/hosts/test_pages_js.py"], NODE,
-                                 ["tests/hosts/test_edge_limits.py", "-k", "past_a_host"], EDGES],
+                                 ["tests/hosts/test_edge_limits.py", "-k", "past_a_host"],
+                                 ["tests/hosts/test_cloudfront.py", "-k", "too_large or response_limit"], EDGES],
 }
 QUOTE = 'found += /[A-Za-z0-9_.~-]/.test(c) || (b < 128 && safe.includes(c)) ? c : "%" + (b < 16 ? "0" : "") + ' \
     'b.toString(16).toUpperCase();'  # (qsQuote's line, querystring.js.j2)
+PAGE_INDEX_LINE = ("let index = big < BigInt(Number.MAX_SAFE_INTEGER) ? await blockIndex(read, paging.name, size, "
+                   "block(pageOf(Number(big))), held) : null;")  # (assemblePage's, pages.js.j2)
 # Survivors explained: (module, line as it was, line as mutated), each stripped: why no test can
 # tell them apart (equivalent), or why none should.
 EXPLAINED: dict[tuple[str, str, str], str] = {
@@ -163,6 +171,62 @@ EXPLAINED: dict[tuple[str, str, str], str] = {
     (f"{BACKENDS}/common.js.j2", "while (start < stop && chars.has(list[start])) start++;",
      "while (start <= stop && chars.has(list[start])) start++;"):
         "equivalent: stop is still the list's length in that loop, and list[length] is undefined, never in chars",
+    (f"{BACKENDS}/common.js.j2", "return new QyRecords(new Uint32Array((count + 31) >>> 5), count);",
+     "return new QyRecords(new Uint32Array((count + 32) >>> 5), count);"):
+        "equivalent: a spare last word, always 0 (no position reaches it, and every QyRecords is made by none(), so "
+        "and/or join words of one length): counted and listed as no record",
+    (f"{BACKENDS}/common.js.j2", "for (let i = 0; i < words.length; i++) {",
+     "for (let i = 0; i <= words.length; i++) {"):
+        "equivalent: words[length] is undefined: one pass writes past the end of `out`, which a Uint32Array "
+        "ignores, and `&=` makes it 0",
+    **{(f"{BACKENDS}/ordering.js.j2",
+        "found.sort((a, b) => (descending ? -1 : 1) * qyCompareKeys(keys.get(a), keys.get(b)));  // (a stable sort)",
+        mutated):
+       "equivalent: sort() reads only the sign of what the comparator gives, and scaling by 2 keeps it"
+       for mutated in (
+           "found.sort((a, b) => (descending ? -1 : 2) * qyCompareKeys(keys.get(a), keys.get(b)));  // (a stable sort)",
+           "found.sort((a, b) => (descending ? -2 : 1) * qyCompareKeys(keys.get(a), keys.get(b)));  // (a stable sort)")},
+    ("generator/sitebuild/queries.py", "for directory, _dirs, files in os.walk(folder, followlinks=True):",
+     "for directory, _dirs, files in os.walk(folder, followlinks=False):"):
+        "equivalent: a collection's _query folder and its folders are the skeleton's own directories (publish "
+        "links only shards: detail prefixes and blocks of pages), so the walk meets no link to follow",
+    (f"{BACKENDS}/search.js.j2", 'const term = qyStrip(bit[0], new Set([","]));',
+     'const term = qyStrip(bit[1], new Set([","]));'):
+        "equivalent: QY_SMART_SPLIT's one group holds its whole alternation (as DRF's search_smart_split's), so "
+        "every match's group 1 is the match",
+    **{(f"{BACKENDS}/search.js.j2", line, line.replace("at < 0", "at < 1")):
+       "equivalent: a search field's path never starts with \"__\" (site.yaml's check refuses one that does), so "
+       "lastIndexOf gives -1 or a place past 1"
+       for line in ('return {spec, lookup: lookup || "contains", relation: at < 0 ? null : path.slice(0, at), '
+                    'column: path,', "field: at < 0 ? path : path.slice(at + QY_SEARCH_C.sep.length)};")},
+    (f"{TEMPLATES}/pages.js.j2", PAGE_INDEX_LINE, PAGE_INDEX_LINE.replace("big < ", "big <= ")):
+        "equivalent in every answer: at offset 2**53 - 1 (still exact as a Number) the page's block has no index "
+        "(no collection is that large), so both read block 0's; the mutant only asks for the missing one first, "
+        "as the Python (Blocks.count) does",
+    (f"{TEMPLATES}/pages.js.j2", "for (let at = 0; at < positions.length;) {  // (each run of neighbours at once)",
+     "for (let at = 0; at <= positions.length;) {  // (each run of neighbours at once)"):
+        "equivalent: the one pass past the end asks records(undefined, NaN), whose loop runs while undefined < "
+        "NaN: never",
+    (f"{BACKENDS}/common.py",
+     "if len(where) * 8 > count:  # (many: a mask packed at once is quicker than setting bits one by one)",
+     "if len(where) * 8 >= count:  # (many: a mask packed at once is quicker than setting bits one by one)"):
+        "equivalent: both ways make the same bitmap (the same bytes, a bit a position); the bound only picks the "
+        "quicker",
+    (f"{BACKENDS}/common.py", "processes: int = 1) -> None:", "processes: int = 2) -> None:"):
+        "equivalent: the default of Backend.finish, which does nothing: a backend that indexes overrides finish, "
+        "its own default with it",
+    (f"{BACKENDS}/ordering.py", "rank_of = {key: rank for rank, key in enumerate(distinct, 1)}",
+     "rank_of = {key: rank for rank, key in enumerate(distinct, 2)}"):
+        "equivalent: ranks are only compared (the sorted and ties files are made from them, the hosts compare "
+        "them): numbered from 2 they keep every order, None's 0 still first",
+    (f"{BACKENDS}/common.py", "if 0xD800 <= code <= 0xDFFF:", "if 0xD800 < code <= 0xDFFF:"):
+        "equivalent: U+D800, a surrogate, has no lower case: str.lower() leaves it, so the table is the same",
+    (f"{BACKENDS}/ordering.py", "return (0,) if value is None else (1, sort_key(kind, value))",
+     "return (1,) if value is None else (1, sort_key(kind, value))"):
+        "equivalent: (1,) is a prefix of every value's key (1, k), so a record without a value still sorts first",
+    (f"{BACKENDS}/ordering.py", "return (0,) if value is None else (1, sort_key(kind, value))",
+     "return (0,) if value is None else (2, sort_key(kind, value))"):
+        "equivalent: every value's key starts with the same number, above the 0 of a record without a value",
     (f"{BACKENDS}/search_index.js.j2", "let stop = blob.indexOf(RECORD, Math.max(end, found + 1));",
      "let stop = blob.indexOf(RECORD, Math.max(end, found - 1));"):
         "equivalent: a needle is never empty (a term has a character), so end >= found + 1 and the max is end",
@@ -177,7 +241,9 @@ JS_SWAPS = [(" < ", " <= "), (" <= ", " < "), (" > ", " >= "), (" >= ", " > "), 
             ("false", "true"), (" + ", " - "), (" - ", " + "), (".filter(", ".map("), ("slice(1)", "slice(2)")]
 NUMBER = re.compile(r"(?<![\w.])([0-9]+)(?![\w.])")
 VERDICTS = ("killed", "timeout", "survived")
-HUNG = re.compile(rb"^(FAILED|ERROR) .* - subprocess\.TimeoutExpired", re.MULTILINE)  # (pytest's short summary)
+# A failure that is a test's own bound running out: pytest's line of the exception in the failure's
+# traceback (its short summary drops the message where the test's name fills the line).
+HUNG = re.compile(r"^E +subprocess\.TimeoutExpired: ", re.MULTILINE)
 
 
 @dataclass
@@ -254,7 +320,7 @@ def judge(mutant: Mutant, stages: list[list[str]], copy: Path, timeout: int) -> 
             except subprocess.TimeoutExpired:
                 return "timeout"
             if done.returncode != 0:
-                return "timeout" if HUNG.search(done.stdout) else "killed"
+                return "timeout" if HUNG.search(os.fsdecode(done.stdout)) else "killed"
         return "survived"
     finally:
         target.write_text(original, encoding="utf-8")

@@ -115,6 +115,8 @@ def _search_spec(resource: Resource, spec: str) -> str | None:
         return (f"{spec!r}: the prefix {spec[0]!r} asks for {REFUSED_PREFIXES[spec[0]]}, which a static site "
                 f"cannot answer as DRF does; use no prefix (contains), '^' (starts with) or '=' (equals)")
     found = search_field(spec)
+    if found.relation is None and SEP in spec:  # ("__title": Django reads a relation named "", DRF answers 500)
+        return f"{spec!r}: no relation is named before {SEP!r}; name the field alone, like {found.field!r}"
     if found.relation is None:
         if found.field not in scalars(resource):
             return _not_a_field(spec, resource, found.field)

@@ -11,7 +11,7 @@ from generator.cli import main
 
 MISTAKES = """
 search:
-  books: [created_time, id, nope, authors__nope, "@title", "$title", categories__name]
+  books: [created_time, id, nope, authors__nope, "@title", "$title", categories__name, __title]
   nope: [title]
 ordering:
   books: [authors, "-title", isbn]
@@ -49,6 +49,8 @@ def test_each_mistake_in_the_query_settings_is_one_line_at_its_key(tmp_path):
         "which a static site cannot answer as DRF does; use no prefix (contains), '^' (starts with) or '=' (equals)",
         "data/site.yaml:8: field 'search.books': '$title': the prefix '$' asks for regular expressions, which a "
         "static site cannot answer as DRF does; use no prefix (contains), '^' (starts with) or '=' (equals)",
+        "data/site.yaml:8: field 'search.books': '__title': no relation is named before '__'; name the field alone, "
+        "like 'title'",
         "data/site.yaml:9: field 'search.nope': is not a collection; collections: author, books, publisher, "
         "category, user, bookshelf",
         "data/site.yaml:11: field 'ordering.books': 'authors' is a relation: an ordering names fields of books "

@@ -18,6 +18,7 @@ import pytest
 
 from conftest import DISK_TEMP
 from drf_service import DrfService, Pair
+from generator.api.meta import PAGE_TOO_LARGE
 from generator.catalogue import synth
 from generator.compose import build
 from generator.hosts.files import templates
@@ -123,10 +124,7 @@ def test_past_a_host_s_limits_a_page_answers_the_400_that_says_so(built, tmp_pat
     may read), the host answers 400 instead: a plain page names the largest it can send, and
     that page is then answered; a search says what the host reads at most."""
     _, site, data = built
-    values = answer_values("no-cache")
-    code = values["querystring"] + "\n" + values["query"] + "\n" + templates().get_template("pages.js.j2").render(values)
-    path = tmp_path / "guard.mjs"
-    path.write_text(code + GUARD, encoding="utf-8")
+    path = guard_module(tmp_path)
     generation = str((site / "current").resolve())
     held = 40_000  # (bytes: a few page files)
     first, = run(path, generation, [("limit=100&offset=7", {"held": held})])
@@ -139,6 +137,47 @@ def test_past_a_host_s_limits_a_page_answers_the_400_that_says_so(built, tmp_pat
     status, body, files = run(path, generation, [(scattered, {"reads": 20, "held": 1 << 30})])[0]
     assert (status, files) == (400, 20)  # ((20 - 4) pages of 12 would hold the page of 100: not too large)
     assert json.loads(body)["detail"].startswith("This host reads at most 20 files, 1024 MB to answer one request")
+
+
+@pytest.mark.skipif(not runnable("node"), reason="node is not installed")
+def test_past_a_host_s_file_cap_a_plain_page_names_the_largest_its_reads_hold(built, tmp_path):
+    """A plain page longer than a host's files allow (the cap of reads, memory ample) is
+    refused before it reads a page: the 400 names the largest page the cap holds wherever it
+    starts (reads - 4 default pages: up to 3 page indexes, and one page more for an offset
+    off the grid), and that page is then answered within the cap."""
+    from generator.api.serving import SiteInfo
+
+    _, site, _ = built
+    generation = (site / "current").resolve()
+    size = SiteInfo.of_generation(generation).page_size
+    path = guard_module(tmp_path)
+    for reads in (6, 9):
+        caps = {"reads": reads, "held": 1 << 30}
+        refused, = run(path, str(generation), [("limit=100&offset=7", caps)])
+        assert refused[0] == 400 and refused[2] == 1, refused  # (the page index, for the count: no page)
+        largest = (reads - 4) * size
+        assert json.loads(refused[1])["detail"] == PAGE_TOO_LARGE.format(largest=largest)
+        answered, = run(path, str(generation), [(f"limit={largest}&offset=7", caps)])
+        assert answered[0] == 200 and answered[2] <= reads, answered
+
+
+@pytest.mark.skipif(not runnable("node"), reason="node is not installed")
+def test_past_a_host_s_memory_for_a_single_page_file_the_least_page_is_named(built, tmp_path):
+    """A host whose memory holds the page index but no page file: the 400 names 1, the least
+    limit a client can ask for (0 DRF reads as the default page size)."""
+    _, site, _ = built
+    path = guard_module(tmp_path)
+    refused, = run(path, str((site / "current").resolve()), [("limit=100&offset=7", {"held": 1})])
+    assert refused[0] == 400 and json.loads(refused[1])["detail"] == PAGE_TOO_LARGE.format(largest=1), refused
+
+
+def guard_module(directory: Path) -> Path:
+    """pages.js.j2 with GUARD, in a module of its own."""
+    values = answer_values("no-cache")
+    code = values["querystring"] + "\n" + values["query"] + "\n" + templates().get_template("pages.js.j2").render(values)
+    path = directory / "guard.mjs"
+    path.write_text(code + GUARD, encoding="utf-8")
+    return path
 
 
 def run(path, generation: str, requests: list) -> list:

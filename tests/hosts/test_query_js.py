@@ -9,6 +9,7 @@ import collections
 import csv
 import json
 import os
+import random
 import subprocess
 from urllib.parse import urlencode
 
@@ -78,6 +79,7 @@ def test_javascript_answers_queries_as_python_does(built, tmp_path):
     requests += [("books", query) for query in later_value_first(found["books"])]
     requests += [("books", query) for query in inside_a_first_run_of_ties(found["books"])]
     requests += [("books", query) for query in inside_a_last_run_of_ties(found["books"])]
+    requests += [("books", query) for query in an_equal_search_within_a_filter(found["books"])]
     requests += [("books", q) for q in ("search=%00", "authors=nope", "authors=", "search=" + "x" * 1001,
                                         "search=%22%22", "ordering=-", "search=%E2%80%A8&authors=%E2%80%A8")]
     # (the longest search DRF takes, 1000 characters: of one UTF-16 unit each, and of two)
@@ -106,6 +108,16 @@ def later_value_first(books: list[dict]) -> list[str]:
                      None)
         if first and later is not None:
             queries.append(urlencode([(relation, later), (relation, min(first)), ("limit", "5")]))
+    assert queries
+    return queries
+
+
+def an_equal_search_within_a_filter(books: list[dict]) -> list[str]:
+    """A few books' isbn searched (=isbn: the one field of books a search asks to equal) among
+    the books of one of their authors: few enough to be checked on their documents, where the
+    field is read from its spec without the prefix."""
+    queries = [urlencode([("authors", ident(book["authors"][0])), ("search", book["isbn"])])
+               for book in books if book.get("authors") and book.get("isbn")][:5]
     assert queries
     return queries
 
@@ -164,13 +176,19 @@ process.stdout.write(JSON.stringify(out));
 """
 
 
-def test_javascript_reads_values_as_the_golden_table_says(tmp_path):
+def run_harness(directory, harness: str, given: str):
+    """A harness run in Node after the twins (the query string's reading and every backend's),
+    `given` on its standard input: what it writes, read as JSON."""
     values = answer_values("no-cache")
-    script = tmp_path / "filters.mjs"
-    script.write_text(values["querystring"] + "\n" + values["query"] + "\n" + GOLDEN_HARNESS, encoding="utf-8")
+    script = directory / "harness.mjs"
+    script.write_text(values["querystring"] + "\n" + values["query"] + "\n" + harness, encoding="utf-8")
+    done = subprocess.run(["node", str(script)], input=given, capture_output=True, text=True, check=True, timeout=60)
+    return json.loads(done.stdout)
+
+
+def test_javascript_reads_values_as_the_golden_table_says(tmp_path):
     table = FILTERS.read_text(encoding="utf-8")
-    done = subprocess.run(["node", str(script)], input=table, capture_output=True, text=True, check=True, timeout=60)
-    assert json.loads(done.stdout) == json.loads(table)
+    assert run_harness(tmp_path, GOLDEN_HARNESS, table) == json.loads(table)
 
 
 def test_javascript_answers_as_python_across_many_blocks(tmp_path, monkeypatch):
@@ -272,6 +290,93 @@ def test_javascript_answers_as_python_on_hostile_values(tmp_path, normalise):
             query_js.javascript.cache_clear()
 
 
+def test_javascript_names_a_missing_query_index_as_python_does(tmp_path):
+    """A generation that lacks an index file a query needs (one taken away by hand): the
+    JavaScript's error names the file, as the Python's Missing does (what the host's log
+    tells whoever deploys it)."""
+    from generator.api.backends.common import Missing
+    from generator.api.backends.ordering import sorted_file
+
+    synth.write(tmp_path / "plain", 40, seed=6)
+    compose.build(with_settings(tmp_path / "plain", tmp_path / "data"), tmp_path / "site")
+    generation = (tmp_path / "site" / CURRENT).resolve()
+    missing = sorted_file("books", "title", True, 0)
+    (generation / missing).unlink()
+    with pytest.raises(Missing, match=f"^{missing}$"):
+        put_together(generation, "books", "ordering=-title")
+    with pytest.raises(subprocess.CalledProcessError) as failed:
+        run_node(module(tmp_path), generation, [("books", "ordering=-title")])
+    assert f"Error: a query index is missing: {missing}\n" in failed.value.stderr
+
+
+RECORDS_HARNESS = """
+import {readFileSync} from "node:fs";
+const cases = JSON.parse(readFileSync(0, "utf8"));
+const out = cases.map(([count, first, second]) => {
+  const a = QyRecords.of(first, count), b = QyRecords.none(count);
+  b.set(second);
+  const held = [...Array(count).keys()].filter((p) => a.has(p));
+  return [a.size, Array.from(a), a.and(b).slice(0, count), a.or(b).slice(0, count), a.slice(1, 4), held];
+});
+process.stdout.write(JSON.stringify(out));
+"""
+
+
+def test_javascript_records_as_python_does(tmp_path):
+    """QyRecords (common.js.j2), the bitmap every backend narrows to, counts, lists, joins,
+    slices and asks as common.Records does: collections of every count around a word's 32
+    records (none, one, a word, a word and one...), sets empty, full, random, the last record
+    and each word's highest bit (a sign bit to JavaScript's `1 << 31`) among them. One Node
+    run a count, the largest first: a bitmap made a word short is seen as wrong answers there
+    before a small count's could make it huge."""
+    from generator.api.backends.common import Records
+
+    rng = random.Random(45)
+    for count in (1000, 100, 65, 64, 63, 33, 32, 31, 5, 1, 0):
+        everything = list(range(count))
+        cases = [[count, first + first[:2], rng.sample(everything, count // 2)]  # (a position given twice: one record)
+                 for first in ([], everything, rng.sample(everything, count // 3),
+                               [p for p in everything if p % 32 == 31])]
+        expected = []
+        for _, first, second in cases:
+            a, b = Records.of(first, count), Records.of(second, count)
+            expected.append([len(a), list(a), (a & b)[:], (a | b)[:], a[1:4], [p for p in range(count) if p in a]])
+        assert run_harness(tmp_path, RECORDS_HARNESS, json.dumps(cases)) == expected, count
+
+
+BY_DOCUMENTS_HARNESS = """
+import {readFileSync} from "node:fs";
+const {books, orderings} = JSON.parse(readFileSync(0, "utf8"));
+const request = {name: "books", documents: async (positions) => new Map(positions.map((p) => [p, books[p]]))};
+const out = [];
+for (const ordering of orderings) out.push(await qyByDocuments(request, ordering, [...books.keys()]));
+process.stdout.write(JSON.stringify(out));
+"""
+
+
+def test_javascript_orders_a_few_records_by_their_documents_as_python_does(tmp_path):
+    """qyByDocuments (ordering.js.j2) sorts a few records by their documents' fields as
+    ordering.by_documents does: each field each way, then two, with records without a value
+    and runs of ties (kept in the collection's order descending too)."""
+    from generator.api.backends.common import Request
+    from generator.api.backends.ordering import by_documents
+
+    books = [{"title": title, "price": price, "pages": pages, "created_time": created, "enable": enable}
+             for title, price, pages, created, enable in [
+                 ("b", "12", 30, "2024-01-02T00:00:00Z", True), ("a", None, None, None, None),
+                 ("b", 12, 30, "2024-01-01T20:30:00-03:30", False), ("c", "2.5", None, None, True),
+                 ("a", None, 7, "2024-01-02T00:00:00Z", None), ("", 0, 7, "1969-12-31T23:59:59Z", False),
+                 ("c", "2.50", None, "2024-01-02T00:00:00.000001Z", True)]]
+    fields = ["title", "price", "pages", "created_time", "enable"]
+    orderings = [[[field, descending]] for field in fields for descending in (False, True)]
+    orderings += [[[first, True], [second, descending]] for first in fields for second in fields if first != second
+                  for descending in (False, True)]
+    got = run_harness(tmp_path, BY_DOCUMENTS_HARNESS, json.dumps({"books": books, "orderings": orderings}))
+    request = Request(None, "books", [], {}, len(books), lambda positions: {p: books[p] for p in positions})
+    expected = [by_documents(request, [tuple(f) for f in ordering], list(range(len(books)))) for ordering in orderings]
+    assert got == expected
+
+
 ORDER_HARNESS = """
 import {readFileSync} from "node:fs";
 const cases = JSON.parse(readFileSync(0, "utf8"));
@@ -298,10 +403,6 @@ def test_javascript_sorts_documents_values_as_python_does(tmp_path):
                      "2024-02-01T00:00:00Z", "2024-01-31T12:00:00Z"]),
         ("boolean", [True, False, None, True, False]),
     ]
-    values = answer_values("no-cache")
-    script = tmp_path / "order.mjs"
-    script.write_text(values["querystring"] + "\n" + values["query"] + "\n" + ORDER_HARNESS, encoding="utf-8")
-    done = subprocess.run(["node", str(script)], input=json.dumps(cases), capture_output=True, text=True, check=True,
-                          timeout=60)
+    got = run_harness(tmp_path, ORDER_HARNESS, json.dumps(cases))
     expected = [sorted(range(len(given)), key=lambda at: _document_key(kind, given[at])) for kind, given in cases]
-    assert json.loads(done.stdout) == expected
+    assert got == expected
