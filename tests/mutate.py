@@ -153,6 +153,19 @@ EXPLAINED: dict[tuple[str, str, str], str] = {
      "digest = hashlib.blake2b(PARTS_FORMAT + STATE_VERSION.encode(), digest_size=17)"):
         "equivalent: the digest only names a stretch's parts file, looked up by the same code in the previous "
         "state; any size tells different stretches apart (an older size's files are only made again)",
+    ("generator/sitebuild/queries.py", "if len(runs) > 1:", "if len(runs) >= 1:"):
+        "equivalent: one run read in a pool of one forked process gives the parts the build's own process gives",
+    ("generator/sitebuild/queries.py", "share = -(-len(numbers) // max(1, min(processes, len(numbers))))",
+     "share = -(-len(numbers) // max(2, min(processes, len(numbers))))"):
+        "equivalent: with one process, a collection of two or more blocks is read as two runs, whose parts "
+        "are the same records' (the stretches are cut by the collection, not by the run)",
+    ("generator/sitebuild/queries.py",
+     "return job.previous is not None and _pages_kept(job, name, 0, max(job.counts[name], 1))",
+     "return job.previous is not None and _pages_kept(job, name, 0, max(job.counts[name], 2))"):
+        "equivalent in what is built: with pages of one record, a collection of none or one has no second "
+        "page, so the ids are read and compared instead, to the same verdict",
+    ("generator/sitebuild/queries.py", "return False", "return None"):
+        "equivalent: _pages_kept's and _same's False are only tested for truth (`and`, `or`, `if`)",
     (f"{BACKENDS}/common.js.j2", "while (after < chars.length && QY_CASE_IGNORABLE.test(chars[after])) after++;",
      "while (after <= chars.length && QY_CASE_IGNORABLE.test(chars[after])) after++;"):
         "equivalent: chars[chars.length] is undefined, which the test reads as the text \"undefined\", no "

@@ -237,3 +237,42 @@ def test_an_index_format_changed_makes_the_files_again(catalogue, tmp_path, monk
     monkeypatch.setattr(search.BACKEND, "index_format", "term index 0")
     build(catalogue, site)
     assert sorted(made) == sorted(SETTINGS["search"])  # (the collections with a search)
+
+
+def test_an_edit_reads_only_the_pages_of_the_stretch_it_changed(catalogue, tmp_path, monkeypatch):
+    """A title edited: the build reads the default pages of the one stretch that holds it (the
+    new generation's and the previous one's, to find the records that changed), no other
+    stretch's (their pages are the previous generation's files), and no page of the
+    collections whose ids the filters take (the same: their ids are known unread)."""
+    from generator.sitebuild import queries
+
+    monkeypatch.setattr(queries, "PART_PAGES", 3)  # (36 records a stretch)
+    site = tmp_path / "site"
+    build(catalogue, site, processes=1)
+    read: list[tuple[str, int, int]] = []
+    page_bytes = queries.Job.page_bytes
+
+    def spied(job, name, start, stop, generation=None):
+        read.append((name, start, stop))
+        return page_bytes(job, name, start, stop, generation)
+    monkeypatch.setattr(queries.Job, "page_bytes", spied)
+    edit_rows(catalogue / "books.csv", lambda rows: rows[201].__setitem__(rows[0].index("title"), "یک عنوان تازه"))
+    build(catalogue, site, processes=1)
+    assert read and all(name == "books" and start <= 200 < stop for name, start, stop in read), read
+
+
+def test_a_set_that_leaves_its_leaf_in_an_edit_is_read_from_its_new_file(catalogue, tmp_path):
+    """A word given to forty books in one edit: its set, in no file before, goes to a postings
+    file of its own (new: none of the previous build's), and a search finds them all."""
+    site, fresh = tmp_path / "site", tmp_path / "fresh"
+    build(catalogue, site)
+
+    def edit(rows: list[list[str]]) -> None:
+        for row in rows[1::10]:
+            row[rows[0].index("title")] += " یگانه"
+    edit_rows(catalogue / "books.csv", edit)
+    build(catalogue, site)
+    build(catalogue, fresh)
+    for query in ("search=%DB%8C%DA%AF%D8%A7%D9%86%D9%87", "search=%DA%AF%D8%A7%D9%86%D9%87&ordering=-title"):
+        found = put_together((site / CURRENT).resolve(), "books", query)
+        assert found == put_together((fresh / CURRENT).resolve(), "books", query) and b'"count":40' in found[1]
