@@ -76,13 +76,21 @@ def foreground(command: list[str], env: dict[str, str] | None = None) -> int:
     with SIGTERM (its clean shutdown), and it dies with us. It runs in a process group of
     its own, and whatever of that group outlives it (nginx's workers, the workerd that
     miniflare starts) goes when it has stopped. Its exit status."""
-    process = subprocess.Popen(**dying_with_parent(command), start_new_session=True, env=env)
+    told: list[int] = []  # (a signal that came before the server started)
+    process: subprocess.Popen | None = None
 
     def forward(signum, _frame) -> None:
-        process.send_signal(signal.SIGTERM)
+        told.append(signum)
+        if process is not None:
+            process.send_signal(signal.SIGTERM)
 
+    # (before the server starts: once it answers, a thread of ours may say "ready", and a
+    # SIGTERM that came before these handlers would end this process, not stop the server)
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, forward)
+    process = subprocess.Popen(**dying_with_parent(command), start_new_session=True, env=env)
+    if told:
+        process.send_signal(signal.SIGTERM)
     try:
         return process.wait()
     finally:
