@@ -1263,7 +1263,8 @@ def edit(read: Read, specs: list[str], count: int,
     """The files of the index that change (paths relative to its directory; None: the file
     goes) where the records `changes` names (position, values before, values now) changed;
     every other file stays as it is. None where the previous index cannot be edited into
-    this one (none there, another format, count or fields, no key): it is made again."""
+    this one (none there, another format, count or fields, no key, a file of it missing or
+    broken): it is made again."""
     data = read(ROOT)
     try:
         root = None if data is None else Root.decode(data)
@@ -1283,8 +1284,11 @@ def edit(read: Read, specs: list[str], count: int,
     for tag, change in moved.items():
         by_leaf.setdefault(max(bisect.bisect_right(firsts, tag[0]) - 1, 0), {})[tag] = change
     editor = _Editor(read, fields, count)
-    cut = _cut_again(leaves, by_leaf, editor)
-    return {**editor.postings(), **_leaves_and_root(read, root, leaves, cut)}
+    try:
+        cut = _cut_again(leaves, by_leaf, editor)
+        return {**editor.postings(), **_leaves_and_root(read, root, leaves, cut)}
+    except ValueError:  # (a leaf or postings file missing or broken: made again, whole)
+        return None
 
 
 def _moved(specs: list[str], changes: list[tuple[int, Values, Values]]) -> dict[Tag, tuple[set[int], set[int]]]:

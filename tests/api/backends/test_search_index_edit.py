@@ -105,3 +105,6 @@ def test_another_count_or_fields_or_format_is_made_again():
     old = dict(before.files, **{ti.ROOT: before.files[ti.ROOT].replace(b"TIR1\x03", b"TIR1\x02", 1)})
     assert ti.edit(old.get, SPECS, 3, []) is None
     assert ti.edit(before.files.get, SPECS, 3, []) == {}
+    now = before.values([0])[0] | {"title": ["a c"]}
+    leafless = {path: data for path, data in before.files.items() if not path.startswith(ti.LEAF_DIR)}
+    assert ti.edit(leafless.get, SPECS, 3, [(0, before.values([0])[0], now)]) is None  # (a file missing)
