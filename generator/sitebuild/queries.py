@@ -109,16 +109,17 @@ def write_query_indexes(job: Job, processes: int) -> None:
             ids[target] = [common.related_id(d) for page in job.pages(target) for d in page]
         return ids[target]
 
+    made_with = _made_with(job)
     for name in configured(query):
         before = _made(job.previous, name)
         runs = _runs(job.counts[name], processes)
-        parts = _parts_by_bounds(job, before)
+        parts = _parts_by_bounds(before, made_with)
         if len(runs) > 1:
             with ProcessPoolExecutor(len(runs), mp_context=multiprocessing.get_context("fork")) as pool:
                 kept = [path for run in pool.map(_collect, *zip(*[(job, name, run, parts) for run in runs])) for path in run]
         else:
             kept = _collect(job, name, runs[0], parts)
-        made = {"parts": [path.name for path in kept], "ids": {}, "made_with": _made_with(job),
+        made = {"parts": [path.name for path in kept], "ids": {}, "made_with": made_with,
                 "formats": [backend.index_format for backend in indexing(name, query)],
                 "stretches": [list(bounds) for run in runs for bounds in _run_stretches(job, name, run)]}
         same_ids = before is not None and all(_ids_kept(job, target) or _ids_digest(ids_of(target)) == digest
@@ -127,7 +128,7 @@ def write_query_indexes(job: Job, processes: int) -> None:
             made["ids"] = before["ids"]  # (every part and every id it was made from as before: its files too)
             _carry(job, common.query_dir(name))
         else:
-            edits = _changes(job, name, before, made) if same_ids else None
+            edits = _changes(job, name, before, made) if same_ids else None  # (same_ids: a previous build)
             if edits is not None:
                 made["ids"] = dict(before["ids"])  # (the ids as then: what an edit takes them to be)
             _finish(job, name, kept, made, ids_of, edits, processes)
@@ -160,13 +161,12 @@ def _finish(job: Job, name: str, kept: list[Path], made: dict, ids_of, changes: 
             _carry(job, folder, skip=edited.files.keys())
 
 
-def _changes(job: Job, name: str, before: dict | None, made: dict) -> list[common.Change] | None:
+def _changes(job: Job, name: str, before: dict, made: dict) -> list[common.Change] | None:
     """The records whose documents differ from the previous build's (position, then, now),
-    where the collection's stretches lie where they lay and at most EDIT_STRETCHES of them
-    changed (an edit, not records inserted or taken away, which move every record after
-    them); else None."""
-    if job.previous is None or before is None or before.get("stretches") != made["stretches"] or \
-            before.get("formats") != made["formats"]:
+    where its indexes were made with the same settings and formats, the collection's
+    stretches lie where they lay and at most EDIT_STRETCHES of them changed (an edit, not
+    records inserted or taken away, which move every record after them); else None."""
+    if any(before.get(key) != made[key] for key in ("made_with", "formats", "stretches")):
         return None
     changed = [bounds for bounds, then, now in zip(made["stretches"], before["parts"], made["parts"]) if then != now]
     if len(changed) > EDIT_STRETCHES:
@@ -225,10 +225,10 @@ def _collect(job: Job, name: str, run: tuple[int, int], before: dict[tuple[int, 
     return [_stretch_parts(job, name, start, stop, before) for start, stop in _run_stretches(job, name, run)]
 
 
-def _parts_by_bounds(job: Job, before: dict | None) -> dict[tuple[int, int], str]:
+def _parts_by_bounds(before: dict | None, made_with: str) -> dict[tuple[int, int], str]:
     """The previous build's parts files of a collection by their stretches' bounds, where they
     were made by this generator with these settings (else none)."""
-    if before is None or before.get("made_with") != _made_with(job):
+    if before is None or before.get("made_with") != made_with:
         return {}
     return {(start, stop): part for (start, stop), part in zip(before["stretches"], before["parts"])}
 

@@ -276,3 +276,20 @@ def test_a_set_that_leaves_its_leaf_in_an_edit_is_read_from_its_new_file(catalog
     for query in ("search=%DB%8C%DA%AF%D8%A7%D9%86%D9%87", "search=%DA%AF%D8%A7%D9%86%D9%87&ordering=-title"):
         found = put_together((site / CURRENT).resolve(), "books", query)
         assert found == put_together((fresh / CURRENT).resolve(), "books", query) and b'"count":40' in found[1]
+
+
+def test_settings_given_more_fields_make_their_indexes(catalogue, tmp_path):
+    """An ordering field and a filter added to site.yaml (no record changed): their files are
+    made, as a fresh build makes them, not the previous build's folders kept."""
+    site, fresh = tmp_path / "site", tmp_path / "fresh"
+    site_yaml = yaml.safe_load((catalogue / "site.yaml").read_text(encoding="utf-8"))
+    site_yaml["ordering"]["books"].remove("pages")
+    site_yaml["filters"]["books"].remove("categories")
+    (catalogue / "site.yaml").write_text(yaml.safe_dump(site_yaml, allow_unicode=True), encoding="utf-8")
+    build(catalogue, site)
+    site_yaml["ordering"]["books"].append("pages")
+    site_yaml["filters"]["books"].append("categories")
+    (catalogue / "site.yaml").write_text(yaml.safe_dump(site_yaml, allow_unicode=True), encoding="utf-8")
+    build(catalogue, site)
+    build(catalogue, fresh)
+    assert index_files(site) == index_files(fresh)

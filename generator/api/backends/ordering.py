@@ -78,7 +78,8 @@ class Ordering(Backend):
         then, now = Keys(name, query[ORDERING][name]), Keys(name, query[ORDERING][name])
         then.add([old for _, old, _ in changes])
         now.add([new for _, _, new in changes])
-        moved = [field for field, keys in now.close().items() if keys != then.close()[field]]
+        before = then.close()
+        moved = [field for field, keys in now.close().items() if keys != before[field]]
         files: dict[str, bytes | None] = {}
         if moved:
             held = parts()
