@@ -94,11 +94,13 @@ Files (paths relative to the index's directory):
   that changes a set rewrites its file, and its leaf only where its size class changes.
   A set over CHUNK_ALONE bytes has a file of its own; a file ends after a set once it
   holds CHUNK_MIN bytes and the set's tag (key, NUL, varint field) has a CRC-32 whose
-  low CHUNK_BITS bits are zero, or once it holds CHUNK_MAX bytes.
+  low CHUNK_BITS bits are zero, once it holds CHUNK_MAX bytes, or after the sets of a key
+  whose CRC-32 has its low SPLIT_BITS bits zero (a leaf ends there too: the writer's
+  processes divide the keys there, each making the files one writer would).
 CRC-32 is zlib's (IEEE 802.3). Names are the CRC-32 of the leaf's first key (of a
 postings file: of its first set's tag), plus 1 (modulo 2**32) as often as needed to
 differ from every name of its kind given before it in key order. A reader needs none
-of the writer's constants (INLINE_MAX, LEAF_BITS, RESTART, CHUNK_*): only GRAM_MAX and MIN_SUFFIX,
+of the writer's constants (INLINE_MAX, LEAF_BITS, RESTART, CHUNK_*, SPLIT_BITS): only GRAM_MAX and MIN_SUFFIX,
 which the lookups below use.
 
 Edits. Where only some records' values changed since the previous build (`edit`), the keys
@@ -147,6 +149,7 @@ on every host (hosts/contract.py Limits only guard where a platform would fail).
 from __future__ import annotations
 
 import bisect
+import contextlib
 import functools
 import itertools
 import multiprocessing
@@ -170,7 +173,9 @@ ANY, EXACT, GRAM, HEAD, PAIR, SUFFIX = "A", "E", "G", "H", "P", "S"
 GRAM_MAX = 2  # characters of the terms answered by a precomputed set
 MIN_SUFFIX = GRAM_MAX + 1
 LEAF_BITS = 10  # a leaf holds 2**LEAF_BITS keys on average
+LEAF_MASK = (1 << LEAF_BITS) - 1
 RESTART = 16  # keys of a key list from one that shares nothing to the next
+KEY_BATCH, SHARED_WIDTH = 65536, 128  # keys the writer front-codes at once, and the bytes of each it compares
 INLINE_MAX = 32  # bytes of a set kept in its leaf; longer ones go to postings files
 CHUNK_MIN, CHUNK_MAX, CHUNK_ALONE, CHUNK_BITS = 16384, 65536, 4096, 3  # postings files' sizes (_Chunks)
 CHUNK_MASK = (1 << CHUNK_BITS) - 1
@@ -182,7 +187,9 @@ WHITE = re.compile(f"([{re.escape(SPACES)}]+)")  # a run of white space (what st
 LIST, BITMAP = 0, 1
 INLINE, FILE = 0, 1
 LOW = 0xFFFF
-PARALLEL_MIN = 4096  # sets to encode for which the writer uses more than one process
+PARALLEL_MIN = 4096  # keys for which the writer uses more than one process
+SPLIT_BITS = 14  # a postings file (and a leaf) ends after a key whose CRC-32 has these low bits zero
+SPLIT_MASK = (1 << SPLIT_BITS) - 1
 VECTOR_MIN = 64  # positions of a set encoded or decoded with vector operations (fewer: a loop is quicker)
 
 
@@ -285,8 +292,19 @@ def encode_set(positions: Sequence[int], count: int, out: bytearray) -> None:
         out += bitmap
         return
     put_varint(out, LIST)
+    if not positions:
+        out.append(0)  # (no group)
+        return
     if len(positions) == 1:  # (most keys: one record)
         out += bytes((1, *_varint(positions[0] >> 16), 1)) + (positions[0] & LOW).to_bytes(2, "little")
+        return
+    high = positions[-1] >> 16
+    if high == positions[0] >> 16 and high < 0x80 and len(positions) < 0x80:  # (one group: most sets)
+        out += bytes((1, high, len(positions)))
+        lows = array("H", [position & LOW for position in positions] if high else positions)
+        if _BIG_ENDIAN:
+            lows.byteswap()
+        out += lows.tobytes()
         return
     groups = []
     at = 0
@@ -365,18 +383,19 @@ def encode_postings(codes: Sequence[int], relation: bool, count: int) -> tuple[b
         distinct = 1 + int(numpy.count_nonzero(numpy.diff(records)))
         top = int(elements.max())
     else:
-        records = array("I", map(operator.rshift, codes, itertools.repeat(ELEMENT_BITS)))
-        elements = array("H", map(operator.and_, codes, itertools.repeat(ELEMENT_MASK)))
-        distinct = len(dict.fromkeys(records))
+        if codes.__class__ is numpy.ndarray:
+            codes = codes.tolist()  # (Python's numbers: numpy's unsigned ones overflow in encode_set's sums)
+        records = [code >> ELEMENT_BITS for code in codes]
+        elements = [code & ELEMENT_MASK for code in codes]
         top = max(elements)
+        distinct = len(set(records)) if top else len(records)  # (at element 0 alone, one code a record)
     put_varint(out, top + 1)
     if not top:
         encode_set(records, count, out)
         return bytes(out), distinct
     for element in range(top + 1):
         encode_set(records[elements == element] if records.__class__ is numpy.ndarray else
-                   array("I", itertools.compress(records, map(operator.eq, elements, itertools.repeat(element)))),
-                   count, out)
+                   [record for record, at in zip(records, elements) if at == element], count, out)
     return bytes(out), distinct
 
 
@@ -489,6 +508,7 @@ class TermIndexWriter:
         for field in self.fields:
             self.columns.setdefault(field.column, _Column(field.relation is not None)).lookups.add(field.lookup)
         self.readers = readers(self.fields)
+        self.relations = [field.relation is not None for field in self.fields]
         self.first = self.added = first
 
     def add(self, first: int, run: dict[str, list[list[str | None]]]) -> None:
@@ -515,35 +535,64 @@ class TermIndexWriter:
             raise ValueError(f"records from {first} given after {self.added} records")
 
     def finish(self, flush: Flush, processes: int = 1) -> None:
-        """Every file, to `flush`: the sets encoded by `processes` processes, then put in
-        leaves and postings files in key order."""
+        """Every file, to `flush`: the keys in order, divided among `processes` processes
+        where a postings file ends (_shares; forked, they read the entries where they are),
+        each encoding its keys' sets and putting them in leaves and postings files; their
+        files flushed in key order, then the root."""
         entries = self.entries()
         entries.sort(key=_key_of)  # (stable: a key's fields stay in their order)
-        self._encode_sets(entries, processes)
-        leaves = _KeyList()
-        leaf_names: set[int] = set()
-        chunks = _Chunks(flush)
+        shares = _shares(entries, processes)
+        names = _Names(set(), set())
+        global _FORKED
+        _FORKED = (self, entries)
+        try:
+            with ProcessPoolExecutor(len(shares) - 1, mp_context=multiprocessing.get_context("fork")) \
+                    if len(shares) > 1 else contextlib.nullcontext() as pool:
+                later = pool.map(_write_share, shares[1:]) if pool else []  # (forked before this process
+                leaves = self._write(entries, shares[0], flush, names)     # empties its own share's entries)
+                for share, (files, written, taken) in zip(shares[1:], later):
+                    if names.leaves.isdisjoint(taken.leaves) and names.postings.isdisjoint(taken.postings):
+                        names.leaves |= taken.leaves
+                        names.postings |= taken.postings
+                        for path, data in files:
+                            flush(path, data)
+                        leaves += written
+                    else:  # (a name another share took first: this share named again, here)
+                        leaves += self._write(entries, share, flush, names)
+        finally:
+            _FORKED = None
+        root = _KeyList()
+        for first, name in leaves:
+            put_varint(root.put(first), name)
+        flush(ROOT, self._root(root))
+
+    def _write(self, entries: list[tuple], share: tuple[int, int], flush: Flush, names: "_Names") \
+            -> list[tuple[bytes, int]]:
+        """The sorted entries start..stop (a run ending where a postings file ends), their sets
+        encoded, put in leaves and postings files (to `flush`) named apart from `names`' (which
+        takes theirs); the leaves' first keys and names. The entries written are let go."""
+        leaves = []
+        chunks = _Chunks(flush, names.postings)
         out, first = _KeyList(), None
-        mask = (1 << LEAF_BITS) - 1
-        at, size = 0, len(entries)
-        while at < size:
-            key = entries[at][0]
-            stop = at + 1
-            while stop < size and entries[stop][0] == key:
-                stop += 1
-            encoded = key.encode()
-            if first is None:
-                first = encoded
-            self._put_entry(out.put(encoded), encoded, entries[at:stop], chunks)
-            entries[at:stop] = [None] * (stop - at)  # (its codes, united for it, go now)
-            at = stop
-            if zlib.crc32(encoded) & mask == 0 or at == size:
-                name = _name(leaf_names, first)
-                flush(leaf_file(name), LEAF_MAGIC + out.encoded())
-                put_varint(leaves.put(first), name)
-                out, first = _KeyList(), None
+        start, stop = share
+        while start < stop:
+            keys, ends = _key_batch(entries, start, stop)
+            for key, shared, end in zip(keys, [None, *_shared_prefixes(keys)], ends):
+                if first is None:
+                    first = key
+                self._put_entry(out.put(key, shared), key, entries[start:end], chunks)
+                entries[start:end] = [None] * (end - start)  # (its codes, united for it, go now)
+                start = end
+                crc = zlib.crc32(key)
+                if crc & SPLIT_MASK == 0:
+                    chunks.close()
+                if crc & LEAF_MASK == 0 or start == stop:
+                    name = _name(names.leaves, first)
+                    flush(leaf_file(name), LEAF_MAGIC + out.encoded())
+                    leaves.append((first, name))
+                    out, first = _KeyList(), None
         chunks.close()
-        flush(ROOT, self._root(leaves))
+        return leaves
 
     def _root(self, leaves: "_KeyList") -> bytes:
         out = bytearray(ROOT_MAGIC)
@@ -560,58 +609,29 @@ class TermIndexWriter:
         of a key several keys make (a suffix's, a letter's) a list of theirs, united here."""
         put_varint(out, len(by_field))
         for _, number, codes in by_field:
-            if codes.__class__ is int:  # (most keys: one record)
-                body = _one_set(codes, self.fields[number].relation is not None)
-                if len(body) <= self.inline_max:
-                    put_varint(out, number)
-                    out += bytes((1, INLINE, len(body))) + body
-                    continue
+            data, records = (_one_set(codes, self.relations[number]), 1) if codes.__class__ is int else (b"", 0)
+            if not records or len(data) > self.inline_max:  # (most keys: one record, inline)
                 data, records = self._encode(number, codes)
-            else:
-                data, records = codes
-            put_varint(out, number)
-            put_varint(out, records.bit_length())
             if len(data) <= self.inline_max:
-                put_varint(out, INLINE)
-                put_varint(out, len(data))
+                if number < 0x80 and len(data) < 0x80:  # (one byte a varint: most entries)
+                    out += bytes((number, records.bit_length(), INLINE, len(data)))
+                else:
+                    for value in (number, records.bit_length(), INLINE, len(data)):
+                        put_varint(out, value)
                 out += data
-            else:
-                tag = bytearray(key + b"\x00")
-                put_varint(tag, number)
-                name, ordinal = chunks.put(bytes(tag), data)
-                put_varint(out, FILE)
-                put_varint(out, name)
-                put_varint(out, ordinal)
-
-    def _encode_sets(self, entries: list[tuple], processes: int) -> None:
-        """The sets of the entries of more than one code, encoded (by `processes`
-        processes, each every processes-th of them, forked: they read the entries where
-        they are), each entry's codes replaced by (its set's bytes, its records)."""
-        todo = [at for at, (_, _, codes) in enumerate(entries) if codes.__class__ is not int]
-        shares = [todo[k::processes] for k in range(processes)] if len(todo) >= PARALLEL_MIN else [todo]
-        global _FORKED
-        _FORKED = (self, entries)
-        try:
-            if len(shares) > 1:
-                with ProcessPoolExecutor(len(shares) - 1, mp_context=multiprocessing.get_context("fork")) as pool:
-                    others = pool.map(_encode_share, shares[1:])
-                    done = [_encode_share(shares[0]), *others]
-            else:
-                done = [_encode_share(shares[0])]
-        finally:
-            _FORKED = None
-        for share, sets in zip(shares, done):
-            for at, encoded in zip(share, sets):
-                key, number, _ = entries[at]
-                entries[at] = (key, number, encoded)
+                continue
+            tag = bytearray(key + b"\x00")
+            put_varint(tag, number)
+            name, ordinal = chunks.put(bytes(tag), data)
+            for value in (number, records.bit_length(), FILE, name, ordinal):
+                put_varint(out, value)
 
     def _encode(self, number: int, codes: "int | array | list") -> tuple[bytes, int]:
         """A field's set of a key's codes (a list of several keys' codes: their union),
         and how many records it holds."""
         if codes.__class__ is list:
-            codes = _union(codes)
-        return encode_postings([codes] if codes.__class__ is int else codes, self.fields[number].relation is not None,
-                               self.count)
+            codes = _union(codes, self.relations[number])
+        return encode_postings([codes] if codes.__class__ is int else codes, self.relations[number], self.count)
 
     def entries(self) -> list[tuple[str, int, "int | array | list"]]:
         """Every key's codes in each field, (key, field number, codes), by field: a key
@@ -668,12 +688,44 @@ def adjacent_pairs(value: str) -> set[str]:
     return {"".join(parts[at:at + 4]) for at in range(0, len(parts) - 2, 2) if parts[at] or parts[at + 2]}
 
 
-_FORKED: "tuple[TermIndexWriter, list[tuple]] | None" = None  # (what _encode_sets' processes read)
+_FORKED: "tuple[TermIndexWriter, list[tuple]] | None" = None  # (what finish's processes read)
 
 
-def _encode_share(share: list[int]) -> list[tuple[bytes, int]]:
+@dataclass
+class _Names:
+    """The names of the leaves and of the postings files given so far."""
+    leaves: set[int]
+    postings: set[int]
+
+
+def _write_share(share: tuple[int, int]) -> tuple[list[tuple[str, bytes]], list[tuple[bytes, int]], _Names]:
+    """A share of the keys written in a process of its own: its files, leaves and names."""
     writer, entries = _FORKED
-    return [writer._encode(entries[at][1], entries[at][2]) for at in share]
+    files: list[tuple[str, bytes]] = []
+    names = _Names(set(), set())
+    leaves = writer._write(entries, share, lambda path, data: files.append((path, data)), names)
+    return files, leaves, names
+
+
+def _shares(entries: list[tuple], processes: int) -> list[tuple[int, int]]:
+    """The sorted entries cut into `processes` runs of about equal length, each ending after a
+    key whose CRC-32 has its low SPLIT_BITS bits zero (where a postings file and a leaf end:
+    the runs written apart make a single writer's files), or at the end."""
+    size = len(entries)
+    cuts = [0]
+    for k in range(1, processes if size >= PARALLEL_MIN else 1):
+        at = max(size * k // processes, cuts[-1])
+        while at < size:
+            key = entries[at][0]
+            at += 1
+            if zlib.crc32(key.encode()) & SPLIT_MASK == 0:
+                while at < size and entries[at][0] == key:
+                    at += 1
+                break
+        if cuts[-1] < at < size:
+            cuts.append(at)
+    cuts.append(size)
+    return list(zip(cuts, cuts[1:]))
 
 
 def _key_of(entry: tuple) -> str:
@@ -695,7 +747,9 @@ def _one_set(code: int, relation: bool) -> bytes:
     """The postings of one code: a set of one record (in a relation field, at its element:
     an empty set at each element before it)."""
     position = code >> ELEMENT_BITS if relation else code
-    one = _ONE_SET + _varint(position >> 16) + b"\x01" + (position & LOW).to_bytes(2, "little")
+    high = position >> 16
+    one = bytes((LIST, 1, high, 1, position & 0xFF, position >> 8 & 0xFF)) if high < 0x80 else \
+        _ONE_SET + _varint(high) + b"\x01" + (position & LOW).to_bytes(2, "little")
     if not relation:
         return one
     element = code & ELEMENT_MASK
@@ -710,11 +764,12 @@ class _Chunks:
     """The postings files, filled with sets in key order: a set longer than CHUNK_ALONE has
     a file of its own; a file ends after a set, once it holds CHUNK_MIN bytes, where the
     set's tag (key, NUL, field) has a CRC-32 whose low CHUNK_BITS bits are zero, or once
-    it holds CHUNK_MAX bytes (the rare long run without such a tag)."""
+    it holds CHUNK_MAX bytes (the rare long run without such a tag); the writer closes one
+    after the sets of a key that ends a share (_shares)."""
 
-    def __init__(self, flush: Flush) -> None:
+    def __init__(self, flush: Flush, names: set[int]) -> None:
         self.flush = flush
-        self.names: set[int] = set()
+        self.names = names  # (given so far: taken)
         self.name: int | None = None
         self.sets: list[bytes] = []
         self.size = 0
@@ -755,8 +810,9 @@ def _grams(token: str) -> set[str]:
     return found
 
 
-def _union(held: list) -> "list[int] | numpy.ndarray":
-    """The codes of several keys together, sorted, each once."""
+def _union(held: list, relation: bool) -> "list[int] | numpy.ndarray":
+    """The codes of several keys together, sorted, each once (positions, where not `relation`:
+    marked in a bitmap, quicker than sorting them)."""
     if sum(1 if codes.__class__ is int else len(codes) for codes in held) <= VECTOR_MIN:
         joined: set[int] = set()
         for codes in held:
@@ -767,7 +823,12 @@ def _union(held: list) -> "list[int] | numpy.ndarray":
         return sorted(joined)
     ones = [codes for codes in held if codes.__class__ is int]
     runs = [numpy.frombuffer(codes, dtype=_DTYPES[codes.typecode]) for codes in held if codes.__class__ is not int]
-    return numpy.unique(numpy.concatenate([numpy.array(ones, dtype=numpy.uint64), *runs]))
+    joined = numpy.concatenate([numpy.array(ones, dtype=numpy.uint64), *runs])
+    if not relation:
+        present = numpy.zeros(int(joined.max()) + 1, dtype=bool)
+        present[joined] = True
+        return numpy.flatnonzero(present)
+    return numpy.unique(joined)
 
 
 _DTYPES = {"I": numpy.uint32, "Q": numpy.uint64}
@@ -783,11 +844,21 @@ class _KeyList:
         self.previous = b""
         self.keys = 0
 
-    def put(self, key: bytes) -> bytearray:
+    def put(self, key: bytes, shared: int | None = None) -> bytearray:
+        """`shared`: the bytes the key shares with the one put before it, where known."""
         if self.keys % RESTART == 0:
             self.restarts.append(len(self.body))
             self.previous = b""
-        _put_key(self.body, self.previous, key)
+            shared = 0
+        elif shared is None:
+            shared = _shared(self.previous, key)
+        rest = len(key) - shared
+        if shared < 0x80 and rest < 0x80:
+            self.body += bytes((shared, rest))
+        else:
+            put_varint(self.body, shared)
+            put_varint(self.body, rest)
+        self.body += key[shared:]
         self.previous = key
         self.keys += 1
         return self.body
@@ -800,11 +871,34 @@ class _KeyList:
         return bytes(head + restarts.tobytes() + self.body)
 
 
-def _put_key(out: bytearray, previous: bytes, key: bytes) -> None:
-    shared = _shared(previous, key)
-    put_varint(out, shared)
-    put_varint(out, len(key) - shared)
-    out += key[shared:]
+def _key_batch(entries: list[tuple], start: int, stop: int) -> tuple[list[bytes], list[int]]:
+    """The next KEY_BATCH keys of the sorted entries from `start` (before `stop`), encoded,
+    and where each one's entries end."""
+    keys, ends = [], []
+    at = start
+    while at < stop and len(keys) < KEY_BATCH:
+        key = entries[at][0]
+        at += 1
+        while at < stop and entries[at][0] == key:
+            at += 1
+        keys.append(key.encode())
+        ends.append(at)
+    return keys, ends
+
+
+def _shared_prefixes(keys: list[bytes]) -> list[int]:
+    """How many bytes each of distinct sorted keys but the first shares with the one before it,
+    with vector operations: the keys padded with NUL into rows, the first column where a row
+    differs from the one above, or the shorter key's length."""
+    width = min(max(map(len, keys), default=0) + 1, SHARED_WIDTH)
+    rows = numpy.frombuffer(b"".join([key[:width].ljust(width, b"\x00") for key in keys]), numpy.uint8)
+    rows = rows.reshape(len(keys), width)
+    differ = rows[1:] != rows[:-1]
+    sizes = numpy.fromiter(map(len, keys), numpy.int64, len(keys))
+    shared = numpy.minimum(differ.argmax(axis=1), numpy.minimum(sizes[1:], sizes[:-1])).tolist()
+    for at in numpy.flatnonzero(~differ.any(axis=1)).tolist():  # (the same first SHARED_WIDTH bytes, padded)
+        shared[at] = _shared(keys[at], keys[at + 1])
+    return shared
 
 
 def _shared(a: bytes, b: bytes) -> int:
@@ -1533,7 +1627,7 @@ def _leaf_data(read: Read, name: int) -> bytes:
 
 
 def _ends_leaf(key: bytes) -> bool:
-    return zlib.crc32(key) & ((1 << LEAF_BITS) - 1) == 0
+    return zlib.crc32(key) & LEAF_MASK == 0
 
 
 def _cut(entries: list[tuple[bytes, list[_Stored]]]) -> Iterator[tuple[bytes, bytes]]:

@@ -213,19 +213,26 @@ def test_an_empty_collection():
     assert not built.search(["x"]).records and not built.search([""]).records
 
 
-def test_runs_merged_and_sets_encoded_by_processes_give_the_same_files(catalogue, monkeypatch):
-    """The build's way (runs of records read by writers of their own, merged; the sets
-    encoded by two processes, every set with vector operations) writes the bytes of one
-    writer given every record, its sets encoded in a loop."""
+def test_runs_merged_and_shares_written_by_processes_give_the_same_files(catalogue, monkeypatch):
+    """The build's way (runs of records read by writers of their own, merged; the keys
+    divided among processes, each writing its share's files, front-coded a batch at a time;
+    every set encoded with vector operations) writes the bytes of one writer given every record, its sets encoded in a
+    loop; so it does where the shares' names collide (a share named again)."""
     specs = SPECS
+    monkeypatch.setattr(ti, "LEAF_MASK", 3)  # (shares end at keys that end a leaf: small ones, many)
+    monkeypatch.setattr(ti, "SPLIT_MASK", 7)
     whole = Built(catalogue, specs).files
     monkeypatch.setattr(ti, "VECTOR_MIN", 0)
     monkeypatch.setattr(ti, "PARALLEL_MIN", 1)
-    writer = ti.TermIndexWriter(specs, len(catalogue))
-    for first, stop in ((0, 100), (100, 101), (101, len(catalogue))):
-        run = ti.TermIndexWriter(specs, 0, first=first)
-        run.add_documents(first, catalogue[first:stop], str.lower)
-        writer.merge(first, run.added, run.columns)
+    monkeypatch.setattr(ti, "KEY_BATCH", 3)  # (keys front-coded a few at once: a batch starts within a leaf)
+
+    def merged() -> ti.TermIndexWriter:
+        writer = ti.TermIndexWriter(specs, len(catalogue))
+        for first, stop in ((0, 100), (100, 101), (101, len(catalogue))):
+            run = ti.TermIndexWriter(specs, 0, first=first)
+            run.add_documents(first, catalogue[first:stop], str.lower)
+            writer.merge(first, run.added, run.columns)
+        return writer
     files: dict[str, bytes] = {}
     forms = []
     encode = ti._encode_long_set
@@ -235,9 +242,28 @@ def test_runs_merged_and_sets_encoded_by_processes_give_the_same_files(catalogue
         encode(positions, count, out)
         forms.append(out[start] == ti.BITMAP)
     monkeypatch.setattr(ti, "_encode_long_set", noted)
-    writer.finish(files.__setitem__, processes=1)
+    merged().finish(files.__setitem__, processes=1)
     assert files == whole
     assert any(forms) and not all(forms)  # (both forms made with vector operations)
+    writer = merged()
+    assert len(ti._shares(sorted(writer.entries(), key=ti._key_of), 3)) == 3
     files.clear()
-    writer.finish(files.__setitem__, processes=2)
+    writer.finish(files.__setitem__, processes=3)
     assert files == whole
+    name = ti._name
+    for tags in (b"", b"\x00"):  # (every name from 2 values up; only postings files' names, their tags NUL's)
+        monkeypatch.setattr(ti, "_name", lambda taken, data: name(taken, bytes([data[0] % 2]) if tags in data else data))
+        whole = Built(catalogue, specs).files
+        files.clear()
+        merged().finish(files.__setitem__, processes=3)
+        assert files == whole
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=200), st.lists(st.binary(max_size=4).map(lambda b: b.replace(b"\x01", b"\x00")),
+                                         min_size=1, unique=True))
+def test_keys_front_coded_together_share_what_each_pair_shares(prefix, tails):
+    """The writer's shared prefixes (vector operations, a batch of keys) are each key's with
+    the one before it, NUL bytes and prefixes longer than the columns compared included."""
+    keys = sorted(prefix + tail for tail in tails)
+    assert ti._shared_prefixes(keys) == [ti._shared(a, b) for a, b in zip(keys, keys[1:])]
