@@ -149,7 +149,6 @@ on every host (hosts/contract.py Limits only guard where a platform would fail).
 from __future__ import annotations
 
 import bisect
-import contextlib
 import functools
 import itertools
 import multiprocessing
@@ -188,6 +187,7 @@ LIST, BITMAP = 0, 1
 INLINE, FILE = 0, 1
 LOW = 0xFFFF
 PARALLEL_MIN = 4096  # keys for which the writer uses more than one process
+SHARES = 4  # shares of the keys a process (a process free takes the next: shares' costs differ)
 SPLIT_BITS = 14  # a postings file (and a leaf) ends after a key whose CRC-32 has these low bits zero
 SPLIT_MASK = (1 << SPLIT_BITS) - 1
 VECTOR_MIN = 64  # positions of a set encoded or decoded with vector operations (fewer: a loop is quicker)
@@ -399,6 +399,70 @@ def encode_postings(codes: Sequence[int], relation: bool, count: int) -> tuple[b
     return bytes(out), distinct
 
 
+def encode_many(sets: list[Sequence[int]], relation: bool, count: int) -> list[tuple[bytes, int]]:
+    """encode_postings of each of many short sets (VECTOR_MIN codes or fewer, one or more), with
+    vector operations across them all (a million books' index has millions of sets, most of a
+    few codes: a call a set costs more than its bytes)."""
+    sizes = numpy.fromiter(map(len, sets), numpy.int64, len(sets))
+    codes = numpy.fromiter(itertools.chain.from_iterable(sets), numpy.int64, int(sizes.sum()))
+    if not relation:
+        return [(data, len(positions)) for data, positions in zip(_encode_lists(codes, sizes, count), sets)]
+    owner = numpy.repeat(numpy.arange(len(sets)), sizes)
+    records, elements = codes >> ELEMENT_BITS, codes & ELEMENT_MASK
+    starts = numpy.cumsum(sizes) - sizes
+    top = numpy.maximum.reduceat(elements, starts)
+    fresh = numpy.ones(len(codes), dtype=bool)  # (a record's first code: codes sort by record, then element)
+    fresh[1:] = (records[1:] != records[:-1]) | (owner[1:] != owner[:-1])
+    distinct = numpy.bincount(owner[fresh], minlength=len(sets)).tolist()
+    subsets = top + 1  # (each set's records at element 0, 1, .. top: a list each, the empty ones too)
+    first = numpy.cumsum(subsets) - subsets
+    subset = first[owner] + elements
+    order = numpy.argsort(subset, kind="stable")
+    lists = _encode_lists(records[order], numpy.bincount(subset, minlength=int(subsets.sum())), count)
+    return [(bytes(_varint(elements_at)) + b"".join(lists[at:at + elements_at]), records_held)
+            for at, elements_at, records_held in zip(first.tolist(), subsets.tolist(), distinct)]
+
+
+def _encode_lists(positions: numpy.ndarray, sizes: numpy.ndarray, count: int) -> list[bytes]:
+    """encode_set of each of runs of sorted positions (of `sizes` each, in order), a list each
+    written at once where its form is a list whose varints are one byte each (most), the
+    others encoded alone."""
+    owner = numpy.repeat(numpy.arange(len(sizes)), sizes)
+    starts = numpy.cumsum(sizes) - sizes
+    high = positions >> 16
+    opens = numpy.ones(len(positions), dtype=bool)  # (a group's first position)
+    opens[1:] = (high[1:] != high[:-1]) | (owner[1:] != owner[:-1])
+    groups = numpy.flatnonzero(opens)
+    group_sizes = numpy.diff(numpy.append(groups, len(positions)))
+    counted = numpy.bincount(owner[groups], minlength=len(sizes))
+    last = positions[numpy.maximum(starts + sizes - 1, 0)] if len(positions) else numpy.zeros(len(sizes), numpy.int64)
+    listed = 2 * sizes + 8 * numpy.where(sizes > 0, (last + 1 + LOW) // 65536, 0)
+    alone = ((count + 7) // 8 < listed) | (counted >= 0x80)
+    alone[owner[groups][(high[groups] >= 0x80) | (group_sizes >= 0x80)]] = True
+    lengths = numpy.where(alone, 0, 2 + 2 * counted + 2 * sizes)
+    at = numpy.cumsum(lengths) - lengths
+    out = numpy.zeros(int(lengths.sum()), dtype=numpy.uint8)  # (LIST is 0)
+    kept = ~alone
+    out[at[kept] + 1] = counted[kept]
+    group_owner = owner[groups]
+    rank = numpy.arange(len(groups)) - (numpy.cumsum(counted) - counted)[group_owner]
+    written = kept[group_owner]
+    place = at[group_owner] + 2 + 2 * rank
+    out[place[written]] = high[groups][written]
+    out[place[written] + 1] = group_sizes[written]
+    written = kept[owner]
+    place = (at + 2 + 2 * counted)[owner] + 2 * (numpy.arange(len(positions)) - starts[owner])
+    out[place[written]] = positions[written] & 0xFF
+    out[place[written] + 1] = positions[written] >> 8 & 0xFF
+    data = out.tobytes()
+    lists = [data[start:stop] for start, stop in zip(at.tolist(), (at + lengths).tolist())]
+    for index in numpy.flatnonzero(alone).tolist():
+        made = bytearray()
+        encode_set(positions[starts[index]:starts[index] + sizes[index]].tolist(), count, made)
+        lists[index] = bytes(made)
+    return lists
+
+
 @dataclass
 class Postings:
     """Some keys' records in a field, and of a relation field the records matched at each
@@ -535,32 +599,33 @@ class TermIndexWriter:
             raise ValueError(f"records from {first} given after {self.added} records")
 
     def finish(self, flush: Flush, processes: int = 1) -> None:
-        """Every file, to `flush`: the keys in order, divided among `processes` processes
-        where a postings file ends (_shares; forked, they read the entries where they are),
-        each encoding its keys' sets and putting them in leaves and postings files; their
-        files flushed in key order, then the root."""
+        """Every file, to `flush`: the keys in order, cut in shares where a postings file ends
+        (_shares), each share's sets encoded and put in leaves and postings files by one of
+        `processes` processes (forked: they read the entries where they are) as it comes free,
+        their files flushed in key order; then the root."""
         entries = self.entries()
         entries.sort(key=_key_of)  # (stable: a key's fields stay in their order)
-        shares = _shares(entries, processes)
         names = _Names(set(), set())
-        global _FORKED
-        _FORKED = (self, entries)
-        try:
-            with ProcessPoolExecutor(len(shares) - 1, mp_context=multiprocessing.get_context("fork")) \
-                    if len(shares) > 1 else contextlib.nullcontext() as pool:
-                later = pool.map(_write_share, shares[1:]) if pool else []  # (forked before this process
-                leaves = self._write(entries, shares[0], flush, names)     # empties its own share's entries)
-                for share, (files, written, taken) in zip(shares[1:], later):
-                    if names.leaves.isdisjoint(taken.leaves) and names.postings.isdisjoint(taken.postings):
-                        names.leaves |= taken.leaves
-                        names.postings |= taken.postings
-                        for path, data in files:
-                            flush(path, data)
-                        leaves += written
-                    else:  # (a name another share took first: this share named again, here)
-                        leaves += self._write(entries, share, flush, names)
-        finally:
-            _FORKED = None
+        shares = _shares(entries, processes * SHARES if processes > 1 else 1)
+        if len(shares) == 1:
+            leaves = self._write(entries, shares[0], flush, names)
+        else:
+            global _FORKED
+            _FORKED = (self, entries)
+            try:
+                with ProcessPoolExecutor(processes, mp_context=multiprocessing.get_context("fork")) as pool:
+                    leaves = []
+                    for share, (files, written, taken) in zip(shares, pool.map(_write_share, shares)):
+                        if names.leaves.isdisjoint(taken.leaves) and names.postings.isdisjoint(taken.postings):
+                            names.leaves |= taken.leaves
+                            names.postings |= taken.postings
+                            for path, data in files:
+                                flush(path, data)
+                            leaves += written
+                        else:  # (a name a share before it took: named again, here, in order)
+                            leaves += self._write(entries, share, flush, names)
+            finally:
+                _FORKED = None
         root = _KeyList()
         for first, name in leaves:
             put_varint(root.put(first), name)
@@ -577,6 +642,7 @@ class TermIndexWriter:
         start, stop = share
         while start < stop:
             keys, ends = _key_batch(entries, start, stop)
+            self._encode_batch(entries, start, ends[-1])
             for key, shared, end in zip(keys, [None, *_shared_prefixes(keys)], ends):
                 if first is None:
                     first = key
@@ -609,9 +675,12 @@ class TermIndexWriter:
         of a key several keys make (a suffix's, a letter's) a list of theirs, united here."""
         put_varint(out, len(by_field))
         for _, number, codes in by_field:
-            data, records = (_one_set(codes, self.relations[number]), 1) if codes.__class__ is int else (b"", 0)
-            if not records or len(data) > self.inline_max:  # (most keys: one record, inline)
-                data, records = self._encode(number, codes)
+            if codes.__class__ is int:  # (most keys: one record, inline)
+                data, records = _one_set(codes, self.relations[number]), 1
+                if len(data) > self.inline_max:
+                    data, records = self._encode(number, codes)
+            else:
+                data, records = codes  # (_encode_batch's)
             if len(data) <= self.inline_max:
                 if number < 0x80 and len(data) < 0x80:  # (one byte a varint: most entries)
                     out += bytes((number, records.bit_length(), INLINE, len(data)))
@@ -625,6 +694,26 @@ class TermIndexWriter:
             name, ordinal = chunks.put(bytes(tag), data)
             for value in (number, records.bit_length(), FILE, name, ordinal):
                 put_varint(out, value)
+
+    def _encode_batch(self, entries: list[tuple], start: int, stop: int) -> None:
+        """The sets of entries start..stop of more than one code encoded, the short ones of each
+        kind together (encode_many), each entry's codes replaced by (its set's bytes, its records)."""
+        short: dict[bool, list[tuple[int, Any]]] = {False: [], True: []}
+        for at in range(start, stop):
+            key, number, codes = entries[at]
+            if codes.__class__ is int:
+                continue
+            relation = self.relations[number]
+            if codes.__class__ is list:
+                codes = _union(codes, relation)
+            if len(codes) > VECTOR_MIN:
+                entries[at] = (key, number, encode_postings(codes, relation, self.count))
+            else:
+                short[relation].append((at, codes))
+        for relation, found in short.items():
+            if found:
+                for (at, _), encoded in zip(found, encode_many([codes for _, codes in found], relation, self.count)):
+                    entries[at] = (*entries[at][:2], encoded)
 
     def _encode(self, number: int, codes: "int | array | list") -> tuple[bytes, int]:
         """A field's set of a key's codes (a list of several keys' codes: their union),
@@ -707,14 +796,14 @@ def _write_share(share: tuple[int, int]) -> tuple[list[tuple[str, bytes]], list[
     return files, leaves, names
 
 
-def _shares(entries: list[tuple], processes: int) -> list[tuple[int, int]]:
-    """The sorted entries cut into `processes` runs of about equal length, each ending after a
+def _shares(entries: list[tuple], shares: int) -> list[tuple[int, int]]:
+    """The sorted entries cut into `shares` runs of about equal length, each ending after a
     key whose CRC-32 has its low SPLIT_BITS bits zero (where a postings file and a leaf end:
     the runs written apart make a single writer's files), or at the end."""
     size = len(entries)
     cuts = [0]
-    for k in range(1, processes if size >= PARALLEL_MIN else 1):
-        at = max(size * k // processes, cuts[-1])
+    for k in range(1, shares if size >= PARALLEL_MIN else 1):
+        at = max(size * k // shares, cuts[-1])
         while at < size:
             key = entries[at][0]
             at += 1

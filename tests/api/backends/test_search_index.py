@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import itertools
 import random
+from array import array
 from pathlib import Path
 
 import pytest
@@ -267,3 +268,18 @@ def test_keys_front_coded_together_share_what_each_pair_shares(prefix, tails):
     the one before it, NUL bytes and prefixes longer than the columns compared included."""
     keys = sorted(prefix + tail for tail in tails)
     assert ti._shared_prefixes(keys) == [ti._shared(a, b) for a, b in zip(keys, keys[1:])]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.sampled_from([5, 50, 3000, 200000, 9_000_000]), st.booleans(), st.data())
+def test_many_short_sets_encoded_together_as_each_alone(count, relation, data):
+    """encode_many's bytes and record counts are encode_postings' of each set: lists, bitmaps
+    (a collection of a few records), positions past 2**23, elements past 126, empty elements."""
+    sets = []
+    for _ in range(data.draw(st.integers(1, 12))):
+        records = data.draw(st.lists(st.integers(0, count - 1), min_size=1, max_size=20, unique=True))
+        elements = st.sampled_from([0, 0, 1, 2, 5, 130])
+        codes = sorted({record << ti.ELEMENT_BITS | data.draw(elements) for record in records for _ in range(2)}
+                       if relation else records)
+        sets.append(data.draw(st.sampled_from([codes, array("Q" if relation else "I", codes)])))
+    assert ti.encode_many(sets, relation, count) == [ti.encode_postings(codes, relation, count) for codes in sets]
