@@ -187,8 +187,9 @@ LIST, BITMAP = 0, 1
 INLINE, FILE = 0, 1
 LOW = 0xFFFF
 PARALLEL_MIN = 4096  # keys for which the writer uses more than one process
-SHARES = 4  # shares of the keys a process (a process free takes the next: shares' costs differ)
-SPLIT_BITS = 14  # a postings file (and a leaf) ends after a key whose CRC-32 has these low bits zero
+SHARES = 4  # ranges of the keys a process (a process free takes the next: ranges' costs differ)
+SAMPLE = 16  # one token, pair, head and value in SAMPLE whose keys show where the ranges are cut
+SPLIT_BITS = 12  # a postings file (and a leaf) ends after a key whose CRC-32 has these low bits zero
 SPLIT_MASK = (1 << SPLIT_BITS) - 1
 VECTOR_MIN = 64  # positions of a set encoded or decoded with vector operations (fewer: a loop is quicker)
 
@@ -528,6 +529,14 @@ class _Column:
         if "exact" in self.lookups:
             self._post(self.wholes, [(code, value) for code, value in coded], kind)
 
+    def sampled(self, every: int) -> "_Column":
+        """A column holding every `every`-th of this one's keys of each kind."""
+        column = _Column(self.relation)
+        column.lookups, column.any = self.lookups, self.any
+        for kind in ("tokens", "heads", "wholes", "pairs"):
+            setattr(column, kind, dict(itertools.islice(getattr(self, kind).items(), 0, None, every)))
+        return column
+
     def merge(self, later: "_Column") -> None:
         """The column of the run of records that follows this one's, taken in."""
         self.any.extend(later.any)
@@ -566,7 +575,7 @@ class TermIndexWriter:
     `columns` the collection's writer takes in (`merge`), runs in order."""
 
     def __init__(self, specs: Sequence[str], record_count: int, inline_max: int = INLINE_MAX, first: int = 0) -> None:
-        self.fields = index_fields(specs)
+        self.spec_list, self.fields = list(specs), index_fields(specs)
         self.count, self.inline_max = record_count, inline_max
         self.columns: dict[str, _Column] = {}
         for field in self.fields:
@@ -599,37 +608,56 @@ class TermIndexWriter:
             raise ValueError(f"records from {first} given after {self.added} records")
 
     def finish(self, flush: Flush, processes: int = 1) -> None:
-        """Every file, to `flush`: the keys in order, cut in shares where a postings file ends
-        (_shares), each share's sets encoded and put in leaves and postings files by one of
-        `processes` processes (forked: they read the entries where they are) as it comes free,
-        their files flushed in key order; then the root."""
-        entries = self.entries()
-        entries.sort(key=_key_of)  # (stable: a key's fields stay in their order)
+        """Every file, to `flush`: the keys in order, cut in ranges where a postings file ends
+        (_ranges), each range's keys made, their sets encoded and put in leaves and postings
+        files by one of `processes` processes (forked: they read the columns where they are)
+        as it comes free, their files flushed in key order; then the root."""
         names = _Names(set(), set())
-        shares = _shares(entries, processes * SHARES if processes > 1 else 1)
-        if len(shares) == 1:
-            leaves = self._write(entries, shares[0], flush, names)
+        ranges = self._ranges(processes * SHARES) if processes > 1 else [_Range(None, None)]
+        if len(ranges) == 1:
+            leaves = self._write_range(ranges[0], flush, names)
         else:
             global _FORKED
-            _FORKED = (self, entries)
+            _FORKED = self
             try:
                 with ProcessPoolExecutor(processes, mp_context=multiprocessing.get_context("fork")) as pool:
                     leaves = []
-                    for share, (files, written, taken) in zip(shares, pool.map(_write_share, shares)):
+                    for within, (files, written, taken) in zip(ranges, pool.map(_write_apart, ranges)):
                         if names.leaves.isdisjoint(taken.leaves) and names.postings.isdisjoint(taken.postings):
                             names.leaves |= taken.leaves
                             names.postings |= taken.postings
                             for path, data in files:
                                 flush(path, data)
                             leaves += written
-                        else:  # (a name a share before it took: named again, here, in order)
-                            leaves += self._write(entries, share, flush, names)
+                        else:  # (a name a range before it took: named again, here, in order)
+                            leaves += self._write_range(within, flush, names)
             finally:
                 _FORKED = None
         root = _KeyList()
         for first, name in leaves:
             put_varint(root.put(first), name)
         flush(ROOT, self._root(root))
+
+    def _ranges(self, shares: int) -> list["_Range"]:
+        """The keys cut into about `shares` ranges of about as many keys each, as a sample shows
+        (the keys of every SAMPLE-th token, pair, head and value), each range ending at a key
+        of the sample whose CRC-32 has its low SPLIT_BITS bits zero (where a postings file
+        and a leaf end: the ranges written apart make one writer's files)."""
+        sampled = TermIndexWriter(self.spec_list, self.count, self.inline_max)
+        sampled.columns = {name: column.sampled(SAMPLE) for name, column in self.columns.items()}
+        keys = sorted({key for key, _, _ in sampled.entries()})
+        if len(keys) * SAMPLE < PARALLEL_MIN:
+            return [_Range(None, None)]
+        ends = [key for key in keys if zlib.crc32(key.encode()) & SPLIT_MASK == 0]
+        cuts = sorted({ends[at] for k in range(1, shares)
+                       if (at := bisect.bisect_left(ends, keys[len(keys) * k // shares])) < len(ends)})
+        return [_Range(after, through) for after, through in zip([None, *cuts], [*cuts, None])]
+
+    def _write_range(self, within: "_Range", flush: Flush, names: "_Names") -> list[tuple[bytes, int]]:
+        """The keys `within` holds, written (_write)."""
+        entries = self.entries(within)
+        entries.sort(key=_key_of)  # (stable: a key's fields stay in their order)
+        return self._write(entries, (0, len(entries)), flush, names)
 
     def _write(self, entries: list[tuple], share: tuple[int, int], flush: Flush, names: "_Names") \
             -> list[tuple[bytes, int]]:
@@ -722,50 +750,107 @@ class TermIndexWriter:
             codes = _union(codes, self.relations[number])
         return encode_postings([codes] if codes.__class__ is int else codes, self.relations[number], self.count)
 
-    def entries(self) -> list[tuple[str, int, "int | array | list"]]:
-        """Every key's codes in each field, (key, field number, codes), by field: a key
-        several keys make (a suffix, a letter) has the list of their codes, united only
-        when it is written (so that a few of those unions are held at once, not all)."""
+    def entries(self, within: "_Range | None" = None) -> list[tuple[str, int, "int | array | list"]]:
+        """Every key's codes in each field (of the keys `within` holds; None: all), (key, field
+        number, codes), by field: a key several keys make (a suffix, a letter) has the list of
+        their codes, united only when it is written (so that a few of those unions are held at
+        once, not all)."""
+        within = within or _Range(None, None)
         entries: list[tuple[str, int, "int | array | list"]] = []
         for number, field in enumerate(self.fields):
             column = self.columns[field.column]
             if field.lookup == "exact":
-                entries.extend([(EXACT + value, number, codes) for value, codes in column.wholes.items()])
+                if (bounds := within.of(EXACT)) is not None:
+                    entries.extend([(EXACT + value, number, codes) for value, codes in column.wholes.items()
+                                    if _holds(bounds, value)])
                 continue
-            if column.any:
+            if column.any and (bounds := within.of(ANY)) is not None and _holds(bounds, ""):
                 entries.append((ANY, number, column.any))
             grams: dict[str, list] = {}
+            gram_bounds = within.of(GRAM)
             if field.lookup == "contains":
-                suffixes: dict[str, list] = {}
-                for token, codes in column.tokens.items():
-                    for start in range(len(token) - MIN_SUFFIX + 1):
-                        _gather(suffixes, token[start:], codes)
-                    for gram in _grams(token):
-                        _gather(grams, gram, codes)
-                entries.extend([(SUFFIX + suffix, number, held) for suffix, held in suffixes.items()])
-                del suffixes
-                entries.extend(_pair_entries(column.pairs, number))
+                if (bounds := within.of(SUFFIX)) is not None or gram_bounds is not None:
+                    entries.extend(_suffix_entries(column.tokens, number, bounds, gram_bounds, grams))
+                if (bounds := within.of(PAIR)) is not None:
+                    entries.extend(_pair_entries(column.pairs, number, bounds))
             else:
+                bounds = within.of(HEAD)
                 for head, codes in column.heads.items():
-                    entries.append((HEAD + head, number, codes))
-                    for size in range(1, min(GRAM_MAX, len(head)) + 1):
-                        _gather(grams, head[:size], codes)
+                    if bounds is not None and _holds(bounds, head):
+                        entries.append((HEAD + head, number, codes))
+                    if gram_bounds is not None:
+                        for size in range(1, min(GRAM_MAX, len(head)) + 1):
+                            if _holds(gram_bounds, head[:size]):
+                                _gather(grams, head[:size], codes)
             entries.extend([(GRAM + gram, number, held) for gram, held in grams.items()])
         return entries
 
 
-def _pair_entries(pairs: dict[str, "int | array"], number: int) -> list[tuple[str, int, "int | array | list"]]:
-    """The `P` keys of a `contains` field (the module's docstring) from its column's adjacent
-    pairs: for every run of white space in a value, each suffix of the token before it, the
-    run and the token after it; and the run's last character, the token after it and the run
-    after that."""
+@dataclass(frozen=True)
+class _Range:
+    """The keys after `after` through `through` (None: from the first, to the last)."""
+    after: str | None
+    through: str | None
+
+    def of(self, kind: str) -> "tuple[str | None, str | None] | None":
+        """The strings after the kind letter that keys of one kind in the range hold, as bounds
+        (after, through; None: none); None where the range holds no key of that kind."""
+        after, through = self.after, self.through
+        if after is not None and after[:1] > kind or through is not None and through[:1] < kind:
+            return None
+        return (after[1:] if after is not None and after[:1] == kind else None,
+                through[1:] if through is not None and through[:1] == kind else None)
+
+
+def _first_letters(bounds: tuple[str | None, str | None]) -> tuple[str, str]:
+    """The first characters a string within bounds may have (a test before the string is made)."""
+    after, through = bounds
+    return after[:1] if after else "", through[:1] if through is not None else "\U0010ffff"
+
+
+def _holds(bounds: tuple[str | None, str | None], rest: str) -> bool:
+    after, through = bounds
+    return (after is None or rest > after) and (through is None or rest <= through)
+
+
+def _suffix_entries(tokens: dict[str, "int | array"], number: int, bounds: "tuple | None", gram_bounds: "tuple | None",
+                    grams: dict[str, list]) -> list[tuple[str, int, "int | array | list"]]:
+    """The `S` keys of a `contains` field within `bounds` (None: none), from its column's
+    tokens; their grams within `gram_bounds` gathered into `grams`."""
+    suffixes: dict[str, list] = {}
+    low, high = _first_letters(bounds or (None, None))
+    for token, codes in tokens.items():
+        if bounds is not None:
+            for start in range(len(token) - MIN_SUFFIX + 1):
+                if bounds == (None, None) or low <= token[start] <= high and _holds(bounds, token[start:]):
+                    _gather(suffixes, token[start:], codes)
+        if gram_bounds is not None:
+            for gram in _grams(token):
+                if gram_bounds == (None, None) or _holds(gram_bounds, gram):
+                    _gather(grams, gram, codes)
+    return [(SUFFIX + suffix, number, held) for suffix, held in suffixes.items()]
+
+
+def _pair_entries(pairs: dict[str, "int | array"], number: int, bounds: tuple = (None, None)) \
+        -> list[tuple[str, int, "int | array | list"]]:
+    """The `P` keys of a `contains` field (the module's docstring) within `bounds` from its
+    column's adjacent pairs: for every run of white space in a value, each suffix of the token
+    before it, the run and the token after it; and the run's last character, the token after
+    it and the run after that."""
     keys: dict[str, "int | array | list"] = {}
+    every = bounds == (None, None)
+    low, high = _first_letters(bounds)
     for pair, codes in pairs.items():
         left, white, right, *after = WHITE.split(pair)
         for start in range(len(left)):
-            _gather(keys, PAIR + left[start:] + white + right, codes)
+            if every:
+                _gather(keys, PAIR + left[start:] + white + right, codes)
+            elif low <= left[start] <= high and _holds(bounds, rest := left[start:] + white + right):
+                _gather(keys, PAIR + rest, codes)
         if right:
-            _gather(keys, PAIR + white[-1] + right + "".join(after), codes)
+            rest = white[-1] + right + "".join(after)
+            if every or _holds(bounds, rest):
+                _gather(keys, PAIR + rest, codes)
     return [(key, number, held) for key, held in keys.items()]
 
 
@@ -777,7 +862,7 @@ def adjacent_pairs(value: str) -> set[str]:
     return {"".join(parts[at:at + 4]) for at in range(0, len(parts) - 2, 2) if parts[at] or parts[at + 2]}
 
 
-_FORKED: "tuple[TermIndexWriter, list[tuple]] | None" = None  # (what finish's processes read)
+_FORKED: "TermIndexWriter | None" = None  # (what finish's processes read)
 
 
 @dataclass
@@ -787,34 +872,12 @@ class _Names:
     postings: set[int]
 
 
-def _write_share(share: tuple[int, int]) -> tuple[list[tuple[str, bytes]], list[tuple[bytes, int]], _Names]:
-    """A share of the keys written in a process of its own: its files, leaves and names."""
-    writer, entries = _FORKED
+def _write_apart(within: "_Range") -> tuple[list[tuple[str, bytes]], list[tuple[bytes, int]], _Names]:
+    """A range of the keys written in a process of its own: its files, leaves and names."""
     files: list[tuple[str, bytes]] = []
     names = _Names(set(), set())
-    leaves = writer._write(entries, share, lambda path, data: files.append((path, data)), names)
+    leaves = _FORKED._write_range(within, lambda path, data: files.append((path, data)), names)
     return files, leaves, names
-
-
-def _shares(entries: list[tuple], shares: int) -> list[tuple[int, int]]:
-    """The sorted entries cut into `shares` runs of about equal length, each ending after a
-    key whose CRC-32 has its low SPLIT_BITS bits zero (where a postings file and a leaf end:
-    the runs written apart make a single writer's files), or at the end."""
-    size = len(entries)
-    cuts = [0]
-    for k in range(1, shares if size >= PARALLEL_MIN else 1):
-        at = max(size * k // shares, cuts[-1])
-        while at < size:
-            key = entries[at][0]
-            at += 1
-            if zlib.crc32(key.encode()) & SPLIT_MASK == 0:
-                while at < size and entries[at][0] == key:
-                    at += 1
-                break
-        if cuts[-1] < at < size:
-            cuts.append(at)
-    cuts.append(size)
-    return list(zip(cuts, cuts[1:]))
 
 
 def _key_of(entry: tuple) -> str:
@@ -854,7 +917,7 @@ class _Chunks:
     a file of its own; a file ends after a set, once it holds CHUNK_MIN bytes, where the
     set's tag (key, NUL, field) has a CRC-32 whose low CHUNK_BITS bits are zero, or once
     it holds CHUNK_MAX bytes (the rare long run without such a tag); the writer closes one
-    after the sets of a key that ends a share (_shares)."""
+    after the sets of a key that ends a range of the keys (_ranges)."""
 
     def __init__(self, flush: Flush, names: set[int]) -> None:
         self.flush = flush

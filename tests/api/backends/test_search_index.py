@@ -214,11 +214,11 @@ def test_an_empty_collection():
     assert not built.search(["x"]).records and not built.search([""]).records
 
 
-def test_runs_merged_and_shares_written_by_processes_give_the_same_files(catalogue, monkeypatch):
-    """The build's way (runs of records read by writers of their own, merged; the keys
-    divided among processes, each writing its share's files, front-coded a batch at a time;
-    every set encoded with vector operations) writes the bytes of one writer given every record, its sets encoded in a
-    loop; so it does where the shares' names collide (a share named again)."""
+def test_runs_merged_and_ranges_written_by_processes_give_the_same_files(catalogue, monkeypatch):
+    """The build's way (runs of records read by writers of their own, merged; the keys cut
+    in ranges made and written by processes, front-coded a batch at a time; every set encoded
+    with vector operations) writes the bytes of one writer given every record, its sets
+    encoded in a loop; so it does where the ranges' names collide (a range named again)."""
     specs = SPECS
     monkeypatch.setattr(ti, "LEAF_MASK", 3)  # (shares end at keys that end a leaf: small ones, many)
     monkeypatch.setattr(ti, "SPLIT_MASK", 7)
@@ -247,7 +247,7 @@ def test_runs_merged_and_shares_written_by_processes_give_the_same_files(catalog
     assert files == whole
     assert any(forms) and not all(forms)  # (both forms made with vector operations)
     writer = merged()
-    assert len(ti._shares(sorted(writer.entries(), key=ti._key_of), 3)) == 3
+    assert len(writer._ranges(3)) == 3
     files.clear()
     writer.finish(files.__setitem__, processes=3)
     assert files == whole
