@@ -177,7 +177,6 @@ def test_past_a_host_s_memory_for_a_single_page_file_the_least_page_is_named(bui
     assert refused[0] == 400 and json.loads(refused[1])["detail"] == PAGE_TOO_LARGE.format(largest=1), refused
 
 
-
 @pytest.mark.skipif(not runnable("node"), reason="node is not installed")
 def test_past_a_host_s_memory_a_missing_file_holds_no_byte(built, tmp_path):
     """The memory cap counts the bytes of the files read, and a file that is not there holds
@@ -194,6 +193,7 @@ def test_past_a_host_s_memory_a_missing_file_holds_no_byte(built, tmp_path):
     at_cap, below = run(path, generation, [(query, {"held": held}), (query, {"held": held - 1})])
     assert at_cap[0] == 200 and at_cap[3] == sizes, at_cap
     assert below[0] == 400, below
+
 
 def guard_module(directory: Path) -> Path:
     """pages.js.j2 with GUARD, in a module of its own."""
