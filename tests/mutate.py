@@ -68,7 +68,8 @@ ENGINE: dict[str, list[list[str]]] = {
     f"{BACKENDS}/common.py": [["tests/api/backends/test_relations.py", "tests/api/backends/test_search.py",
                                "tests/sitebuild/test_queries.py"],
                               ["tests/hosts/test_querystring_js.py", "-k", "lower_case_table"], NODE, DRF],
-    f"{BACKENDS}/ordering.py": [["tests/api/backends/test_ordering.py", REGISTRY, "tests/api/test_openapi.py"], NODE,
+    f"{BACKENDS}/ordering.py": [["tests/api/backends/test_ordering.py", REGISTRY, "tests/api/test_openapi.py",
+                                 "tests/sitebuild/test_queries.py"], NODE,  # (test_queries: Ordering.edit's)
                                 ["tests/hosts/test_query_js.py", "-k", "many_blocks"], DRF],
     f"{BACKENDS}/paging.py": [["tests/api/backends/test_pagination.py", "tests/api/test_routes.py",
                                "tests/api/test_assemble.py"], NODE],
