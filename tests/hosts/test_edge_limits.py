@@ -104,13 +104,19 @@ const read = async (key) => {
 };
 const answers = [];
 for (const [query, caps] of JSON.parse(readFileSync(0, "utf8"))) {
-  const counted = readsAtMost(read, {reads: caps.reads ?? Infinity, held: caps.held});
+  const sizes = [];  // (each file the guard let through, in order: its bytes, or null for a missing one)
+  const logged = async (key) => {
+    const found = await read(key);
+    sizes.push(found === null ? null : found.bytes.byteLength);
+    return found;
+  };
+  const counted = readsAtMost(logged, {reads: caps.reads ?? Infinity, held: caps.held});
   try {
     const made = await assemblePage(counted, readPaging("books", query, await siteInfo(read)), {bytes: Infinity, ...caps});
-    answers.push([200, "", counted.files]);
+    answers.push([200, "", counted.files, sizes]);
   } catch (error) {
-    if (error instanceof PageTooLarge) answers.push([400, pageTooLarge(error.message), counted.files]);
-    else if (error instanceof TooManyReads) answers.push([400, tooManyReads({reads: Infinity, ...caps}), counted.files]);
+    if (error instanceof PageTooLarge) answers.push([400, pageTooLarge(error.message), counted.files, sizes]);
+    else if (error instanceof TooManyReads) answers.push([400, tooManyReads({reads: Infinity, ...caps}), counted.files, sizes]);
     else throw error;
   }
 }
@@ -134,7 +140,7 @@ def test_past_a_host_s_limits_a_page_answers_the_400_that_says_so(built, tmp_pat
     again, = run(path, generation, [(f"limit={largest}&offset=7", {"held": held})])
     assert again[0] == 200
     scattered = requests(data)[0][0]
-    status, body, files = run(path, generation, [(scattered, {"reads": 20, "held": 1 << 30})])[0]
+    status, body, files, _ = run(path, generation, [(scattered, {"reads": 20, "held": 1 << 30})])[0]
     assert (status, files) == (400, 20)  # ((20 - 4) pages of 12 would hold the page of 100: not too large)
     assert json.loads(body)["detail"].startswith("This host reads at most 20 files, 1024 MB to answer one request")
 
@@ -169,6 +175,24 @@ def test_past_a_host_s_memory_for_a_single_page_file_the_least_page_is_named(bui
     path = guard_module(tmp_path)
     refused, = run(path, str((site / "current").resolve()), [("limit=100&offset=7", {"held": 1})])
     assert refused[0] == 400 and json.loads(refused[1])["detail"] == PAGE_TOO_LARGE.format(largest=1), refused
+
+
+@pytest.mark.skipif(not runnable("node"), reason="node is not installed")
+def test_past_a_host_s_memory_a_missing_file_holds_no_byte(built, tmp_path):
+    """The memory cap counts the bytes of the files read, and a file that is not there holds
+    none: a request that reads one (an offset past the last block: its block's index is
+    missing) is answered with the cap at exactly the bytes it holds before its last read,
+    and refused a byte below."""
+    _, site, _ = built
+    path = guard_module(tmp_path)
+    generation = str((site / "current").resolve())
+    query = "ordering=-price&limit=5&offset=20000"
+    status, _, _, sizes = run(path, generation, [(query, {"held": 1 << 30})])[0]
+    assert status == 200 and None in sizes[:-1], sizes  # (a missing file read, then more)
+    held = sum(size or 0 for size in sizes[:-1])  # (the guard checks before each read what it holds already)
+    at_cap, below = run(path, generation, [(query, {"held": held}), (query, {"held": held - 1})])
+    assert at_cap[0] == 200 and at_cap[3] == sizes, at_cap
+    assert below[0] == 400, below
 
 
 def guard_module(directory: Path) -> Path:
