@@ -191,6 +191,7 @@ SHARES = 4  # ranges of the keys a process (a process free takes the next: range
 SAMPLE = 16  # one token, pair, head and value in SAMPLE whose keys show where the ranges are cut
 SPLIT_BITS = 12  # a postings file (and a leaf) ends after a key whose CRC-32 has these low bits zero
 SPLIT_MASK = (1 << SPLIT_BITS) - 1
+BITMAP_MAX = 1 << 26  # slots of a union's bitmap, at most, unless the codes are a sixteenth of them or more
 VECTOR_MIN = 64  # positions of a set encoded or decoded with vector operations (fewer: a loop is quicker)
 
 
@@ -963,8 +964,8 @@ def _grams(token: str) -> set[str]:
 
 
 def _union(held: list, relation: bool) -> "list[int] | numpy.ndarray":
-    """The codes of several keys together, sorted, each once (positions, where not `relation`:
-    marked in a bitmap, quicker than sorting them)."""
+    """The codes of several keys together, sorted, each once: marked in a bitmap (of a relation
+    field's, a slot for each record's each element), quicker than sorting them."""
     if sum(1 if codes.__class__ is int else len(codes) for codes in held) <= VECTOR_MIN:
         joined: set[int] = set()
         for codes in held:
@@ -975,12 +976,16 @@ def _union(held: list, relation: bool) -> "list[int] | numpy.ndarray":
         return sorted(joined)
     ones = [codes for codes in held if codes.__class__ is int]
     runs = [numpy.frombuffer(codes, dtype=_DTYPES[codes.typecode]) for codes in held if codes.__class__ is not int]
-    joined = numpy.concatenate([numpy.array(ones, dtype=numpy.uint64), *runs])
-    if not relation:
-        present = numpy.zeros(int(joined.max()) + 1, dtype=bool)
-        present[joined] = True
-        return numpy.flatnonzero(present)
-    return numpy.unique(joined)
+    joined = numpy.concatenate([numpy.array(ones, dtype=numpy.uint64), *runs]).astype(numpy.int64)
+    width = int((joined & ELEMENT_MASK).max()) + 1 if relation else 1  # (a record's slots: one an element)
+    slots = (joined >> ELEMENT_BITS) * width + (joined & ELEMENT_MASK) if relation else joined
+    top = int(slots.max()) + 1
+    if top > BITMAP_MAX and top > 16 * len(slots):  # (a sparse union of a huge range: sorted instead)
+        return numpy.unique(joined)
+    present = numpy.zeros(top, dtype=bool)
+    present[slots] = True
+    found = numpy.flatnonzero(present)
+    return (found // width) << ELEMENT_BITS | found % width if relation else found
 
 
 _DTYPES = {"I": numpy.uint32, "Q": numpy.uint64}

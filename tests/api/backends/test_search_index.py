@@ -283,3 +283,22 @@ def test_many_short_sets_encoded_together_as_each_alone(count, relation, data):
                        if relation else records)
         sets.append(data.draw(st.sampled_from([codes, array("Q" if relation else "I", codes)])))
     assert ti.encode_many(sets, relation, count) == [ti.encode_postings(codes, relation, count) for codes in sets]
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.booleans(), st.booleans(), st.lists(st.lists(st.integers(0, 5000), min_size=1, max_size=40), min_size=1, max_size=8))
+def test_keys_codes_united_are_each_code_once_in_order(relation, sparse, records):
+    """_union (a suffix's or letter's codes from its keys') gives every code once, sorted:
+    through a bitmap (a slot a record's element), or sorted where the bitmap would be sparse."""
+    held = []
+    for at, run in enumerate(records):
+        codes = sorted({record << ti.ELEMENT_BITS | (record + at) % 3 if relation else record for record in run})
+        held.append(codes[0] if len(codes) == 1 else array("Q" if relation else "I", codes))
+    want = sorted({code for codes in held for code in ([codes] if codes.__class__ is int else codes)})
+    bitmap_max = ti.BITMAP_MAX
+    ti.BITMAP_MAX = 0 if sparse else bitmap_max
+    try:
+        vector_min, ti.VECTOR_MIN = ti.VECTOR_MIN, 0
+        assert [int(code) for code in ti._union(held, relation)] == want
+    finally:
+        ti.BITMAP_MAX, ti.VECTOR_MIN = bitmap_max, vector_min
