@@ -803,10 +803,12 @@ class _Range:
                 through[1:] if through is not None and through[:1] == kind else None)
 
 
-def _first_letters(bounds: tuple[str | None, str | None]) -> tuple[str, str]:
-    """The first characters a string within bounds may have (a test before the string is made)."""
+def _first_letters(bounds: tuple[str | None, str | None]) -> "re.Pattern":
+    """The characters a string within bounds may start with, as a pattern (found in C, before
+    any string is made)."""
     after, through = bounds
-    return after[:1] if after else "", through[:1] if through is not None else "\U0010ffff"
+    low, high = after[:1] if after else "\x00", through[:1] if through is not None else "\U0010ffff"
+    return re.compile(f"[{re.escape(low)}-{re.escape(high)}]" if low <= high else "(?!)")
 
 
 def _holds(bounds: tuple[str | None, str | None], rest: str) -> bool:
@@ -819,12 +821,15 @@ def _suffix_entries(tokens: dict[str, "int | array"], number: int, bounds: "tupl
     """The `S` keys of a `contains` field within `bounds` (None: none), from its column's
     tokens; their grams within `gram_bounds` gathered into `grams`."""
     suffixes: dict[str, list] = {}
-    low, high = _first_letters(bounds or (None, None))
+    letters = _first_letters(bounds or (None, None))
     for token, codes in tokens.items():
-        if bounds is not None:
+        if bounds == (None, None):
             for start in range(len(token) - MIN_SUFFIX + 1):
-                if bounds == (None, None) or low <= token[start] <= high and _holds(bounds, token[start:]):
-                    _gather(suffixes, token[start:], codes)
+                _gather(suffixes, token[start:], codes)
+        elif bounds is not None:
+            for found in letters.finditer(token, 0, len(token) - MIN_SUFFIX + 1):
+                if _holds(bounds, rest := token[found.start():]):
+                    _gather(suffixes, rest, codes)
         if gram_bounds is not None:
             for gram in _grams(token):
                 if gram_bounds == (None, None) or _holds(gram_bounds, gram):
@@ -840,14 +845,18 @@ def _pair_entries(pairs: dict[str, "int | array"], number: int, bounds: tuple = 
     it and the run after that."""
     keys: dict[str, "int | array | list"] = {}
     every = bounds == (None, None)
-    low, high = _first_letters(bounds)
+    letters = _first_letters(bounds)
     for pair, codes in pairs.items():
+        if not every and letters.search(pair) is None:
+            continue  # (no key of it starts with a letter within bounds: most pairs, for a narrow range)
         left, white, right, *after = WHITE.split(pair)
-        for start in range(len(left)):
-            if every:
+        if every:
+            for start in range(len(left)):
                 _gather(keys, PAIR + left[start:] + white + right, codes)
-            elif low <= left[start] <= high and _holds(bounds, rest := left[start:] + white + right):
-                _gather(keys, PAIR + rest, codes)
+        else:
+            for found in letters.finditer(left):
+                if _holds(bounds, rest := left[found.start():] + white + right):
+                    _gather(keys, PAIR + rest, codes)
         if right:
             rest = white[-1] + right + "".join(after)
             if every or _holds(bounds, rest):
@@ -975,8 +984,9 @@ def _union(held: list, relation: bool) -> "list[int] | numpy.ndarray":
                 joined.update(codes)
         return sorted(joined)
     ones = [codes for codes in held if codes.__class__ is int]
-    runs = [numpy.frombuffer(codes, dtype=_DTYPES[codes.typecode]) for codes in held if codes.__class__ is not int]
-    joined = numpy.concatenate([numpy.array(ones, dtype=numpy.uint64), *runs]).astype(numpy.int64)
+    runs = [codes for codes in held if codes.__class__ is not int]  # (arrays of one kind: a column's)
+    joined = numpy.concatenate([numpy.array(ones, dtype=numpy.int64), numpy.frombuffer(
+        b"".join(runs), dtype=_DTYPES[runs[0].typecode] if runs else numpy.int64).astype(numpy.int64)])
     width = int((joined & ELEMENT_MASK).max()) + 1 if relation else 1  # (a record's slots: one an element)
     slots = (joined >> ELEMENT_BITS) * width + (joined & ELEMENT_MASK) if relation else joined
     top = int(slots.max()) + 1
