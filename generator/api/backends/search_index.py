@@ -658,17 +658,16 @@ class TermIndexWriter:
         """The keys `within` holds, written (_write)."""
         entries = self.entries(within)
         entries.sort(key=_key_of)  # (stable: a key's fields stay in their order)
-        return self._write(entries, (0, len(entries)), flush, names)
+        return self._write(entries, flush, names)
 
-    def _write(self, entries: list[tuple], share: tuple[int, int], flush: Flush, names: "_Names") \
-            -> list[tuple[bytes, int]]:
-        """The sorted entries start..stop (a run ending where a postings file ends), their sets
+    def _write(self, entries: list[tuple], flush: Flush, names: "_Names") -> list[tuple[bytes, int]]:
+        """Sorted entries (a range of the keys ending where a postings file ends), their sets
         encoded, put in leaves and postings files (to `flush`) named apart from `names`' (which
         takes theirs); the leaves' first keys and names. The entries written are let go."""
         leaves = []
         chunks = _Chunks(flush, names.postings)
         out, first = _KeyList(), None
-        start, stop = share
+        start, stop = 0, len(entries)
         while start < stop:
             keys, ends = _key_batch(entries, start, stop)
             self._encode_batch(entries, start, ends[-1])
@@ -707,7 +706,7 @@ class TermIndexWriter:
             if codes.__class__ is int:  # (most keys: one record, inline)
                 data, records = _one_set(codes, self.relations[number]), 1
                 if len(data) > self.inline_max:
-                    data, records = self._encode(number, codes)
+                    data, records = encode_postings([codes], self.relations[number], self.count)
             else:
                 data, records = codes  # (_encode_batch's)
             if len(data) <= self.inline_max:
@@ -744,12 +743,7 @@ class TermIndexWriter:
                 for (at, _), encoded in zip(found, encode_many([codes for _, codes in found], relation, self.count)):
                     entries[at] = (*entries[at][:2], encoded)
 
-    def _encode(self, number: int, codes: "int | array | list") -> tuple[bytes, int]:
-        """A field's set of a key's codes (a list of several keys' codes: their union),
-        and how many records it holds."""
-        if codes.__class__ is list:
-            codes = _union(codes, self.relations[number])
-        return encode_postings([codes] if codes.__class__ is int else codes, self.relations[number], self.count)
+
 
     def entries(self, within: "_Range | None" = None) -> list[tuple[str, int, "int | array | list"]]:
         """Every key's codes in each field (of the keys `within` holds; None: all), (key, field
