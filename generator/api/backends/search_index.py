@@ -1835,9 +1835,12 @@ class Indexer:
 
 def finish(name: str, query: dict, flush: Flush, parts: list[tuple[int, int, dict[str, _Column]]],
            processes: int = 1) -> None:
-    """The collection's term index, from its runs' keys in order, its sets encoded by `processes` processes."""
+    """The collection's term index, from its runs' keys in order (`parts`, emptied as they are
+    taken in: the runs' own dictionaries go before the processes that write are forked),
+    made by `processes` processes."""
     writer = TermIndexWriter(query[SEARCH][name], parts[-1][1], INLINE_MAX)
-    for first, stop, columns in parts:
+    while parts:
+        first, stop, columns = parts.pop(0)
         writer.merge(first, stop, columns)
     folder = index_dir(name)
     writer.finish(lambda path, data: flush(f"{folder}/{path}", data), processes)
