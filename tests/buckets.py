@@ -74,8 +74,8 @@ class Endpoint:
     `down()` closes its port (unreachable) until `up()`; `answer` makes it answer every request
     with an error of S3's (SlowDown, ExpiredToken); `hold_after(n)` lets n uploads pass and then
     holds the rest (`holding` is set) until `release()`; `hold_at(part)` holds the first
-    upload of a key holding `part`, and every upload after it. It writes down every change it passed
-    on (method and key), in order. Uploads are counted and held under `prefix` alone."""
+    upload of a key holding `part`, and every upload after it (`held` of them at a time). It writes
+    down every change it passed on (method and key), in order. Uploads are counted and held under `prefix` alone."""
 
     ERRORS = {"SlowDown": (503, "Please reduce your request rate."),
               "ExpiredToken": (400, "The provided token has expired.")}
@@ -88,6 +88,7 @@ class Endpoint:
         self.changes: list[tuple[str, str]] = []
         self.times: list[float] = []  # (when each change was answered: time.monotonic())
         self.holding, self._released = threading.Event(), threading.Event()
+        self.held = 0  # uploads waiting for release() now
         self._passing: int | None = None
         self._held_key: str | None = None
         self._lock = threading.Lock()
@@ -182,7 +183,11 @@ class Endpoint:
                 else:
                     wait = False
             if wait:
+                with self._lock:
+                    self.held += 1
                 self._released.wait()
+                with self._lock:
+                    self.held -= 1
         upstream = http.client.HTTPConnection("127.0.0.1", self.upstream, timeout=60)
         try:
             upstream.request(request.command, request.path, body=body,

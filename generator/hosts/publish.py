@@ -48,6 +48,7 @@ import os
 import secrets
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from ..api.serving import SiteInfo
@@ -169,10 +170,15 @@ class Publisher:
                 self.pending.add(cached(paths), self._since or time.time())
                 record.unsettle({path.rpartition("/")[0] for path in paths})
                 cache_control = SiteInfo.of_site(self.site).cache_control  # (the build announces with the same settings)
-                for path, file in files:
+
+                def put(each: tuple[str, str]) -> None:
+                    path, file = each
                     found = os.stat(file)
                     deploy.put_file(s3, self.target, path, Path(file), cache_control, record,
                                     (found.st_ino, found.st_mtime_ns, found.st_size))
+
+                with ThreadPoolExecutor(deploy.WORKERS) as pool:  # (a burst's rebuild tells of hundreds)
+                    list(pool.map(put, files))  # (re-raises the first failure)
                 self._ahead += len(files)
                 log.info("written by the rebuild under way, up: %s", ", ".join(paths))
             except Exception as exc:  # (the record and clients are read again by the next attempt)
