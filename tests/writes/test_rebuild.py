@@ -224,6 +224,8 @@ def test_a_stop_while_a_rebuild_settles_ends_the_thread(monkeypatch):
             time.sleep(0.01)
 
     monkeypatch.setattr(rebuild, "time", types.SimpleNamespace(sleep=settle, monotonic=time.monotonic, time=time.time))
+    for name in ("SETTLE", "SETTLE_MAX"):  # (the thread settles however late it wakes, until stop())
+        monkeypatch.setattr(rebuild, name, 60.0)
     rebuilder.start()
     assert rebuilder.wait_idle(30)
     rebuilder.request()
