@@ -317,6 +317,39 @@ def test_a_burst_s_new_users_are_told_of_and_go_up_side_by_side_while_it_builds(
         publisher.stop()
 
 
+def test_a_rebuild_that_published_nothing_newer_leaves_the_publish_under_way_to_go_on(tmp_path, aws, moto_port):
+    """The tail of a burst: writes that came as a build started ask for one more, which finds
+    them built and publishes no newer generation. The publish of that generation goes on
+    (stopped and planned again, it cost seconds at 100K books): rebuilt() returns at once, and
+    each file goes up once."""
+    site, s3, bucket, publisher = publishing(tmp_path, aws, moto_port, 200)
+    try:
+        with (tmp_path / "data/users.csv").open("a", encoding="utf-8") as f:
+            f.write("0f000000-0000-4000-8000-000000000001,tazeh.karbar,نام,,,1,2,false\n")
+        compose.build(tmp_path / "data", site)
+        generation = (site / CURRENT).resolve()
+        aws.changes.clear()
+        aws.hold_at("/user/pages/")  # (the publish's second stage)
+        publisher.rebuilt()
+        assert aws.holding.wait(WAIT)
+        compose.build(tmp_path / "data", site)
+        assert (site / CURRENT).resolve() == generation
+        again = threading.Thread(target=publisher.rebuilt)
+        again.start()
+        again.join(60)  # (with the upload still held)
+        returned = not again.is_alive()
+        aws.release()
+        again.join(WAIT)
+        assert returned
+        wait_until(lambda: not publisher.status()["pending"])
+        assert objects(s3, bucket) == published(site)
+        uploads = [path for method, path in aws.changes if method == "PUT" and not path.endswith(deploy.MARKER)]
+        assert len(uploads) == len(set(uploads))
+    finally:
+        aws.release()
+        publisher.stop()
+
+
 def wait_until(done) -> None:
     deadline = time.monotonic() + WAIT
     while not done():
