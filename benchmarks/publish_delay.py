@@ -17,8 +17,10 @@ front of it; then
   - writes while the bucket is stopped (--outage seconds, one write a second, from its start):
     the time from the bucket's return until every one is in the bucket, and invalidated.
 A record is in the bucket from the moment moto answered the upload that put its bytes there
-(the endpoint in front writes each change down; the bytes are read back once), not from when
-a look at the bucket saw it: under load, 200 looks in a row took seconds of their own.
+(the endpoint in front writes each change down; the bytes are read back once), and
+invalidated from the moment it answered the request that made the invalidation, not from
+when a look saw it: moto answers in this process, and under load a look waited seconds
+among the publish's uploads (200 of them in a row, tens of seconds).
 Every page of a collection names its count, so each new user changes every page of the
 user list (and its .gz twins and indexes): a publish after a write uploads the detail, the
 pages holding the new user and the indexes, invalidates them, and then the pages whose count
@@ -163,14 +165,18 @@ class Run:
         self.until(all_arrived)
         return [landed[key] for key, _, _ in written]
 
-    def all_published(self, written: list[tuple[str, bytes, str]], since: float | None = None) -> None:
+    def all_published(self, written: list[tuple[str, bytes, str]], since: float) -> None:
         """Until every written record is in the bucket with its bytes, and invalidated; the
         seconds from `since` to each, in `times`."""
         in_bucket = max(self.landed(written), default=time.monotonic())
         urls = {url for _, _, url in written}
         self.until(lambda: self.invalidated(urls) == urls, "the invalidation")
-        if since is not None:
-            self.times = (in_bucket - since, time.monotonic() - since)
+        # (when moto answered the request that made it, as the endpoint wrote it down: each
+        # look at the invalidations waits its turn among moto's uploads, seconds under load)
+        made = self.endpoint.invalidations
+        invalidated = max((min(made[id] for id, paths in self.made.items() if url in paths or "/*" in paths)
+                           for url in urls), default=time.monotonic())
+        self.times = (in_bucket - since, invalidated - since)
 
     def stop(self) -> None:
         if self.service is not None:
@@ -194,8 +200,8 @@ def measure(run: Run, singles: int, outage: float) -> dict:
         run.until(lambda: run.invalidated({url}) == {url}, "the invalidation")
     singles_done = singles_whole = math.nan  # (--singles 0: the burst alone)
     if written:
-        run.all_published(written)
-        singles_done = time.monotonic() - answered
+        run.all_published(written, answered)
+        singles_done = run.times[1]
         run.until(lambda: not run.service.status()["publish"]["pending"])  # (the pages whose count alone changed)
         singles_whole = time.monotonic() - answered
     started = time.monotonic()
