@@ -200,7 +200,7 @@ class Endpoint:
                 with self._lock:
                     self.changes.append((request.command, key))
                     self.times.append(time.monotonic())
-            made = re.search(rb"<Invalidation>.*?<Id>([^<]+)</Id>", data, re.S) if request.command == "POST" else None
+            made = re.search(rb"<Invalidation\b[^>]*>.*?<Id>([^<]+)</Id>", data, re.S) if request.command == "POST" else None
             if made is not None and answer.status < 300:
                 with self._lock:
                     self.invalidations[made.group(1).decode()] = time.monotonic()
