@@ -16,6 +16,11 @@ front of it; then
     the bucket with its bytes, and until every one is invalidated;
   - writes while the bucket is stopped (--outage seconds, one write a second, from its start):
     the time from the bucket's return until every one is in the bucket, and invalidated.
+A record is in the bucket from the moment moto answered the upload that put its bytes there
+(the endpoint in front writes each change down; the bytes are read back once), and
+invalidated from the moment it answered the request that made the invalidation, not from
+when a look saw it: moto answers in this process, and under load a look waited seconds
+among the publish's uploads (200 of them in a row, tens of seconds).
 Every page of a collection names its count, so each new user changes every page of the
 user list (and its .gz twins and indexes): a publish after a write uploads the detail, the
 pages holding the new user and the indexes, invalidates them, and then the pages whose count
@@ -30,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import secrets
 import shutil
@@ -76,6 +82,9 @@ class Run:
         self.token = tokens.add(self.token_file, "bench")
         self.service: WriteService | None = None
         self.made: dict[str, set[str]] = {}  # the distribution's invalidations: id -> paths
+        self.put_at: dict[str, float] = {}  # key -> when the endpoint passed on the answer to its last upload
+        self._read = 0  # (of the endpoint's changes, those put_at holds)
+        self._checked: dict[str, float] = {}  # key -> the upload whose bytes were read back (not the 201's)
         self.times = (0.0, 0.0)  # (all_published's)
 
     def start(self) -> float:
@@ -107,11 +116,25 @@ class Run:
         detail = detail_path(BY_NAME["user"], json.loads(body)["url"].rstrip("/").rsplit("/", 1)[1])
         return f"{PREFIX}/{detail}", body, f"/{detail}"
 
-    def in_bucket(self, key: str, body: bytes) -> bool:
-        try:
-            return self.s3.get_object(Bucket=self.bucket, Key=key)["Body"].read() == body
-        except self.s3.exceptions.NoSuchKey:
-            return False
+    def arrived(self, key: str, body: bytes) -> float | None:
+        """When the bucket came to hold these bytes under the key (time.monotonic()), or None:
+        when moto answered the key's last upload, as the endpoint it goes through wrote it
+        down, that upload's bytes read back once. (Not by looking at the bucket again and again:
+        each look is a request to the moto the publish uploads to, in this process, and 200 of
+        them one after another took seconds under load, which counted as delay.)"""
+        changes, times = self.endpoint.changes, self.endpoint.times
+        done = len(times)  # (a change is written down before its time)
+        for (method, path), at in zip(changes[self._read:done], times[self._read:done]):
+            if method == "PUT":
+                self.put_at[path.removeprefix(f"/{self.bucket}/")] = at
+        self._read = done
+        at = self.put_at.get(key)
+        if at is None or self._checked.get(key) == at:
+            return None
+        if self.s3.get_object(Bucket=self.bucket, Key=key)["Body"].read() == body and self.put_at[key] == at:
+            return at
+        self._checked[key] = at  # (other bytes, or uploaded again meanwhile: read at its next upload)
+        return None
 
     def invalidated(self, urls: set[str]) -> set[str]:
         """Of these URL paths, those the distribution's invalidations name."""
@@ -129,21 +152,31 @@ class Run:
                 raise SystemExit(f"{what} took more than {WAIT} s: see the write service's log")
             time.sleep(POLL)
 
-    def all_published(self, written: list[tuple[str, bytes, str]], since: float | None = None) -> None:
+    def landed(self, written: list[tuple[str, bytes, str]]) -> list[float]:
+        """When each written record came to be in the bucket with its bytes (arrived()), once all are."""
+        landed: dict[str, float] = {}
+
+        def all_arrived() -> bool:
+            for key, body, _ in written:
+                if key not in landed and (at := self.arrived(key, body)) is not None:
+                    landed[key] = at
+            return len(landed) == len(written)
+
+        self.until(all_arrived)
+        return [landed[key] for key, _, _ in written]
+
+    def all_published(self, written: list[tuple[str, bytes, str]], since: float) -> None:
         """Until every written record is in the bucket with its bytes, and invalidated; the
         seconds from `since` to each, in `times`."""
-        waiting = list(written)
-
-        def arrived() -> bool:
-            waiting[:] = [w for w in waiting if not self.in_bucket(w[0], w[1])]
-            return not waiting
-
-        self.until(arrived)
-        in_bucket = time.monotonic()
+        in_bucket = max(self.landed(written), default=time.monotonic())
         urls = {url for _, _, url in written}
         self.until(lambda: self.invalidated(urls) == urls, "the invalidation")
-        if since is not None:
-            self.times = (in_bucket - since, time.monotonic() - since)
+        # (when moto answered the request that made it, as the endpoint wrote it down: each
+        # look at the invalidations waits its turn among moto's uploads, seconds under load)
+        made = self.endpoint.invalidations
+        invalidated = max((min(made[id] for id, paths in self.made.items() if url in paths or "/*" in paths)
+                           for url in urls), default=time.monotonic())
+        self.times = (in_bucket - since, invalidated - since)
 
     def stop(self) -> None:
         if self.service is not None:
@@ -162,14 +195,15 @@ def measure(run: Run, singles: int, outage: float) -> dict:
     for n in range(singles):  # (each waits for its detail alone: the pages may still be on their way)
         key, body, url = run.post(f"publish.{n}")
         answered = time.monotonic()
-        run.until(lambda: run.in_bucket(key, body))
-        to_bucket.append(time.monotonic() - answered)
+        to_bucket.append(run.landed([(key, body, url)])[0] - answered)
         written.append((key, body, url))
         run.until(lambda: run.invalidated({url}) == {url}, "the invalidation")
-    run.all_published(written)
-    singles_done = time.monotonic() - answered
-    run.until(lambda: not run.service.status()["publish"]["pending"])  # (the pages whose count alone changed)
-    singles_whole = time.monotonic() - answered
+    singles_done = singles_whole = math.nan  # (--singles 0: the burst alone)
+    if written:
+        run.all_published(written, answered)
+        singles_done = run.times[1]
+        run.until(lambda: not run.service.status()["publish"]["pending"])  # (the pages whose count alone changed)
+        singles_whole = time.monotonic() - answered
     started = time.monotonic()
     with ThreadPoolExecutor(max_workers=16) as pool:
         burst = list(pool.map(lambda n: run.post(f"burst.{n}"), range(200)))
@@ -186,7 +220,7 @@ def measure(run: Run, singles: int, outage: float) -> dict:
     run.endpoint.up()
     back = time.monotonic()
     run.all_published(during, back)
-    return {"median": statistics.median(to_bucket), "p95": percentile(to_bucket, 0.95),
+    return {"median": statistics.median(to_bucket or [math.nan]), "p95": percentile(to_bucket or [math.nan], 0.95),
             "singles invalidated": singles_done, "singles whole": singles_whole, "burst answered": answered, "burst published": burst_published,
             "burst invalidated": burst_invalidated, "outage writes": len(during), "failed attempts": failed,
             "after outage": run.times}
@@ -209,8 +243,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="10000,100000")
     parser.add_argument("--workdir", default="bench-work", type=Path)
-    parser.add_argument("--outage", default=30.0, type=float, help="seconds the bucket is stopped")
-    parser.add_argument("--singles", default=20, type=int, help="writes one at a time")
+    parser.add_argument("--outage", default=30.0, type=float, help="seconds the bucket is stopped (0: no outage)")
+    parser.add_argument("--singles", default=20, type=int, help="writes one at a time (0: none, the burst alone)")
     parser.add_argument("--built", type=Path, help="a site already built of the (one) catalogue: rebuilt, not built")
     parser.add_argument("--upload-at-start", default=UPLOADED_AT_START, type=int,
                         help="the largest catalogue the write service uploads on start (larger: seeded)")

@@ -4,6 +4,7 @@ the caller's own that fails as a bucket fails, on demand."""
 from __future__ import annotations
 
 import http.client
+import re
 import secrets
 import socket
 import threading
@@ -74,8 +75,8 @@ class Endpoint:
     `down()` closes its port (unreachable) until `up()`; `answer` makes it answer every request
     with an error of S3's (SlowDown, ExpiredToken); `hold_after(n)` lets n uploads pass and then
     holds the rest (`holding` is set) until `release()`; `hold_at(part)` holds the first
-    upload of a key holding `part`, and every upload after it. It writes down every change it passed
-    on (method and key), in order. Uploads are counted and held under `prefix` alone."""
+    upload of a key holding `part`, and every upload after it (`held` of them at a time). It writes
+    down every change it passed on (method and key), in order, and when each invalidation was made. Uploads are counted and held under `prefix` alone."""
 
     ERRORS = {"SlowDown": (503, "Please reduce your request rate."),
               "ExpiredToken": (400, "The provided token has expired.")}
@@ -88,6 +89,8 @@ class Endpoint:
         self.changes: list[tuple[str, str]] = []
         self.times: list[float] = []  # (when each change was answered: time.monotonic())
         self.holding, self._released = threading.Event(), threading.Event()
+        self.held = 0  # uploads waiting for release() now
+        self.invalidations: dict[str, float] = {}  # CloudFront's id of each invalidation made -> when it was answered
         self._passing: int | None = None
         self._held_key: str | None = None
         self._lock = threading.Lock()
@@ -182,7 +185,11 @@ class Endpoint:
                 else:
                     wait = False
             if wait:
+                with self._lock:
+                    self.held += 1
                 self._released.wait()
+                with self._lock:
+                    self.held -= 1
         upstream = http.client.HTTPConnection("127.0.0.1", self.upstream, timeout=60)
         try:
             upstream.request(request.command, request.path, body=body,
@@ -193,6 +200,10 @@ class Endpoint:
                 with self._lock:
                     self.changes.append((request.command, key))
                     self.times.append(time.monotonic())
+            made = re.search(rb"<Invalidation\b[^>]*>.*?<Id>([^<]+)</Id>", data, re.S) if request.command == "POST" else None
+            if made is not None and answer.status < 300:
+                with self._lock:
+                    self.invalidations[made.group(1).decode()] = time.monotonic()
             headers = {k: v for k, v in answer.getheaders() if k.lower() not in ("transfer-encoding", "connection")}
             self.reply(request, answer.status, headers, data)
         finally:

@@ -39,7 +39,8 @@ from .spool import Spool, Spools
 from .team import Team
 
 PROGRESS_EVERY = 5000
-ANNOUNCED_MAX = 64  # detail documents a part tells of, per collection: beyond, none (a large change)
+ANNOUNCED_MAX = 256  # detail documents a part tells of, per collection: beyond, none (a large change; a
+# burst of writes makes rebuilds of a hundred or two new records, which go up while they build)
 EXCHANGE_CHUNK = 1 << 16  # ids of another part checked at once (_chunks)
 
 

@@ -5,6 +5,9 @@ A write asks for a build; one thread runs them, one at a time, each as a separat
 not do, and its memory goes back to the system when it ends). Writes that arrive
 while a build runs are published by the next one, which starts as soon as the
 running one ends: a burst costs at most the build running when it began and one more.
+A build waits for a burst to end before it starts (SETTLE seconds without a write, SETTLE_MAX
+at most): the burst's writes come in one build, rather than the first few in a build of their
+own that the rest wait behind (seconds at 100K books).
 The write service's publishing beyond this machine, when it has one, is told as each build
 starts, of the few detail documents the build announces as it writes them (the new records:
 up before the build's thousands of pages are written), and after each build that published,
@@ -22,7 +25,8 @@ from typing import Callable, Protocol
 from ..system import command, moment, written_file
 from .accepted import Accepted
 
-SETTLE = 0.05  # seconds a build waits for the rest of a burst before it starts
+SETTLE = 0.05  # seconds without a write a build waits for before it starts (the rest of a burst)
+SETTLE_MAX = 2.0  # seconds at most it waits so (a stream of writes)
 
 
 class Publishing(Protocol):
@@ -52,6 +56,7 @@ class Rebuilder:
         self._accepted = accepted
         self._publishing = publishing
         self._since: float | None = None  # when the oldest write no build has started for asked for one
+        self._asked = 0.0  # when the last write asked (time.monotonic())
         self._building: float | None = None  # the same, of the writes the build under way publishes
         self._last: dict | None = None
         self._wanted = threading.Event()
@@ -79,6 +84,7 @@ class Rebuilder:
             self._idle.clear()
             self._wanted.set()
             self._since = self._since or time.time()
+            self._asked = time.monotonic()
 
     def status(self) -> dict:
         """Whether a write waits for a build, since when, and how the last build went."""
@@ -104,7 +110,7 @@ class Rebuilder:
             self._wanted.wait()
             if self._stopping:
                 return
-            time.sleep(SETTLE)
+            self._settle()
             with self._lock:  # (a stop() while settling would be cleared with the wish, and lost)
                 if self._stopping:
                     return
@@ -130,6 +136,12 @@ class Rebuilder:
                 if status != 0:  # (still waiting: for the next write, or someone mending the data)
                     self._since = min(self._since or self._building, self._building)
                 self._building = None
+
+    def _settle(self) -> None:
+        """Until no write has asked for SETTLE seconds, or SETTLE_MAX seconds have passed."""
+        deadline = time.monotonic() + SETTLE_MAX
+        while not self._stopping and (pause := min(self._asked + SETTLE, deadline) - time.monotonic()) > 0:
+            time.sleep(pause)
 
     def _build(self) -> tuple[int, str]:
         """Run the build, passing the files it announces on to the publishing as they come (those

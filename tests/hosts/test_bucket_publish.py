@@ -11,6 +11,7 @@ import json
 import secrets
 import shutil
 import signal
+import threading
 import time
 from pathlib import Path
 
@@ -279,6 +280,73 @@ def test_a_detail_up_before_a_rebuild_that_fails_goes_when_the_data_no_longer_ho
         wait_until(lambda: not publisher.status()["pending"])
         assert objects(s3, bucket) == published(site)
     finally:
+        publisher.stop()
+
+
+def test_a_burst_s_new_users_are_told_of_and_go_up_side_by_side_while_it_builds(tmp_path, aws, moto_port):
+    """A burst of writes makes rebuilds of a hundred or two new users: the build tells of
+    every one (not only of a few), and written() puts them up WORKERS at a time (one after
+    another, 200 of them took seconds of the rebuild), each journalled as the deploy's own."""
+    site, s3, bucket, publisher = publishing(tmp_path, aws, moto_port, 200)
+    try:
+        burst = 100
+        with (tmp_path / "data/users.csv").open("a", encoding="utf-8") as f:
+            for n in range(burst):
+                f.write(f"0f000000-0000-4000-8000-{n:012d},tazeh.{n},نام,,,1,2,false\n")
+        told: list[tuple[str, str]] = []
+        compose.build(tmp_path / "data", site, announce=lambda path, file: told.append((path, file)))
+        assert len(told) == burst and all(path.startswith("api/v1/user/0f/") for path, _ in told)
+        aws.hold_after(0)
+        putting = threading.Thread(target=publisher.written, args=(told,))
+        putting.start()
+        deadline = time.monotonic() + 60  # (16 threads to start: long enough under any load)
+        while aws.held < deploy.WORKERS and time.monotonic() < deadline:
+            time.sleep(0.05)
+        held = aws.held
+        aws.release()
+        putting.join(WAIT)
+        assert held == deploy.WORKERS
+        up, files = objects(s3, bucket), published(site)
+        assert all(up[path] == files[path] for path, _ in told)
+        aws.changes.clear()
+        publisher.rebuilt()
+        wait_until(lambda: not publisher.status()["pending"])
+        assert objects(s3, bucket) == published(site)
+        assert not {path for _, path in aws.changes} & {f"/{bucket}/{PREFIX}/{path}" for path, _ in told}
+    finally:
+        publisher.stop()
+
+
+def test_a_rebuild_that_published_nothing_newer_leaves_the_publish_under_way_to_go_on(tmp_path, aws, moto_port):
+    """The tail of a burst: writes that came as a build started ask for one more, which finds
+    them built and publishes no newer generation. The publish of that generation goes on
+    (stopped and planned again, it cost seconds at 100K books): rebuilt() returns at once, and
+    each file goes up once."""
+    site, s3, bucket, publisher = publishing(tmp_path, aws, moto_port, 200)
+    try:
+        with (tmp_path / "data/users.csv").open("a", encoding="utf-8") as f:
+            f.write("0f000000-0000-4000-8000-000000000001,tazeh.karbar,نام,,,1,2,false\n")
+        compose.build(tmp_path / "data", site)
+        generation = (site / CURRENT).resolve()
+        aws.changes.clear()
+        aws.hold_at("/user/pages/")  # (the publish's second stage)
+        publisher.rebuilt()
+        assert aws.holding.wait(WAIT)
+        compose.build(tmp_path / "data", site)
+        assert (site / CURRENT).resolve() == generation
+        again = threading.Thread(target=publisher.rebuilt)
+        again.start()
+        again.join(60)  # (with the upload still held)
+        returned = not again.is_alive()
+        aws.release()
+        again.join(WAIT)
+        assert returned
+        wait_until(lambda: not publisher.status()["pending"])
+        assert objects(s3, bucket) == published(site)
+        uploads = [path for method, path in aws.changes if method == "PUT" and not path.endswith(deploy.MARKER)]
+        assert len(uploads) == len(set(uploads))
+    finally:
+        aws.release()
         publisher.stop()
 
 

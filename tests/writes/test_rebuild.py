@@ -62,6 +62,28 @@ def test_a_burst_of_requests_makes_few_builds(tmp_path):
     assert 1 <= len(marks.read_text()) <= 2  # the one running when the burst began, and one more
 
 
+@pytest.mark.parametrize("most", [30.0, 0.5])
+def test_a_build_waits_for_the_burst_to_end_for_so_long_at_most(tmp_path, monkeypatch, most: float):
+    """A build starts once no write has asked for SETTLE seconds: a burst's writes come in one
+    build, not the first few in one of their own and the rest in the next; a stream of writes
+    longer than SETTLE_MAX is not waited out."""
+    from generator.writes import rebuild
+
+    monkeypatch.setattr(rebuild, "SETTLE", 0.5)  # (far more than the test's pause between two requests)
+    monkeypatch.setattr(rebuild, "SETTLE_MAX", most)
+    marks = tmp_path / "builds"
+    rebuilder = Rebuilder([sys.executable, "-c", f"open({str(marks)!r}, 'a').write('x')"], lambda message: None)
+    rebuilder.start()
+    try:
+        for _ in range(40):  # (2 s of writes, or more on a loaded machine)
+            rebuilder.request()
+            time.sleep(0.05)
+        assert rebuilder.wait_idle(60)
+    finally:
+        rebuilder.stop()
+    assert (len(marks.read_text()) == 1) == (most > 2)
+
+
 def test_a_build_that_publishes_takes_away_what_it_published(tmp_path: Path):
     """What waited when the build started goes, and so does what the new generation holds;
     a record accepted while it ran (and not in it) waits for the next one."""
@@ -202,6 +224,8 @@ def test_a_stop_while_a_rebuild_settles_ends_the_thread(monkeypatch):
             time.sleep(0.01)
 
     monkeypatch.setattr(rebuild, "time", types.SimpleNamespace(sleep=settle, monotonic=time.monotonic, time=time.time))
+    for name in ("SETTLE", "SETTLE_MAX"):  # (the thread settles however late it wakes, until stop())
+        monkeypatch.setattr(rebuild, name, 60.0)
     rebuilder.start()
     assert rebuilder.wait_idle(30)
     rebuilder.request()
