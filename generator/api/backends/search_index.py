@@ -149,6 +149,7 @@ on every host (hosts/contract.py Limits only guard where a platform would fail).
 from __future__ import annotations
 
 import bisect
+import copy
 import functools
 import itertools
 import multiprocessing
@@ -568,6 +569,25 @@ class _Column:
                 held.append(code)
 
 
+@dataclass(frozen=True)
+class _Range:
+    """The keys after `after` through `through` (None: from the first, to the last)."""
+    after: str | None
+    through: str | None
+
+    def of(self, kind: str) -> "tuple[str | None, str | None] | None":
+        """The strings after the kind letter that keys of one kind in the range hold, as bounds
+        (after, through; None: none); None where the range holds no key of that kind."""
+        after, through = self.after, self.through
+        if after is not None and after[:1] > kind or through is not None and through[:1] < kind:
+            return None
+        return (after[1:] if after is not None and after[:1] == kind else None,
+                through[1:] if through is not None and through[:1] == kind else None)
+
+
+EVERY = _Range(None, None)  # (every key)
+
+
 class TermIndexWriter:
     """A collection's term index made from its records' folded values, given in order from
     the record at `first`; `finish` hands each file to `flush(path, bytes)` (paths relative
@@ -576,7 +596,7 @@ class TermIndexWriter:
     `columns` the collection's writer takes in (`merge`), runs in order."""
 
     def __init__(self, specs: Sequence[str], record_count: int, inline_max: int = INLINE_MAX, first: int = 0) -> None:
-        self.spec_list, self.fields = list(specs), index_fields(specs)
+        self.fields = index_fields(specs)
         self.count, self.inline_max = record_count, inline_max
         self.columns: dict[str, _Column] = {}
         for field in self.fields:
@@ -614,7 +634,7 @@ class TermIndexWriter:
         files by one of `processes` processes (forked: they read the columns where they are)
         as it comes free, their files flushed in key order; then the root."""
         names = _Names(set(), set())
-        ranges = self._ranges(processes * SHARES) if processes > 1 else [_Range(None, None)]
+        ranges = self._ranges(processes * SHARES) if processes > 1 else [EVERY]
         if len(ranges) == 1:
             leaves = self._write_range(ranges[0], flush, names)
         else:
@@ -644,11 +664,11 @@ class TermIndexWriter:
         (the keys of every SAMPLE-th token, pair, head and value), each range ending at a key
         of the sample whose CRC-32 has its low SPLIT_BITS bits zero (where a postings file
         and a leaf end: the ranges written apart make one writer's files)."""
-        sampled = TermIndexWriter(self.spec_list, self.count, self.inline_max)
+        sampled = copy.copy(self)
         sampled.columns = {name: column.sampled(SAMPLE) for name, column in self.columns.items()}
         keys = sorted({key for key, _, _ in sampled.entries()})
         if len(keys) * SAMPLE < PARALLEL_MIN:
-            return [_Range(None, None)]
+            return [EVERY]
         ends = [key for key in keys if zlib.crc32(key.encode()) & SPLIT_MASK == 0]
         cuts = sorted({ends[at] for k in range(1, shares)
                        if (at := bisect.bisect_left(ends, keys[len(keys) * k // shares])) < len(ends)})
@@ -745,12 +765,11 @@ class TermIndexWriter:
 
 
 
-    def entries(self, within: "_Range | None" = None) -> list[tuple[str, int, "int | array | list"]]:
-        """Every key's codes in each field (of the keys `within` holds; None: all), (key, field
+    def entries(self, within: _Range = EVERY) -> list[tuple[str, int, "int | array | list"]]:
+        """Every key's codes in each field (of the keys `within` holds), (key, field
         number, codes), by field: a key several keys make (a suffix, a letter) has the list of
         their codes, united only when it is written (so that a few of those unions are held at
         once, not all)."""
-        within = within or _Range(None, None)
         entries: list[tuple[str, int, "int | array | list"]] = []
         for number, field in enumerate(self.fields):
             column = self.columns[field.column]
@@ -779,22 +798,6 @@ class TermIndexWriter:
                                 _gather(grams, head[:size], codes)
             entries.extend([(GRAM + gram, number, held) for gram, held in grams.items()])
         return entries
-
-
-@dataclass(frozen=True)
-class _Range:
-    """The keys after `after` through `through` (None: from the first, to the last)."""
-    after: str | None
-    through: str | None
-
-    def of(self, kind: str) -> "tuple[str | None, str | None] | None":
-        """The strings after the kind letter that keys of one kind in the range hold, as bounds
-        (after, through; None: none); None where the range holds no key of that kind."""
-        after, through = self.after, self.through
-        if after is not None and after[:1] > kind or through is not None and through[:1] < kind:
-            return None
-        return (after[1:] if after is not None and after[:1] == kind else None,
-                through[1:] if through is not None and through[:1] == kind else None)
 
 
 def _first_letters(bounds: tuple[str | None, str | None]) -> "re.Pattern":
@@ -831,7 +834,7 @@ def _suffix_entries(tokens: dict[str, "int | array"], number: int, bounds: "tupl
     return [(SUFFIX + suffix, number, held) for suffix, held in suffixes.items()]
 
 
-def _pair_entries(pairs: dict[str, "int | array"], number: int, bounds: tuple = (None, None)) \
+def _pair_entries(pairs: dict[str, "int | array"], number: int, bounds: tuple) \
         -> list[tuple[str, int, "int | array | list"]]:
     """The `P` keys of a `contains` field (the module's docstring) within `bounds` from its
     column's adjacent pairs: for every run of white space in a value, each suffix of the token
