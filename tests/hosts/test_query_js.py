@@ -16,6 +16,7 @@ from urllib.parse import urlencode
 import pytest
 
 from generator import compose
+from generator.api.backends import search_index
 from generator.api.backends.common import related_records
 from generator.api.urls import CURRENT
 from generator.catalogue import synth
@@ -33,8 +34,14 @@ COLLECTIONS = sorted({name for key in ("search", "ordering", "filters") for name
 @pytest.fixture(scope="module", params=["sample", "persian", "synthetic"])
 def built(request, tmp_path_factory):
     work = tmp_path_factory.mktemp("query-js")
-    compose.build(query_catalogue(request.param, work, 2000, seed=11), work / "site")
-    return (work / "site" / CURRENT).resolve()
+    with pytest.MonkeyPatch.context() as patch:
+        if request.param == "synthetic":  # (its term index's leaves in branches, as a large catalogue's are)
+            patch.setattr(search_index, "BRANCH_MASK", 7)
+        compose.build(query_catalogue(request.param, work, 2000, seed=11), work / "site")
+    generation = (work / "site" / CURRENT).resolve()
+    root = search_index.Root.decode((generation / search_index.index_dir("books") / search_index.ROOT).read_bytes())
+    assert root.levels == (request.param == "synthetic")
+    return generation
 
 
 def documents(generation) -> dict[str, list[dict]]:

@@ -6,10 +6,10 @@ search_index.js.j2. search.py asks it one question, `searched()`: the records a
 request's (folded) terms select. The files lie under `api/v1/<name>/_query/search/`
 (`index_dir`); the paths below are relative to it.
 
-A request's search costs: the root, the leaves holding its terms' keys (usually one a
-term), the postings files of the few terms whose lists are too long to sit in a leaf,
-and, where few candidates are left, the pages of those candidates (their documents),
-on which the remaining terms are checked exactly. The answers are DRF's SearchFilter's
+A request's search costs: the root, the branches and leaves holding its terms' keys
+(usually one of each a term), the postings files of the few terms whose lists are too
+long to sit in a leaf, and, where few candidates are left, the pages of those candidates
+(their documents), on which the remaining terms are checked exactly. The answers are DRF's SearchFilter's
 (docs/spec/query.md §3), exactly: see `search`.
 
 Values and terms are folded (common.fold, with the site's search_normalise) before the
@@ -74,10 +74,16 @@ keys from the last restart at or before the key it looks for (as LevelDB's block
 a lookup decodes some RESTART keys of a leaf, not its thousand.
 
 Files (paths relative to the index's directory):
-- `root.bin`: b"TIR1", varint version (3), varint record count, varint number of
-  fields, each field's spec (varint length, bytes); then a key list of each leaf's first
-  key, each followed by varint name: the leaf is `leaf/<name as 8 lower-case hex
-  digits>.bin`.
+- `root.bin`: b"TIR1", varint version (4), varint record count, varint number of
+  fields, each field's spec (varint length, bytes), varint levels; then a key list of the
+  first key of each file of the level below, each followed by varint name: with levels 0
+  the leaves (the leaf is `leaf/<name as 8 lower-case hex digits>.bin`), with levels 1 the
+  branches (`branch/<name>.bin`).
+- `branch/<name>.bin`: b"TIB1", then a key list of the first key of each leaf of a run of
+  them, each followed by varint name (the leaf's). A branch starts at the first leaf and at
+  each leaf whose first key's CRC-32 has its low BRANCH_BITS bits zero; where that makes
+  one branch there is none (levels 0). So a lookup reads a few KB of root and branch at a
+  million books, where one root listing every leaf was 150 KB.
 - `leaf/<name>.bin`: b"TIL2", then a key list of its entries: each key followed by
   varint number of fields it has, and per field: varint field, varint size class (the
   bit length of the number of records the set holds, so at most 2**class - 1: what the
@@ -85,10 +91,10 @@ Files (paths relative to the index's directory):
   varint where; where 0: varint length and the set's bytes inline (sets of up to
   INLINE_MAX bytes); where 1: varint name, varint ordinal: the set is the ordinal-th
   (from 0) of `post/<name>.bin`.
-  The entries of all leaves, in root order, are every key in order. A leaf ends after
-  an entry whose key's CRC-32 has its low LEAF_BITS bits zero (content-defined: an edit
-  changes the leaves holding the keys it changes, and shifts no other boundary), or
-  at the last key.
+  The entries of all leaves, in the order the root (and its branches) list them, are
+  every key in order. A leaf ends after an entry whose key's CRC-32 has its low LEAF_BITS
+  bits zero (content-defined: an edit changes the leaves holding the keys it changes, and
+  shifts no other boundary), or at the last key.
 - `post/<name>.bin`: b"TIP1", varint number of sets, each one's length (varint), then
   the sets, in key order (so a range of keys has its sets in a run of files); an edit
   that changes a set rewrites its file, and its leaf only where its size class changes.
@@ -97,17 +103,17 @@ Files (paths relative to the index's directory):
   low CHUNK_BITS bits are zero, once it holds CHUNK_MAX bytes, or after the sets of a key
   whose CRC-32 has its low SPLIT_BITS bits zero (a leaf ends there too: the writer's
   processes divide the keys there, each making the files one writer would).
-CRC-32 is zlib's (IEEE 802.3). Names are the CRC-32 of the leaf's first key (of a
-postings file: of its first set's tag), plus 1 (modulo 2**32) as often as needed to
-differ from every name of its kind given before it in key order. A reader needs none
-of the writer's constants (INLINE_MAX, LEAF_BITS, RESTART, CHUNK_*, SPLIT_BITS): only GRAM_MAX and MIN_SUFFIX,
-which the lookups below use.
+CRC-32 is zlib's (IEEE 802.3). Names are the CRC-32 of the branch's or leaf's first key
+(of a postings file: of its first set's tag), plus 1 (modulo 2**32) as often as needed to
+differ from every name of its kind given before it in key order. A reader needs none of
+the writer's constants (INLINE_MAX, LEAF_BITS, BRANCH_BITS, RESTART, CHUNK_*, SPLIT_BITS):
+only GRAM_MAX and MIN_SUFFIX, which the lookups below use.
 
 Edits. Where only some records' values changed since the previous build (`edit`), the keys
 they left and gained are moved in the previous build's index and only the files holding
 those keys are written (made again, a million books' index takes minutes). The keys and
 sets, the leaves (content-defined: those around a changed key are cut again as a fresh
-build cuts them), their names and the root come out as a fresh build's; the postings
+build cuts them), their names, the branches and the root come out as a fresh build's; the postings
 files are laid out by history: a changed set keeps its place in its file (the file
 rewritten), a set grown too long for its leaf gets a file of its own, a set that left a
 file leaves an empty place there (a file of empty places goes). A reader cannot tell.
@@ -134,7 +140,8 @@ itself needs nothing more; the terms matched only in relation fields (two or mor
 be served by one choice of element per relation: some (relation, element) pairs, one per
 relation, such that each such term matched at one of them.
 
-The read plan (`search`): the root; the leaves of up to LEAF_BATCH terms' keys at once,
+The read plan (`search`): the root; the branches, then the leaves, of up to LEAF_BATCH
+terms' keys at once,
 the terms likeliest to be rare first (words before phrases, longer first); then the
 terms of the batch from the fewest records up (as the leaves' size classes bound them),
 each term's postings files, or, where the candidates (the records every term so far
@@ -166,14 +173,16 @@ import numpy
 from ...catalogue.querying import NORMALISE, SEARCH, SearchField, search_field
 from .common import SPACES, Flush, Missing, Reader, Records, Request, fold, query_dir, related_records
 
-ROOT, LEAF_DIR, POSTINGS_DIR = "root.bin", "leaf", "post"
-ROOT_MAGIC, LEAF_MAGIC, POSTINGS_MAGIC = b"TIR1", b"TIL2", b"TIP1"
-VERSION = 3
+ROOT, BRANCH_DIR, LEAF_DIR, POSTINGS_DIR = "root.bin", "branch", "leaf", "post"
+ROOT_MAGIC, BRANCH_MAGIC, LEAF_MAGIC, POSTINGS_MAGIC = b"TIR1", b"TIB1", b"TIL2", b"TIP1"
+VERSION = 4
 ANY, EXACT, GRAM, HEAD, PAIR, SUFFIX = "A", "E", "G", "H", "P", "S"
 GRAM_MAX = 2  # characters of the terms answered by a precomputed set
 MIN_SUFFIX = GRAM_MAX + 1
 LEAF_BITS = 10  # a leaf holds 2**LEAF_BITS keys on average
 LEAF_MASK = (1 << LEAF_BITS) - 1
+BRANCH_BITS = 6  # a branch lists 2**BRANCH_BITS leaves on average
+BRANCH_MASK = (1 << BRANCH_BITS) - 1
 RESTART = 16  # keys of a key list from one that shares nothing to the next
 KEY_BATCH, SHARED_WIDTH = 65536, 128  # keys the writer front-codes at once, and the bytes of each it compares
 INLINE_MAX = 32  # bytes of a set kept in its leaf; longer ones go to postings files
@@ -241,6 +250,10 @@ def _name(taken: set[int], data: bytes) -> int:
 
 def leaf_file(name: int) -> str:
     return f"{LEAF_DIR}/{name:08x}.bin"
+
+
+def branch_file(name: int) -> str:
+    return f"{BRANCH_DIR}/{name:08x}.bin"
 
 
 def postings_file(name: int) -> str:
@@ -654,10 +667,10 @@ class TermIndexWriter:
                             leaves += self._write_range(within, flush, names)
             finally:
                 _FORKED = None
-        root = _KeyList()
-        for first, name in leaves:
-            put_varint(root.put(first), name)
-        flush(ROOT, self._root(root))
+        levels, listing, branches = _upper(leaves)
+        for name, data in branches.items():
+            flush(branch_file(name), data)
+        flush(ROOT, _root_data(self.count, self.fields, levels, listing))
 
     def _ranges(self, shares: int) -> list["_Range"]:
         """The keys cut into about `shares` ranges of about as many keys each, as a sample shows
@@ -707,16 +720,6 @@ class TermIndexWriter:
                     out, first = _KeyList(), None
         chunks.close()
         return leaves
-
-    def _root(self, leaves: "_KeyList") -> bytes:
-        out = bytearray(ROOT_MAGIC)
-        for number in (VERSION, self.count, len(self.fields)):
-            put_varint(out, number)
-        for field in self.fields:
-            spec = field.spec.encode()
-            put_varint(out, len(spec))
-            out += spec
-        return bytes(out + leaves.encoded())
 
     def _put_entry(self, out: bytearray, key: bytes, by_field: list[tuple], chunks: "_Chunks") -> None:
         """A key's entry: `by_field`, its (key, field number, codes) in field order, the codes
@@ -798,6 +801,44 @@ class TermIndexWriter:
                                 _gather(grams, head[:size], codes)
             entries.extend([(GRAM + gram, number, held) for gram, held in grams.items()])
         return entries
+
+
+def _root_data(count: int, fields: list[SearchField], levels: int, listing: bytes) -> bytes:
+    out = bytearray(ROOT_MAGIC)
+    for number in (VERSION, count, len(fields)):
+        put_varint(out, number)
+    for field in fields:
+        spec = field.spec.encode()
+        put_varint(out, len(spec))
+        out += spec
+    put_varint(out, levels)
+    return bytes(out + listing)
+
+
+def _upper(leaves: list[tuple[bytes, int]]) -> tuple[int, bytes, dict[int, bytes]]:
+    """The levels above the leaves (first key, name; in key order): the root's levels and key
+    list, and the branches (by name). A branch starts at the first leaf and at each leaf whose
+    first key's CRC-32 has its low BRANCH_BITS bits zero (content-defined, as leaves are: an
+    edit changes the branches listing the leaves it changes); leaves that make one branch are
+    the root's own list (levels 0), else the root lists the branches (levels 1)."""
+    runs: list[list[tuple[bytes, int]]] = []
+    for leaf in leaves:
+        if not runs or zlib.crc32(leaf[0]) & BRANCH_MASK == 0:
+            runs.append([])
+        runs[-1].append(leaf)
+    if len(runs) < 2:
+        return 0, _listing(leaves), {}
+    taken: set[int] = set()
+    branches = {_name(taken, run[0][0]): BRANCH_MAGIC + _listing(run) for run in runs}
+    return 1, _listing([(run[0][0], name) for run, name in zip(runs, branches)]), branches
+
+
+def _listing(named: list[tuple[bytes, int]]) -> bytes:
+    """A key list of first keys, each followed by its file's name."""
+    keys = _KeyList()
+    for first, name in named:
+        put_varint(keys.put(first), name)
+    return keys.encoded()
 
 
 def _first_letters(bounds: tuple[str | None, str | None]) -> "re.Pattern":
@@ -1096,13 +1137,18 @@ def run_values(documents: list[dict], field: SearchField, fold: Callable[[str], 
 # ---- the reader's side --------------------------------------------------------------------
 
 
+Lookup = tuple[bytes, bool]  # a key, and whether every key starting with it
+
+
 @dataclass(frozen=True)
 class Root:
-    """What `root.bin` says: the record count, the fields, and (looked up) its leaves."""
+    """What `root.bin` says: the record count, the fields, and (looked up) the files of the
+    level below it: leaves (levels 0) or branches (levels 1)."""
     count: int
     fields: list[SearchField]
+    levels: int
     data: bytes
-    keys: int  # where its key list of the leaves' first keys starts
+    keys: int  # where its key list of those files' first keys starts
 
     @classmethod
     def decode(cls, data: bytes) -> "Root":
@@ -1118,25 +1164,44 @@ class Root:
             length, at = get_varint(data, at)
             fields.append(search_field(data[at:at + length].decode()))
             at += length
-        return cls(count, fields, data, at)
+        levels, at = get_varint(data, at)
+        return cls(count, fields, levels, data, at)
 
-    def leaves(self, key: bytes, prefix: bool) -> list[tuple[bytes, int]]:
-        """The leaves (first key, name) that may hold the key (with `prefix`: every key
-        starting with it): the last starting at or before it (else the first), and with
-        `prefix` those after it starting before the keys that follow the ones starting with it."""
-        data, end = self.data, key + b"\xff"
-        found: list[tuple[bytes, int]] = []
-        at, first = _restart(data, self.keys, key), b""
-        while at < len(data):
-            first, at = _get_key(data, at, first)
-            name, at = get_varint(data, at)
-            if first <= key:
-                found = [(first, name)]
-            elif not found or prefix and first < end:
-                found.append((first, name))
-            else:
-                break
-        return found
+    def leaves(self, lookups: Iterable[Lookup], reads: "Reads") -> dict[Lookup, list[tuple[bytes, int]]]:
+        """The leaves (first key, name) that may hold each lookup's keys, through the branches
+        of them all (read together, in key order)."""
+        found = {lookup: _covering(self.data, self.keys, *lookup) for lookup in lookups}
+        if not self.levels:
+            return found
+        branches = {name: _checked(reads.get(branch_file(name)), BRANCH_MAGIC, "branch")
+                    for _, name in sorted({branch for named in found.values() for branch in named})}
+        return {lookup: [leaf for _, name in named for leaf in _covering(branches[name], len(BRANCH_MAGIC), *lookup)]
+                for lookup, named in found.items()}
+
+
+def _covering(data: bytes, at: int, key: bytes, prefix: bool) -> list[tuple[bytes, int]]:
+    """The files (first key, name) a key list at `at` names that may hold the key (with
+    `prefix`: every key starting with it): the last starting at or before it (else the first),
+    and with `prefix` those after it starting before the keys that follow the ones starting with it."""
+    end = key + b"\xff"
+    found: list[tuple[bytes, int]] = []
+    at, first = _restart(data, at, key), b""
+    while at < len(data):
+        first, at = _get_key(data, at, first)
+        name, at = get_varint(data, at)
+        if first <= key:
+            found = [(first, name)]
+        elif not found or prefix and first < end:
+            found.append((first, name))
+        else:
+            break
+    return found
+
+
+def _checked(data: bytes, magic: bytes, what: str) -> bytes:
+    if data[:4] != magic:
+        raise ValueError(f"not a term index's {what}")
+    return data
 
 
 def _restart(data: bytes, at: int, key: bytes) -> int:
@@ -1182,9 +1247,7 @@ class Leaf:
     """A leaf's entries, looked up in its key list."""
 
     def __init__(self, data: bytes) -> None:
-        if data[:4] != LEAF_MAGIC:
-            raise ValueError("not a term index's leaf")
-        self.data = data
+        self.data = _checked(data, LEAF_MAGIC, "leaf")
 
     def find(self, key: bytes, prefix: bool) -> list[list[Piece]]:
         """The pieces of the key (with `prefix`: of each key starting with it), in key order."""
@@ -1338,8 +1401,8 @@ def search(read: Reader, terms: list[str], documents: Callable[[list[int]], dict
     matched only in related records, one related record of each relation serves them all
     (DRF's single filter() joins them once).
 
-    The plan (the module's docstring says it whole): the root; the leaves of LEAF_BATCH
-    terms at a time; the terms from the fewest records up, each from its sets (reading
+    The plan (the module's docstring says it whole): the root; the branches and leaves of
+    LEAF_BATCH terms at a time; the terms from the fewest records up, each from its sets (reading
     its postings files) or checked on the candidates' documents: `documents(positions)`
     gives each one's folded values by column (document_values), reading the pages of
     `page_size` records holding them (the caller counts those reads). A term is checked
@@ -1396,8 +1459,9 @@ def _check_instead(unread: set[str], candidates: Records, page_size: int, check_
 
 
 def _find_pieces(terms: list[_Term], root: Root, reads: Reads) -> None:
-    """The pieces of the terms' keys, from their leaves (read together, in key order)."""
-    lookups = {lookup: root.leaves(*lookup) for term in terms for _, looked in term.clauses for lookup in looked}
+    """The pieces of the terms' keys, from their leaves (read together, in key order, after
+    their branches)."""
+    lookups = root.leaves({lookup for term in terms for _, looked in term.clauses for lookup in looked}, reads)
     needed = sorted({leaf for leaves in lookups.values() for leaf in leaves})
     leaves = {name: Leaf(reads.get(leaf_file(name))) for _, name in needed}
     for term in terms:
@@ -1534,19 +1598,28 @@ def edit(read: Read, specs: list[str], count: int,
     moved = _moved(specs, changes)
     if not moved:
         return {}
-    leaves = list(_key_list(root.data, root.keys, get_varint))
-    if not leaves:
-        return None  # (an index with no key: nothing to edit, and nothing to make again)
-    firsts = [first for first, _ in leaves]
-    by_leaf: dict[int, dict[Tag, tuple[set[int], set[int]]]] = {}
-    for tag, change in moved.items():
-        by_leaf.setdefault(max(bisect.bisect_right(firsts, tag[0]) - 1, 0), {})[tag] = change
-    editor = _Editor(read, fields, count)
     try:
+        leaves, branches = _all_leaves(read, root)
+        if not leaves:
+            return None  # (an index with no key: nothing to edit, and nothing to make again)
+        firsts = [first for first, _ in leaves]
+        by_leaf: dict[int, dict[Tag, tuple[set[int], set[int]]]] = {}
+        for tag, change in moved.items():
+            by_leaf.setdefault(max(bisect.bisect_right(firsts, tag[0]) - 1, 0), {})[tag] = change
+        editor = _Editor(read, fields, count)
         cut = _cut_again(leaves, by_leaf, editor)
-        return {**editor.postings(), **_leaves_and_root(read, root, leaves, cut)}
-    except ValueError:  # (a leaf or postings file missing or broken: made again, whole)
+        return {**editor.postings(), **_leaves_and_root(read, root, (leaves, branches), cut)}
+    except ValueError:  # (a branch, leaf or postings file missing or broken: made again, whole)
         return None
+
+
+def _all_leaves(read: Read, root: Root) -> tuple[list[tuple[bytes, int]], dict[int, bytes]]:
+    """Every leaf (first key, name) in key order, and the branches listing them (by name)."""
+    listed = list(_key_list(root.data, root.keys, get_varint))
+    if not root.levels:
+        return listed, {}
+    branches = {name: _checked(read(branch_file(name)) or b"", BRANCH_MAGIC, "branch") for _, name in listed}
+    return [leaf for data in branches.values() for leaf in _key_list(data, len(BRANCH_MAGIC), get_varint)], branches
 
 
 def _moved(specs: list[str], changes: list[tuple[int, Values, Values]]) -> dict[Tag, tuple[set[int], set[int]]]:
@@ -1761,33 +1834,35 @@ def _cut_again(leaves: list[tuple[bytes, int]], by_leaf: dict[int, dict], editor
     return cut
 
 
-def _leaves_and_root(read: Read, root: Root, leaves: list[tuple[bytes, int]],
+def _leaves_and_root(read: Read, root: Root, before: tuple[list[tuple[bytes, int]], dict[int, bytes]],
                      cut: dict[int, list[tuple[bytes, bytes]]]) -> dict[str, bytes | None]:
     """The leaves that change (cut again, or named again: a leaf's name is the CRC-32 of its
-    first key plus 1 until no leaf before it has it) and the root listing them."""
+    first key plus 1 until no leaf before it has it), the branches whose lists change (of the
+    leaves and branches `before`, _all_leaves') and the root."""
+    leaves, branches = before
     listed: list[tuple[bytes, int | None, bytes | None]] = []  # (first key, its name before, its bytes if cut again)
     for at, (first, name) in enumerate(leaves):
         listed.extend([(key, None, data) for key, data in cut[at]] if at in cut else [(first, name, None)])
     out: dict[str, bytes | None] = {}
     taken: set[int] = set()
-    keys = _KeyList()
-    for first, before, data in listed:
+    named = []
+    for first, was, data in listed:
         name = _name(taken, first)
-        if data is None and name != before:
-            data = _leaf_data(read, before)
+        if data is None and name != was:
+            data = _leaf_data(read, was)
         if data is not None:
             out[leaf_file(name)] = data
-        put_varint(keys.put(first), name)
+        named.append((first, name))
     out.update({leaf_file(name): None for _, name in leaves if name not in taken})
-    out[ROOT] = root.data[:root.keys] + keys.encoded()
+    levels, listing, now = _upper(named)
+    out.update({branch_file(name): data for name, data in now.items() if branches.get(name) != data})
+    out.update({branch_file(name): None for name in branches if name not in now})
+    out[ROOT] = _root_data(root.count, root.fields, levels, listing)
     return out
 
 
 def _leaf_data(read: Read, name: int) -> bytes:
-    data = read(leaf_file(name))
-    if data is None or data[:4] != LEAF_MAGIC:
-        raise ValueError(f"the term index's {leaf_file(name)} is missing or not a leaf")
-    return data
+    return _checked(read(leaf_file(name)) or b"", LEAF_MAGIC, "leaf")
 
 
 def _ends_leaf(key: bytes) -> bool:
@@ -1878,8 +1953,10 @@ def searched(request: Request, terms: list[str], within: Records | None) -> Reco
 
 def constants() -> dict:
     """What the JavaScript twin is rendered with."""
-    return {"dir": index_dir("{name}"), "root": ROOT, "leaf": f"{LEAF_DIR}/", "postings": f"{POSTINGS_DIR}/",
-            "magic": {"root": ROOT_MAGIC.decode(), "leaf": LEAF_MAGIC.decode(), "postings": POSTINGS_MAGIC.decode()},
+    return {"dir": index_dir("{name}"), "root": ROOT, "branch": f"{BRANCH_DIR}/", "leaf": f"{LEAF_DIR}/",
+            "postings": f"{POSTINGS_DIR}/",
+            "magic": {"root": ROOT_MAGIC.decode(), "branch": BRANCH_MAGIC.decode(), "leaf": LEAF_MAGIC.decode(),
+                      "postings": POSTINGS_MAGIC.decode()},
             "version": VERSION,
             "kinds": {"any": ANY, "exact": EXACT, "gram": GRAM, "head": HEAD, "pair": PAIR, "suffix": SUFFIX},
             "gramMax": GRAM_MAX, "leafBatch": LEAF_BATCH, "pageSize": PAGE_SIZE, "bitmap": BITMAP, "inline": INLINE}

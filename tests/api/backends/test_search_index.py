@@ -128,9 +128,22 @@ def catalogue(request, tmp_path_factory) -> list[dict]:
     return books(data)
 
 
+# The index as the writer's constants cut it, and cut small: leaves of about two keys, about
+# every other one starting a branch (lookups across leaves and branches, a root of branches).
+SHAPES = {"as-built": {}, "branches": {"LEAF_MASK": 1, "BRANCH_MASK": 1}}
+
+
+@pytest.fixture(params=list(SHAPES))
+def shape(request, monkeypatch) -> str:
+    for name, value in SHAPES[request.param].items():
+        monkeypatch.setattr(ti, name, value)
+    return request.param
+
+
 @pytest.mark.parametrize("normalise", [None, "persian"])
-def test_random_terms_answer_as_drf(catalogue, normalise):
+def test_random_terms_answer_as_drf(catalogue, normalise, shape):
     built = [Built(catalogue, SPECS, normalise, inline) for inline in INLINE]
+    assert ti.Root.decode(built[0].files[ti.ROOT]).levels == (shape == "branches")
     rng = random.Random(11)
     for terms in terms_from(catalogue, rng, 100):
         expected = reference(catalogue, SPECS, terms, normalise)
@@ -177,12 +190,15 @@ def test_adversarial_values_and_terms(made, terms, normalise, plan, inline):
     assert list(built.search(terms, **plan).records) == reference(made, SPECS, terms, normalise)
 
 
-def test_a_rare_word_reads_the_root_and_a_leaf():
+def test_a_rare_word_reads_the_root_a_branch_and_a_leaf(monkeypatch):
     made = [{"title": f"w{n} common", "isbn": None, "authors": [], "publishers": []} for n in range(3000)]
-    built = Built(made, ["title"])
-    found = built.search(["w1234"])
-    assert list(found.records) == [1234]
-    assert found.index_objects == 2 and found.checked == 0
+    for branch_mask, objects in ((0xFFFFFFFF, 2), (1, 3)):  # (one branch: the root lists the leaves; several)
+        monkeypatch.setattr(ti, "BRANCH_MASK", branch_mask)
+        built = Built(made, ["title"])
+        found = built.search(["w1234"])
+        assert list(found.records) == [1234]
+        assert found.index_objects == objects and found.checked == 0
+        assert found.index_bytes < 8000 * objects  # (no file lists every leaf)
 
 
 def test_thirty_words_read_few_files():

@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from generator.api.backends import search_index as ti
 from generator.catalogue import synth
-from test_search_index import SPECS, Built, books, documents, reference, terms_from
+from test_search_index import SPECS, Built, books, documents, reference, shape, terms_from  # noqa: F401 (a fixture)
 
 
 def edited(before: Built, now: list[dict]) -> dict[str, bytes]:
@@ -30,7 +30,7 @@ def holds(files: dict[str, bytes], specs: list[str]) -> dict[tuple[bytes, int], 
     root = ti.Root.decode(files[ti.ROOT])
     editor = ti._Editor(files.get, ti.index_fields(specs), root.count)
     found = {}
-    for _, name in ti._key_list(root.data, root.keys, ti.get_varint):
+    for _, name in ti._all_leaves(files.get, root)[0]:
         for key, pieces in ti._key_list(files[ti.leaf_file(name)], len(ti.LEAF_MAGIC), ti._stored_pieces):
             for piece in pieces:
                 relation = editor.fields[piece.field].relation is not None
@@ -42,12 +42,15 @@ def same_index(edited_files: dict[str, bytes], fresh: Built) -> None:
     assert edited_files[ti.ROOT] == fresh.files[ti.ROOT]  # (the same leaves, first keys and names)
     leaves = {path for path in edited_files if path.startswith(ti.LEAF_DIR)}
     assert leaves == {path for path in fresh.files if path.startswith(ti.LEAF_DIR)}
+    branches = {path: data for path, data in edited_files.items() if path.startswith(ti.BRANCH_DIR)}
+    assert branches == {path: data for path, data in fresh.files.items() if path.startswith(ti.BRANCH_DIR)}
     assert holds(edited_files, fresh.specs) == holds(fresh.files, fresh.specs)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])  # (shape: one a test)
 @given(documents(), st.data())
-def test_any_edit_holds_what_a_fresh_build_holds(made, data):
+def test_any_edit_holds_what_a_fresh_build_holds(shape, made, data):
     before = Built(made, SPECS)
     now = list(made)
     for position in data.draw(st.lists(st.integers(0, len(made) - 1), min_size=1, max_size=4)):
@@ -75,7 +78,7 @@ def test_an_edit_of_one_title_writes_a_few_dozen_files(tmp_path):
     assert 0 < len(changed) <= 45, sorted(changed)
 
 
-def test_a_set_that_outgrows_its_leaf_gets_a_file_and_comes_back():
+def test_a_set_that_outgrows_its_leaf_gets_a_file_and_comes_back(shape):
     """A word of one book, given to forty more: its set leaves the leaf for a postings file of
     its own; taken away again, the file goes and the index is as it was."""
     rng = random.Random(3)
@@ -102,9 +105,22 @@ def test_another_count_or_fields_or_format_is_made_again():
     assert ti.edit(before.files.get, SPECS, 4, []) is None
     assert ti.edit(before.files.get, SPECS[:2], 3, []) is None
     assert ti.edit({}.get, SPECS, 3, []) is None
-    old = dict(before.files, **{ti.ROOT: before.files[ti.ROOT].replace(b"TIR1\x03", b"TIR1\x02", 1)})
+    old = dict(before.files, **{ti.ROOT: before.files[ti.ROOT].replace(b"TIR1\x04", b"TIR1\x03", 1)})
     assert ti.edit(old.get, SPECS, 3, []) is None
     assert ti.edit(before.files.get, SPECS, 3, []) == {}
     now = before.values([0])[0] | {"title": ["a c"]}
     leafless = {path: data for path, data in before.files.items() if not path.startswith(ti.LEAF_DIR)}
     assert ti.edit(leafless.get, SPECS, 3, [(0, before.values([0])[0], now)]) is None  # (a file missing)
+
+
+def test_a_missing_branch_is_made_again(monkeypatch):
+    monkeypatch.setattr(ti, "LEAF_MASK", 0)  # (every key a leaf of its own, every leaf a branch)
+    monkeypatch.setattr(ti, "BRANCH_MASK", 0)
+    made = [{"title": "a b", "isbn": None, "authors": [], "publishers": []}] * 3
+    before = Built(made, SPECS)
+    now = before.values([0])[0] | {"title": ["a c"]}
+    change = [(0, before.values([0])[0], now)]
+    assert ti.edit(before.files.get, SPECS, 3, change)
+    branchless = {path: data for path, data in before.files.items() if not path.startswith(ti.BRANCH_DIR)}
+    assert len(branchless) < len(before.files)
+    assert ti.edit(branchless.get, SPECS, 3, change) is None
