@@ -19,6 +19,7 @@ import os
 import subprocess
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable, Protocol
 
@@ -145,10 +146,13 @@ class Rebuilder:
 
     def _build(self) -> tuple[int, str]:
         """Run the build, passing the files it announces on to the publishing as they come (those
-        read at once together: a part tells of its collection's files one after another); its
-        exit status and the rest of what it said."""
+        read at once together: a part tells of its collection's files one after another), in
+        order, by a thread of their own: the build's output is read on while they go up (a full
+        pipe would stop the build); its exit status and the rest of what it said, once every
+        announced file is passed on."""
         said, rest = [], b""
-        with subprocess.Popen(self.command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT) as build:
+        with subprocess.Popen(self.command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT) as build, \
+                ThreadPoolExecutor(1, thread_name_prefix="announced") as announced:
             while chunk := os.read(build.stdout.fileno(), 1 << 16):
                 *lines, rest = (rest + chunk).split(b"\n")
                 files = []
@@ -160,5 +164,5 @@ class Rebuilder:
                     else:
                         files.append(written)
                 if files and self._publishing:
-                    self._publishing.written(files)
+                    announced.submit(self._publishing.written, files)  # (written() never raises)
         return build.returncode, "\n".join(said + [rest.decode(errors="replace")])

@@ -269,3 +269,25 @@ def test_the_files_a_build_announces_are_passed_on_as_they_come_and_left_out_of_
     assert 2 <= kinds.count("written") <= 3  # (the pause between the second and the third)
     if status:
         assert "reading\nbroken" in logged[0] and "written" not in logged[0]
+
+
+def test_the_build_s_output_is_read_on_while_announced_files_go_up(tmp_path):
+    """A publishing slow to take announced files (an upload) does not stop the build: its output
+    is read on meanwhile. The build announces a file, then says more than a pipe holds, then
+    leaves a mark; the publishing takes the file only once the mark is there (waiting for it:
+    read in turn, the build would stop at a full pipe and never make it)."""
+    mark = tmp_path / "done"
+    script = ("import sys; from generator.system import announce_written as a; a('api/v1/user/aa/1.json', '/s/1'); "
+              f"sys.stdout.write('x' * (1 << 20) + '\\n'); sys.stdout.flush(); open({str(mark)!r}, 'w').close()")
+
+    class Slow(Told):
+        def written(self, files: list[tuple[str, str]]) -> None:
+            for _ in range(600):  # (a guard: a minute at most)
+                if mark.exists():
+                    break
+                time.sleep(0.1)
+            self.calls.append(("written", files, mark.exists()))
+
+    told = Slow()
+    rebuild_once(Rebuilder([sys.executable, "-c", script], lambda message: None, publishing=told), timeout=120)
+    assert told.calls == [("rebuilding",), ("written", [("api/v1/user/aa/1.json", "/s/1")], True), ("rebuilt",)]
