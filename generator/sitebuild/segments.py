@@ -17,6 +17,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import mmap
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -28,6 +29,7 @@ SMALLEST = 1 << 14  # bytes: the least a segment is cut to
 LOOKAHEAD = 16  # old segments tried after a change, each as far as WINDOW past its place
 WINDOW = 1 << 24
 HEAD = 64  # bytes of an old segment looked for first
+AHEAD = 32  # old segments hashed at once where they would lie if they followed on (two threads)
 
 
 def digest(data) -> bytes:
@@ -127,7 +129,9 @@ def table(path: Path, size: int, before: Table | None = None) -> Table | None:
                 line = header.count(b"\n") + 1
                 if before is None or before.header != header or not before.segments:
                     return Table(header, tuple(cut(data, header_end, size, line)))
-                return Table(header, tuple(_find_again(data, size, header_end, line, before.segments)))
+                with ThreadPoolExecutor(2) as pool:
+                    ahead = _Ahead(data, size, before.segments, pool)
+                    return Table(header, tuple(_find_again(ahead, header_end, line)))
             except Unsegmented:
                 return None
 
@@ -189,13 +193,36 @@ def _let_go(data, start: int, stop: int) -> None:
         data.madvise(mmap.MADV_DONTNEED, low, high - low)
 
 
-def _find_again(data, size: int, position: int, line: int, old: tuple[Segment, ...]) -> list[Segment]:
+class _Ahead:
+    """The new file's bytes, the old segments, and the digests of the bytes where an old
+    segment may lie: asked for one, those of the AHEAD segments from it are made at once (by
+    two threads: hashing lets go of the interpreter), where they lie if they follow on, as
+    after an edit all but one do."""
+
+    def __init__(self, data, size: int, old: tuple[Segment, ...], pool: ThreadPoolExecutor) -> None:
+        self.data, self.size, self.old, self.pool = data, size, old, pool
+        self.known: dict[tuple[int, int], bytes] = {}
+
+    def digest(self, at: int, j: int) -> bytes:
+        """The digest of the bytes at `at` as long as old segment j."""
+        if (at, j) not in self.known:
+            shift = at - self.old[j].start
+            spans = [(k, self.old[k].start + shift, self.old[k].end + shift)
+                     for k in range(j, min(j + AHEAD, len(self.old))) if self.old[k].end + shift <= self.size]
+            with memoryview(self.data) as view:  # (hashed where they lie, not copied)
+                digests = list(self.pool.map(lambda span: digest(view[span[1]:span[2]]), spans))
+            self.known.update(((start, k), found) for (k, start, _), found in zip(spans, digests))
+        return self.known[at, j]
+
+
+def _find_again(ahead: _Ahead, position: int, line: int) -> list[Segment]:
     """The new file from `position` (line `line`) as segments: the old ones found again in
     order, new ones cut over the bytes between (see the module's docstring)."""
+    data, size, old = ahead.data, ahead.size, ahead.old
     found: list[Segment] = []
     i = 0
     while position < size and i < len(old):
-        match = _match(data, size, position, old, i)
+        match = _match(ahead, position, i)
         if match is None:
             break  # nothing further is found again: the rest is read
         at, j = match
@@ -210,11 +237,12 @@ def _find_again(data, size: int, position: int, line: int, old: tuple[Segment, .
     return found + cut(data, position, size, line)
 
 
-def _match(data, size: int, position: int, old: tuple[Segment, ...], i: int) -> tuple[int, int] | None:
+def _match(ahead: _Ahead, position: int, i: int) -> tuple[int, int] | None:
     """Where the first old segment from i found again begins at or after `position`, and
     which it is: segment i right at `position`, or one of the next found a little further
     on, after bytes that close every quote they open (so the cut is one a full read makes)."""
-    if _same(data, size, position, old[i]):
+    data, size, old = ahead.data, ahead.size, ahead.old
+    if _same(ahead, position, i):
         return position, i
     for j in range(i, min(i + LOOKAHEAD, len(old))):
         segment = old[j]
@@ -223,19 +251,19 @@ def _match(data, size: int, position: int, old: tuple[Segment, ...], i: int) -> 
         at = data.find(segment.head, position, limit)
         while at >= 0:
             if (data[at - 1:at] == b"\n" and data[position:at].count(b'"') % 2 == 0
-                    and _same(data, size, at, segment)):
+                    and _same(ahead, at, j)):
                 return at, j
             at = data.find(segment.head, at + 1, limit)
     return None
 
 
-def _same(data, size: int, at: int, segment: Segment) -> bool:
-    """Whether the segment's bytes are at `at`, ending a record (a newline, or the file's end:
+def _same(ahead: _Ahead, at: int, j: int) -> bool:
+    """Whether old segment j's bytes are at `at`, ending a record (a newline, or the file's end:
     an old last record without one may have been continued since)."""
+    data, size, segment = ahead.data, ahead.size, ahead.old[j]
     end = at + segment.end - segment.start
     if end > size or data[at:at + len(segment.head)] != segment.head:
         return False
     if end < size and data[end - 1:end] != b"\n":
         return False
-    with memoryview(data) as view, view[at:end] as piece:  # (hashed where it lies, not copied)
-        return digest(piece) == segment.digest
+    return ahead.digest(at, j) == segment.digest
