@@ -107,6 +107,9 @@ def assert_same_as_clean_build(catalogue: Catalogue, site: Path, tmp_path: Path,
     assert [p for p in got if got[p] != expected[p]] == [], name
     gz = {str(p.relative_to(site)) for p in served_files(site, gz=True)}
     assert gz == {str(p.relative_to(clean)) for p in served_files(clean, gz=True)}, name
+    indexes = [{str(p.relative_to(out)): p.read_bytes() for p in served_files(out, suffix=PAGE_INDEX)}
+               for out in (site, clean)]
+    assert indexes[0] == indexes[1], name  # (the page indexes, which the hosts read)
 
 
 @pytest.mark.parametrize("edit", sorted(EDITS))
