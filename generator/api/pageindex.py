@@ -5,8 +5,8 @@ data and without encoding a record again.
 A page is its head, its records joined by commas, and TAIL (api/pages.py). The page
 offsets are cut into spans of PAGE_INDEX_SPAN (api/urls.py), a divisor of a page shard
 directory's PAGE_BUCKET; a span's pages are those whose offset lies in it, so its first
-page is the first multiple of the page size at or after the span's start (`first_page`),
-and a span shorter than the page size may have none. For each span with pages the build
+page is the first multiple of the page size at or after the span's start (`first_page`)
+(with pages larger than a span, some spans have none). For each span with pages the build
 writes one index file beside them, named after its first page: a header (a magic, the
 collection's count, the page size and the offset of the span's first page) and, for each
 record of the span's pages in order, the byte where it starts inside its page, as

@@ -45,8 +45,9 @@ from ..catalogue.resources import BY_COLLECTION, BY_NAME, RESOURCES, Resource
 
 API = "api/v1"
 PAGE_BUCKET = 10000  # offsets per page shard directory
-# Offsets one page index covers: a record's place costs a host a read of some 4 KB, not a
-# whole block's 40 KB. A divisor of PAGE_BUCKET: a span's pages and index share a directory.
+# Offsets one page index covers (api/pageindex.py): a record's place costs a host some 4 KB
+# of index, where one a shard directory would be 40 KB. A divisor of PAGE_BUCKET: a span's
+# pages and its index share a directory.
 PAGE_INDEX_SPAN = 1000
 BUCKET_DIGITS = 4  # the bucket is the offset without its last four digits
 ID_SHARD = 2  # leading characters of an id that name its shard directory

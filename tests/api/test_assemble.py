@@ -52,21 +52,22 @@ def expected(limit: int, offset: int, count: int = COUNT) -> bytes:
     return head(count, *links(count, limit, offset)) + b",".join(RECORDS[offset:min(offset + limit, count)]) + TAIL
 
 
-def generation(count: int = COUNT) -> dict[str, bytes]:
+def generation(count: int = COUNT, size: int = SIZE) -> dict[str, bytes]:
     """The files a build writes for the collection's pages of the default size: each page
     (head, records, TAIL) and each span's index of where its records start."""
     files = {}
     for span in range(pageindex.span_of(max(count - 1, 0)) + 1):
         starts = array("I")
-        pages = pageindex.span_pages(count, SIZE, span)
+        pages = pageindex.span_pages(count, size, span)
         for offset in pages:
-            limit = min(SIZE, count - offset)
-            page_head = head(count, *links(count, SIZE, offset))
+            limit = min(size, count - offset)
+            page_head = head(count, *links(count, size, offset))
             body = page_head + b",".join(RECORDS[offset:offset + limit]) + TAIL
-            files[page_file(NAME, str(SIZE), str(offset // PAGE_BUCKET), str(offset))] = body
+            files[page_file(NAME, str(size), str(offset // PAGE_BUCKET), str(offset))] = body
             starts.extend(pageindex.record_starts(len(page_head), [len(r) for r in RECORDS[offset:offset + limit]]))
-        files[page_index_file(NAME, str(SIZE), str(pages.start // PAGE_BUCKET), str(pages.start))] = pageindex.encode(
-            count, SIZE, pages.start, starts)
+        if pages:  # (pages larger than a span leave some spans without one)
+            files[page_index_file(NAME, str(size), str(pages.start // PAGE_BUCKET), str(pages.start))] = \
+                pageindex.encode(count, size, pages.start, starts)
     return files
 
 
@@ -74,9 +75,9 @@ FILES = generation()
 SITE = SiteInfo(base_url="https://k.example", cache_control="no-cache", page_size=SIZE)
 
 
-def answered(query: str, files: dict[str, bytes] = FILES) -> bytes:
+def answered(query: str, files: dict[str, bytes] = FILES, size: int = SIZE) -> bytes:
     wanted = Paging.read(NAME, query, SITE)
-    return b"".join(assemble.answer(files.get, wanted, SIZE, BASE))
+    return b"".join(assemble.answer(files.get, wanted, size, BASE))
 
 
 def test_the_generation_here_is_the_builds_own_layout():
@@ -95,6 +96,15 @@ def test_the_generation_here_is_the_builds_own_layout():
 ])
 def test_any_page_is_the_records_it_names_with_drfs_count_and_links(limit, offset):
     assert answered(f"limit={limit}&offset={offset}") == expected(limit, offset)
+
+
+@pytest.mark.parametrize("limit, offset", [(5, 0), (30, 2495), (2500, 2), (1, 4999), (3000, 7499), (40, COUNT - 20)])
+def test_a_default_page_larger_than_a_span_leaves_spans_without_an_index(limit, offset):
+    """Pages of 2,500 start in spans 0, 2, 5, 7 and 10 alone: each has an index, the others
+    none, and each record is found from the index of its page's span."""
+    files = generation(size=2500)
+    assert page_index_file(NAME, "2500", "0", "1000") not in files and page_index_file(NAME, "2500", "0", "2500") in files
+    assert answered(f"limit={limit}&offset={offset}", files, 2500) == expected(limit, offset)
 
 
 def test_the_records_of_one_page_file_come_whole_or_sliced():

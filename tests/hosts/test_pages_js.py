@@ -150,3 +150,16 @@ def test_past_a_host_s_file_cap_the_largest_page_leaves_room_for_the_span_indexe
     for offset in (995, 7, 2000):
         answered, = run(path, generation, [(f"limit={195 * 12}&offset={offset}", caps)])
         assert answered[0] == 200 and answered[2] <= 200, (offset, answered[:3])
+
+
+def test_javascript_reads_pages_larger_than_a_span_as_python_does(tmp_path):
+    """A default page size of 2,500: spans with no page of their own (and no index) between
+    those with one; the JavaScript finds each record, from the same files, as the Python."""
+    from conftest import many_users
+    from test_query_js import assert_as_python  # (which imports this module)
+
+    generation = (many_users(tmp_path, 6000, (2500, 12)) / CURRENT).resolve()
+    assert not (generation / "api/v1/user/pages/2500/0/1000.idx").exists()
+    requests = [("user", q) for q in ("limit=30&offset=2490", "limit=5&offset=4999", "limit=3000&offset=1",
+                                      "limit=7&offset=5996", "offset=7000", "limit=2&offset=999")]
+    assert_as_python(generation, requests, run_node_reads(module(tmp_path), generation, requests))
