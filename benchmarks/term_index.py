@@ -36,7 +36,6 @@ from generator.api import pageindex  # noqa: E402
 from generator.api.backends import search_index as termindex  # noqa: E402
 from generator.api.backends.common import fold  # noqa: E402
 from generator.api.backends.search import smart_terms  # noqa: E402
-from generator.api.urls import PAGE_BUCKET  # noqa: E402
 
 SEED = 7
 BOOKS = ["title", "=isbn", "authors__fullName", "publishers__company"]
@@ -92,9 +91,10 @@ def page_bytes(work: Path, vocabulary: int) -> float:
     return statistics.mean(p.stat().st_size for p in pages.glob("*/*.json"))  # (a shard may be a link)
 
 
-def page_index_bytes(books: int, block: int) -> int:
-    """A block's page index: its header and a start per record (api/pageindex.py)."""
-    return pageindex.HEADER.size + 4 * min(PAGE_BUCKET, books - block * PAGE_BUCKET)
+def page_index_bytes(books: int, span: int) -> int:
+    """A span's page index: its header and a start per record of its pages (api/pageindex.py)."""
+    pages = pageindex.span_pages(books, PAGE_SIZE, span)
+    return pageindex.HEADER.size + 4 * (min(pages[-1] + PAGE_SIZE, books) - pages[0])
 
 
 class Request:
@@ -201,9 +201,9 @@ def main() -> None:
             found = request.run(terms)
             times.append(time.perf_counter() - started)
             cpu.append(time.process_time() - used)
-        blocks = {p * PAGE_SIZE // PAGE_BUCKET for p in request.pages}
-        objects = 1 + found.index_objects + len(blocks) + len(request.pages)  # (1: the site's meta, read first)
-        read = (found.index_bytes + sum(page_index_bytes(len(collections_[name]), b) for b in blocks)
+        spans = {pageindex.span_of(p * PAGE_SIZE) for p in request.pages}
+        objects = 1 + found.index_objects + len(spans) + len(request.pages)  # (1: the site's meta, read first)
+        read = (found.index_bytes + sum(page_index_bytes(len(collections_[name]), s) for s in spans)
                 + len(request.pages) * page)
         table.append((objects, read))
         print(f"{label:<30} {len(found.records):>8,} {objects:>8} {read / 1e6:>8.2f}MB {found.index_objects:>9} "

@@ -25,8 +25,8 @@ from .urls import PAGE_BUCKET, page_file, page_index_file
 Reader = Callable[[str], "bytes | None"]
 
 
-class Blocks:
-    """The indexes of a collection's blocks of pages, each read once per answer."""
+class Spans:
+    """The indexes of a collection's spans of pages, each read once per answer."""
 
     def __init__(self, read: Reader, name: str, page_size: int) -> None:
         self.read = read
@@ -34,16 +34,16 @@ class Blocks:
         self.page_size = page_size
         self._held: dict[int, pageindex.Index | None] = {}
 
-    def index(self, block: int) -> pageindex.Index | None:
-        if block not in self._held:
-            first = pageindex.first_page(block, self.page_size)
-            data = self.read(page_index_file(self.name, str(self.page_size), str(block), str(first)))
-            self._held[block] = decoded(data) if data is not None else None
-        return self._held[block]
+    def index(self, span: int) -> pageindex.Index | None:
+        if span not in self._held:
+            first = pageindex.first_page(span, self.page_size)
+            data = self.read(page_index_file(self.name, str(self.page_size), str(first // PAGE_BUCKET), str(first)))
+            self._held[span] = decoded(data) if data is not None else None
+        return self._held[span]
 
     def count(self, offset: int) -> int:
-        """The collection's count: from the block the offset falls in, or the first's."""
-        found = self.index(pageindex.block_of(offset - offset % self.page_size))
+        """The collection's count: from the span of the page the offset falls in, or the first's."""
+        found = self.index(pageindex.span_of(offset - offset % self.page_size))
         if found is None:
             found = self.index(0)
         if found is None:
@@ -71,18 +71,18 @@ def answer(read: Reader, wanted: Paging, page_size: int, base: str, query: dict 
     indexes), backends.Rejected for a request DRF answers with 400."""
     if query:  # (records picked from one page, or checked by a search and then shown, read it once)
         read = recent(read)
-    blocks = Blocks(read, wanted.name, page_size)
-    count = blocks.count(wanted.offset)
-    selection = select(read, wanted.name, wanted.pairs, query, blocks.count(0), documents(read, blocks)) \
+    spans = Spans(read, wanted.name, page_size)
+    count = spans.count(wanted.offset)
+    selection = select(read, wanted.name, wanted.pairs, query, spans.count(0), documents(read, spans)) \
         if query else None
     if selection is not None:
         count = selection.count
     stop = min(wanted.offset + wanted.limit, count)
     yield head(count, base, wanted.links(count))
     if selection is None:
-        pieces = records(read, blocks, wanted.offset, stop)
+        pieces = records(read, spans, wanted.offset, stop)
     else:
-        pieces = picked(read, blocks, selection.take(wanted.offset, stop))
+        pieces = picked(read, spans, selection.take(wanted.offset, stop))
     first = True
     for piece in pieces:
         yield piece if first else b"," + piece
@@ -105,38 +105,37 @@ def recent(read: Reader, keep: int = 16) -> Reader:
     return reading
 
 
-def picked(read: Reader, blocks: Blocks, positions: Sequence[int]) -> Iterator[bytes]:
+def picked(read: Reader, spans: Spans, positions: Sequence[int]) -> Iterator[bytes]:
     """The records at these positions, in this order: each run of neighbours at once."""
     at = 0
     while at < len(positions):
         end = at + 1
         while end < len(positions) and positions[end] == positions[end - 1] + 1:
             end += 1
-        yield from records(read, blocks, positions[at], positions[end - 1] + 1)
+        yield from records(read, spans, positions[at], positions[end - 1] + 1)
         at = end
 
 
-def documents(read: Reader, blocks: Blocks) -> Documents:
+def documents(read: Reader, spans: Spans) -> Documents:
     """The way a request's backends read records' documents: from the pages holding them."""
     def of(positions: Sequence[int]) -> dict[int, dict]:
-        return {position: orjson.loads(b"".join(records(read, blocks, position, position + 1)))
+        return {position: orjson.loads(b"".join(records(read, spans, position, position + 1)))
                 for position in positions}
     return of
 
 
-def records(read: Reader, blocks: Blocks, start: int, stop: int) -> Iterator[bytes]:
+def records(read: Reader, spans: Spans, start: int, stop: int) -> Iterator[bytes]:
     """Records start..stop, as slices of the default size's pages (each page read once)."""
     at = start
     while at < stop:
-        page_start = at - at % blocks.page_size
-        block = pageindex.block_of(page_start)
-        index = blocks.index(block)
+        span = pageindex.span_of(at - at % spans.page_size)
+        index = spans.index(span)
         if index is None:
-            raise FileNotFoundError(f"the index of block {block} of {blocks.name}")
-        upto = min(stop, pageindex.first_page(block + 1, blocks.page_size))
+            raise FileNotFoundError(f"the index of span {span} of {spans.name}")
+        upto = min(stop, pageindex.first_page(span + 1, spans.page_size))
         for piece in pageindex.slices(index, at, upto):
-            data = read(page_file(blocks.name, str(blocks.page_size), str(piece.page // PAGE_BUCKET), str(piece.page)))
+            data = read(page_file(spans.name, str(spans.page_size), str(piece.page // PAGE_BUCKET), str(piece.page)))
             if data is None:
-                raise FileNotFoundError(f"page {piece.page} of {blocks.name}")
+                raise FileNotFoundError(f"page {piece.page} of {spans.name}")
             yield piece.cut(data)
         at = upto

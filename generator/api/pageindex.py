@@ -2,14 +2,18 @@
 a host answer any other page (docs/spec/query.md §1) from the files the build wrote, without the
 data and without encoding a record again.
 
-A page is its head, its records joined by commas, and TAIL (api/pages.py). For each
-block of page offsets (a page shard directory, api/urls.py) the build writes one index
-file beside the pages: a header (a magic, the collection's count, the page size and the
-offset of the block's first page) and, for each record of the block's pages in order,
-the byte where it starts inside its page, as little-endian 32-bit numbers. A record ends
-one byte before the next record of its page starts, or, the last of its page, where
-TAIL starts. So a page of any limit and offset is a new head and slices of a few page
-files: `slices()` says which.
+A page is its head, its records joined by commas, and TAIL (api/pages.py). The page
+offsets are cut into spans of PAGE_INDEX_SPAN (api/urls.py), a divisor of a page shard
+directory's PAGE_BUCKET; a span's pages are those whose offset lies in it, so its first
+page is the first multiple of the page size at or after the span's start (`first_page`)
+(with pages larger than a span, some spans have none). For each span with pages the build
+writes one index file beside them, named after its first page: a header (a magic, the
+collection's count, the page size and the offset of the span's first page) and, for each
+record of the span's pages in order, the byte where it starts inside its page, as
+little-endian 32-bit numbers (some 4 KB a span). A record ends one byte before the next
+record of its page starts, or, the last of its page, where TAIL starts. So a page of any
+limit and offset is a new head and slices of a few page files: `slices()` says which; a
+record costs a host its page and its span's index.
 """
 from __future__ import annotations
 
@@ -20,26 +24,27 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from .pages import TAIL
-from .urls import PAGE_BUCKET
+from .urls import PAGE_INDEX_SPAN
 
 MAGIC = b"CIX1"
-HEADER = struct.Struct("<4sIII")  # magic, count, page size, offset of the block's first page
+HEADER = struct.Struct("<4sIII")  # magic, count, page size, offset of the span's first page
 BIG_ENDIAN = sys.byteorder == "big"  # (the starts are little-endian on disk)
 
 
-def first_page(block: int, limit: int) -> int:
-    """The offset of the first page (of `limit` records) whose offset lies in the block."""
-    return -(-block * PAGE_BUCKET // limit) * limit
+def first_page(span: int, limit: int) -> int:
+    """The offset of the first page (of `limit` records) whose offset lies in the span or,
+    when none does, after it."""
+    return -(-span * PAGE_INDEX_SPAN // limit) * limit
 
 
-def block_of(offset: int) -> int:
-    return offset // PAGE_BUCKET
+def span_of(offset: int) -> int:
+    return offset // PAGE_INDEX_SPAN
 
 
-def block_pages(count: int, limit: int, block: int) -> range:
-    """The offsets of the pages of a block (the first page of an empty collection included)."""
-    stop = min((block + 1) * PAGE_BUCKET, max(count, 1))
-    return range(first_page(block, limit), stop, limit)
+def span_pages(count: int, limit: int, span: int) -> range:
+    """The offsets of the pages of a span (the first page of an empty collection included)."""
+    stop = min((span + 1) * PAGE_INDEX_SPAN, max(count, 1))
+    return range(first_page(span, limit), stop, limit)
 
 
 def u32(values) -> bytes:
@@ -66,11 +71,11 @@ def encode(count: int, limit: int, first: int, starts: array) -> bytes:
 
 @dataclass(frozen=True)
 class Index:
-    """One block's index, read back."""
+    """One span's index, read back."""
     count: int
     limit: int
-    first: int  # offset of the block's first page
-    starts: array  # of each record of the block's pages, in its page
+    first: int  # offset of the span's first page
+    starts: array  # of each record of the span's pages, in its page
 
     @classmethod
     def decode(cls, data: bytes) -> "Index":
@@ -93,7 +98,7 @@ class Slice:
 
 
 def slices(index: Index, start: int, stop: int) -> Iterator[Slice]:
-    """The pieces of the block's pages holding records start..stop (within the block)."""
+    """The pieces of the span's pages holding records start..stop (within the span's pages)."""
     limit = index.limit
     at = start
     while at < stop:

@@ -13,8 +13,9 @@ Layout under a generation's root (served as site/api/v1/...):
                                                     ?limit=<limit>&offset=<offset>;
                                                     bucket = offset // 10000
     api/v1/<resource>/pages/<limit>/<bucket>/<first offset>.idx
-                                                    where each record lies in the block's
-                                                    pages (default page size only)
+                                                    where each record lies in the pages of
+                                                    a span of 1000 offsets (default page
+                                                    size only; api/pageindex.py)
     api/v1/<resource>/pages/default -> <default page size>
     api/v1/<resource>/<id[:2]>/<id>.json            detail document
     _meta/page-not-built.json                       body of the 400 for pages not built
@@ -44,11 +45,15 @@ from ..catalogue.resources import BY_COLLECTION, BY_NAME, RESOURCES, Resource
 
 API = "api/v1"
 PAGE_BUCKET = 10000  # offsets per page shard directory
+# Offsets one page index covers (api/pageindex.py): a record's place costs a host some 4 KB
+# of index, where one a shard directory would be 40 KB. A divisor of PAGE_BUCKET: a span's
+# pages and its index share a directory.
+PAGE_INDEX_SPAN = 1000
 BUCKET_DIGITS = 4  # the bucket is the offset without its last four digits
 ID_SHARD = 2  # leading characters of an id that name its shard directory
 DEFAULT_LIMIT = "default"  # pages/default links to the default page size's pages
 WRITABLE = {r.name: r.collection for r in RESOURCES if r.writable}  # resource -> data file stem
-PAGE_INDEX = ".idx"  # a block of pages' index, beside them (api/pageindex.py)
+PAGE_INDEX = ".idx"  # a span of pages' index, beside them (api/pageindex.py)
 QUERY_DIR = "_query"  # api/v1/<name>/_query/: the query backends' indexes (api/backends/), read by hosts, never served
 
 
@@ -101,7 +106,7 @@ def page_file(resource: str, limit: str, bucket: str, offset: str) -> str:
 
 
 def page_index_file(resource: str, limit: str, bucket: str, first: str) -> str:
-    """The index of a block of pages (api/pageindex.py), named after its first page."""
+    """The index of a span of pages (api/pageindex.py), named after its first page."""
     return f"{API}/{resource}/pages/{limit}/{bucket}/{first}{PAGE_INDEX}"
 
 

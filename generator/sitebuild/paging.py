@@ -143,10 +143,10 @@ class Runs:
                 del held[key]
 
 
-def index_blocks(count: int, limit: int, low: int, high: int) -> Iterator[tuple[int, int, int]]:
-    """(block, first page's offset, end of its records) of each block of pages of `limit`
-    records whose first page's offset lies in low..high: whose index a part writes."""
-    for block in range(pageindex.block_of(low), pageindex.block_of(max(count - 1, 0)) + 1):
-        pages = pageindex.block_pages(count, limit, block)
+def index_spans(count: int, limit: int, low: int, high: int) -> Iterator[tuple[range, int]]:
+    """(page offsets, end of their records) of each span of pages of `limit` records whose
+    first page's offset lies in low..high: whose index a part writes."""
+    for span in range(pageindex.span_of(low), pageindex.span_of(min(high, max(count, 1)) - 1) + 1):
+        pages = pageindex.span_pages(count, limit, span)
         if pages and low <= pages[0] < high:
-            yield block, pages[0], min(pages[-1] + limit, count)
+            yield pages, min(pages[-1] + limit, count)

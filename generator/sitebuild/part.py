@@ -34,6 +34,7 @@ from ..errors import Problem, Problems
 from . import paging, state
 from .keys import Keys
 from .publish import Output
+from .queries import _same as same_bytes  # (a file not written again is linked from the previous build)
 from .segments import Segment
 from .spool import Spool, Spools
 from .team import Team
@@ -522,19 +523,23 @@ class Part:
             self._write_indexes(resource, spooled, moved if default_kept else None)
 
     def _write_indexes(self, resource: Resource, spooled: Spools, moved: list[int] | None) -> None:
-        """This part's share of the page indexes (api/pageindex.py): one a block of the default
-        size's pages, written again when one of its records is new or moved (`moved`; None:
-        every one, as when the count or the default size changed)."""
+        """This part's share of the page indexes (api/pageindex.py): one a span of the default
+        size's pages, written again where its bytes changed: when one of its records is new
+        or moved (`moved`; None: every one, as when the count or the default size changed)
+        and the previous build's differs (a record edited to as many bytes moves none)."""
         limit, count = self.plan.settings.default_page_size, len(spooled)
         low, high = paging.offsets_of_part(count, self.plan.settings.page_sizes, self.number, self.team.count)
-        for block, first, stop in paging.index_blocks(count, limit, low, high):
+        for pages, stop in paging.index_spans(count, limit, low, high):
+            first = pages[0]
             if moved is not None and bisect.bisect_left(moved, first) == bisect.bisect_left(moved, stop):
                 continue
             starts = array("I")
-            for offset in pageindex.block_pages(count, limit, block):
+            for offset in pages:
                 head = Page(resource, limit, offset, count).head(self.urls)
                 starts.extend(pageindex.record_starts(len(head), spooled.lengths(offset, min(offset + limit, count))))
-            self.out.write(page_index_path(resource, limit, first), pageindex.encode(count, limit, first, starts))
+            path, data = page_index_path(resource, limit, first), pageindex.encode(count, limit, first, starts)
+            if moved is None or not same_bytes(self.plan.incremental.previous / path, data):
+                self.out.write(path, data)
 
     def _moved(self, collection: str) -> list[int]:
         """The places of the records new, changed or shifted since the previous build."""

@@ -31,7 +31,7 @@ from typing import NamedTuple
 
 import orjson
 
-from ..api.backends import BACKENDS
+from ..api.backends import BACKENDS, PAGINATION
 from ..api.urls import CURRENT, STATE
 from ..catalogue.resources import BY_COLLECTION, COLLECTIONS, embeds
 from ..catalogue.load import Source
@@ -87,8 +87,9 @@ class Fingerprint:
     signatures: dict[str, list[int]] = field(default_factory=dict)  # collection -> Source.signature hashed
     shards: dict[str, list[int]] = field(default_factory=dict)  # shard -> [files, bytes]
     skeleton: list[int] = field(default_factory=lambda: [0, 0])  # files, bytes outside shards
-    # the query backends' index layouts (Backend.index_format): another makes their files
-    # again (sitebuild/queries.py), the pages are taken over
+    # the backends' index layouts (Backend.index_format): another makes a query backend's
+    # files again (sitebuild/queries.py), the pages taken over; the paging backend's, every
+    # page and page index (Incremental)
     formats: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -187,7 +188,7 @@ class Incremental:
     @classmethod
     def between(cls, previous: Path | None, before: Fingerprint | None,
                 now: Fingerprint | None) -> "Incremental":
-        if now is None or before is None or before.version != now.version:
+        if now is None or before is None or before.version != now.version or _pages_laid_out_otherwise(before, now):
             return cls()
         old = {"links": "api", **before.settings}  # (builds before --links made API links)
         if any(old[k] != now.settings[k] for k in ("base_url", "time_zone", "links")):
@@ -201,6 +202,12 @@ class Incremental:
                 unchanged.add(collection)
         sizes = tuple(before.settings["page_sizes"])
         return cls(previous, True, frozenset(unchanged), sizes, sizes[0])
+
+
+def _pages_laid_out_otherwise(before: Fingerprint, now: Fingerprint) -> bool:
+    """Whether the previous build laid out its pages' indexes otherwise (the paging backend's
+    index_format): then none of its pages is taken over, the site is made again whole."""
+    return before.formats.get(PAGINATION.name) != now.formats.get(PAGINATION.name)
 
 
 def keep(generation_root: Path, scratch: Path, incremental: Incremental, published: dict[str, int],

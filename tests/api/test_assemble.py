@@ -1,9 +1,10 @@
 """Pages put together at request time (api/assemble.py), against pages made the plain way:
 a generation written here in memory as the build lays it out (pages of the default size,
-one index a block of page offsets, docs/spec/query.md §1), and each answer compared, byte for
+one index a span of page offsets, docs/spec/query.md §1), and each answer compared, byte for
 byte, with the page DRF would write of the same records (count, links, results). Records
-of different lengths and a collection that spans two blocks of offsets, so that the slices
-of a page, of a block and of the collection's end are all taken."""
+of different lengths and a collection over eleven spans and two blocks (page shard
+directories) of offsets, so that the slices of a page, of a span and of the collection's end
+are all taken."""
 from __future__ import annotations
 
 import json
@@ -15,12 +16,12 @@ from generator.api import assemble, pageindex
 from generator.api.pages import TAIL
 from generator.api.backends.paging import Paging
 from generator.api.serving import SiteInfo
-from generator.api.urls import PAGE_BUCKET, page_file, page_index_file
+from generator.api.urls import PAGE_BUCKET, PAGE_INDEX_SPAN, page_file, page_index_file
 
 NAME = "books"
 BASE = "https://k.example/api/v1/books/"
 SIZE = 12  # the default page size: the pages that are files
-COUNT = PAGE_BUCKET + 30  # two blocks of page offsets
+COUNT = PAGE_BUCKET + 30  # two blocks of page offsets, eleven spans
 
 
 def record(i: int) -> bytes:
@@ -51,21 +52,22 @@ def expected(limit: int, offset: int, count: int = COUNT) -> bytes:
     return head(count, *links(count, limit, offset)) + b",".join(RECORDS[offset:min(offset + limit, count)]) + TAIL
 
 
-def generation(count: int = COUNT) -> dict[str, bytes]:
+def generation(count: int = COUNT, size: int = SIZE) -> dict[str, bytes]:
     """The files a build writes for the collection's pages of the default size: each page
-    (head, records, TAIL) and each block's index of where its records start."""
+    (head, records, TAIL) and each span's index of where its records start."""
     files = {}
-    for block in range(pageindex.block_of(max(count - 1, 0)) + 1):
+    for span in range(pageindex.span_of(max(count - 1, 0)) + 1):
         starts = array("I")
-        pages = pageindex.block_pages(count, SIZE, block)
+        pages = pageindex.span_pages(count, size, span)
         for offset in pages:
-            limit = min(SIZE, count - offset)
-            page_head = head(count, *links(count, SIZE, offset))
+            limit = min(size, count - offset)
+            page_head = head(count, *links(count, size, offset))
             body = page_head + b",".join(RECORDS[offset:offset + limit]) + TAIL
-            files[page_file(NAME, str(SIZE), str(offset // PAGE_BUCKET), str(offset))] = body
+            files[page_file(NAME, str(size), str(offset // PAGE_BUCKET), str(offset))] = body
             starts.extend(pageindex.record_starts(len(page_head), [len(r) for r in RECORDS[offset:offset + limit]]))
-        files[page_index_file(NAME, str(SIZE), str(block), str(pages.start))] = pageindex.encode(
-            count, SIZE, pages.start, starts)
+        if pages:  # (pages larger than a span leave some spans without one)
+            files[page_index_file(NAME, str(size), str(pages.start // PAGE_BUCKET), str(pages.start))] = \
+                pageindex.encode(count, size, pages.start, starts)
     return files
 
 
@@ -73,9 +75,9 @@ FILES = generation()
 SITE = SiteInfo(base_url="https://k.example", cache_control="no-cache", page_size=SIZE)
 
 
-def answered(query: str, files: dict[str, bytes] = FILES) -> bytes:
+def answered(query: str, files: dict[str, bytes] = FILES, size: int = SIZE) -> bytes:
     wanted = Paging.read(NAME, query, SITE)
-    return b"".join(assemble.answer(files.get, wanted, SIZE, BASE))
+    return b"".join(assemble.answer(files.get, wanted, size, BASE))
 
 
 def test_the_generation_here_is_the_builds_own_layout():
@@ -84,13 +86,25 @@ def test_the_generation_here_is_the_builds_own_layout():
 
 @pytest.mark.parametrize("limit, offset", [
     (5, 0), (5, 7), (1, 0), (1, 11), (1, 12), (13, 0), (12, 6), (24, 12), (25, 11), (100, 3),
-    # across the seam of the two blocks: the last page of block 0 starts at 9996 and holds 10007
+    # across the seam of spans 0 and 1: span 0's last page starts at 996 and holds 1007
+    (12, 990), (30, 995), (5, 1003), (20, 996), (1, 1007), (1, 1008), (7, 1008), (2000, 990),
+    # across the seam of the two blocks (and of spans 9 and 10): the last page of block 0
+    # starts at 9996 and holds 10007
     (12, 9990), (30, 9995), (5, 10003), (20, 9996), (1, 10007), (1, 10008), (7, 10008),
     # the end of the collection, and past it
     (12, COUNT - 5), (50, COUNT - 12), (1, COUNT - 1), (5, COUNT), (12, COUNT + 100), (3, 10 ** 6),
 ])
 def test_any_page_is_the_records_it_names_with_drfs_count_and_links(limit, offset):
     assert answered(f"limit={limit}&offset={offset}") == expected(limit, offset)
+
+
+@pytest.mark.parametrize("limit, offset", [(5, 0), (30, 2495), (2500, 2), (1, 4999), (3000, 7499), (40, COUNT - 20)])
+def test_a_default_page_larger_than_a_span_leaves_spans_without_an_index(limit, offset):
+    """Pages of 2,500 start in spans 0, 2, 5, 7 and 10 alone: each has an index, the others
+    none, and each record is found from the index of its page's span."""
+    files = generation(size=2500)
+    assert page_index_file(NAME, "2500", "0", "1000") not in files and page_index_file(NAME, "2500", "0", "2500") in files
+    assert answered(f"limit={limit}&offset={offset}", files, 2500) == expected(limit, offset)
 
 
 def test_the_records_of_one_page_file_come_whole_or_sliced():
@@ -115,21 +129,21 @@ def test_a_missing_file_is_said_not_hidden():
         return {k: v for k, v in FILES.items() if k not in paths}
     with pytest.raises(FileNotFoundError):
         answered("limit=5&offset=0", without(page_index_file(NAME, str(SIZE), "0", "0")))
-    with pytest.raises(FileNotFoundError):  # (the count is there, in block 0's index; the records are not)
+    with pytest.raises(FileNotFoundError):  # (the count is there, in span 0's index; the records are not)
         answered("limit=5&offset=10010", without(page_index_file(NAME, str(SIZE), "1", "10008")))
     with pytest.raises(FileNotFoundError):
         answered("limit=5&offset=30", without(page_file(NAME, str(SIZE), "0", "24")))
 
 
-def test_the_count_is_read_from_the_offsets_block_or_else_the_first():
-    """An offset past the last block is answered with the first block's count."""
+def test_the_count_is_read_from_the_offsets_span_or_else_the_first():
+    """An offset past the last span is answered with the first span's count."""
     only_first = {k: v for k, v in FILES.items() if k != page_index_file(NAME, str(SIZE), "1", "10008")}
     assert answered("limit=5&offset=20000", only_first) == expected(5, 20000)
     reads = []
     counting = lambda path: reads.append(path) or FILES.get(path)  # noqa: E731
     b"".join(assemble.answer(counting, Paging.read(NAME, "limit=30&offset=9990", SITE), SIZE, BASE))
     assert len(reads) == len(set(reads))  # (each index and page read once)
-    assert reads[0] == page_index_file(NAME, str(SIZE), "0", "0")
+    assert reads[0] == page_index_file(NAME, str(SIZE), "0", "9000")  # (span 9's, where page 9984 lies)
 
 
 def test_recent_keeps_the_last_files_read():
@@ -141,14 +155,14 @@ def test_recent_keeps_the_last_files_read():
 
 
 def test_picked_records_come_in_the_order_asked_each_run_at_once():
-    blocks = assemble.Blocks(FILES.get, NAME, SIZE)
+    spans = assemble.Spans(FILES.get, NAME, SIZE)
     positions = [3, 4, 5, 40, 2, 10007, 10008, COUNT - 1]
-    assert list(map(bytes, assemble.picked(FILES.get, blocks, positions))) == [
+    assert list(map(bytes, assemble.picked(FILES.get, spans, positions))) == [
         b",".join(RECORDS[3:6]), RECORDS[40], RECORDS[2], RECORDS[10007], RECORDS[10008], RECORDS[COUNT - 1]]
 
 
 def test_a_missing_file_names_what_is_missing():
-    with pytest.raises(FileNotFoundError, match="^the index of block 1 of books$"):
+    with pytest.raises(FileNotFoundError, match="^the index of span 10 of books$"):
         answered("limit=5&offset=10010", {k: v for k, v in FILES.items()
                                          if k != page_index_file(NAME, str(SIZE), "1", "10008")})
     with pytest.raises(FileNotFoundError, match="^page 24 of books$"):
@@ -157,10 +171,21 @@ def test_a_missing_file_names_what_is_missing():
         answered("limit=5&offset=0", {k: v for k, v in FILES.items() if k != page_index_file(NAME, str(SIZE), "0", "0")})
 
 
-def test_the_count_comes_from_the_offsets_own_block_when_the_first_is_missing():
+def test_the_count_comes_from_the_offsets_own_span_when_the_first_is_missing():
     no_first = {k: v for k, v in FILES.items() if k != page_index_file(NAME, str(SIZE), "0", "0")}
     assert answered("limit=5&offset=10010", no_first) == expected(5, 10010)
-    assert answered("limit=5&offset=19999", no_first) == expected(5, 19999)  # (past the end, in block 1's range)
+    assert answered("limit=5&offset=10999", no_first) == expected(5, 10999)  # (past the end, in span 10's range)
+
+
+def test_a_record_costs_its_page_and_the_index_of_its_span():
+    """A record is read from its page and the index of the span of PAGE_INDEX_SPAN offsets
+    its page lies in: a start for each record of that span's pages, not of a whole block."""
+    reads = []
+    counting = lambda path: reads.append(path) or FILES.get(path)  # noqa: E731
+    b"".join(assemble.answer(counting, Paging.read(NAME, "limit=1&offset=5003", SITE), SIZE, BASE))
+    assert reads == [page_index_file(NAME, str(SIZE), "0", "4008"), page_file(NAME, str(SIZE), "0", "4992")]
+    # (record 5003 lies in page 4992, of span 4, whose pages are those from 4008 to 4992)
+    assert len(FILES[reads[0]]) == pageindex.HEADER.size + 4 * (5004 - 4008) <= 4 * PAGE_INDEX_SPAN + 64
 
 
 def test_recent_keeps_sixteen_files_by_default():

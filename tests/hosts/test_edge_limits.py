@@ -149,8 +149,9 @@ def test_past_a_host_s_limits_a_page_answers_the_400_that_says_so(built, tmp_pat
 def test_past_a_host_s_file_cap_a_plain_page_names_the_largest_its_reads_hold(built, tmp_path):
     """A plain page longer than a host's files allow (the cap of reads, memory ample) is
     refused before it reads a page: the 400 names the largest page the cap holds wherever it
-    starts (reads - 4 default pages: up to 3 page indexes, and one page more for an offset
-    off the grid), and that page is then answered within the cap."""
+    starts (reads - 4 default pages: up to 3 page indexes, the spans a page this short lies
+    in, and one page more for an offset off the grid), and that page is then answered within
+    the cap."""
     from generator.api.serving import SiteInfo
 
     _, site, _ = built
@@ -180,7 +181,7 @@ def test_past_a_host_s_memory_for_a_single_page_file_the_least_page_is_named(bui
 @pytest.mark.skipif(not runnable("node"), reason="node is not installed")
 def test_past_a_host_s_memory_a_missing_file_holds_no_byte(built, tmp_path):
     """The memory cap counts the bytes of the files read, and a file that is not there holds
-    none: a request that reads one (an offset past the last block: its block's index is
+    none: a request that reads one (an offset past the last span: its span's index is
     missing) is answered with the cap at exactly the bytes it holds before its last read,
     and refused a byte below."""
     _, site, _ = built

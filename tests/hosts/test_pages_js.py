@@ -15,6 +15,7 @@ import pytest
 
 from conftest import SAMPLE
 from generator import compose
+from generator.api.meta import PAGE_TOO_LARGE
 from generator.api.urls import CURRENT
 from generator.catalogue import synth
 from generator.hosts.files import templates
@@ -110,8 +111,55 @@ def test_javascript_puts_pages_together_as_python_does(built, tmp_path):
     generation = (site / CURRENT).resolve()
     requests = [("books", q) for q in [*QUERIES, *random_queries(150, books, seed=books)]]
     requests += [(name, q) for name in ("author", "category", "bookshelf") for q in QUERIES[:8]]
-    if books > 10000:  # across the first blocks' seam, and the last page of a block
-        requests += [("books", f"limit=30&offset={o}") for o in (9990, 9996, 10001, 19999, books - 7)]
+    if books > 10000:  # across the first spans' and blocks' seams, and the last page of a span and of a block
+        requests += [("books", f"limit=30&offset={o}") for o in (990, 996, 1001, 1999, 9990, 9996, 10001, 19999,
+                                                                   books - 7)]
     got = run_node(module(tmp_path), generation, requests)
     for (name, query), answer in zip(requests, got, strict=True):
         assert answer == put_together(generation, name, query), (name, query)
+
+
+@pytest.mark.parametrize("built", ["blocks"], indirect=True)
+def test_a_record_costs_its_page_and_the_index_of_its_span(built, tmp_path):
+    """A record deep in the collection is read, by the JavaScript as by the Python, from its
+    page and the index of the span of 1,000 offsets that page lies in: 4 KB, not a block's 40."""
+    from test_query_js import python_reads  # (which imports this module)
+
+    site, _ = built
+    generation = (site / CURRENT).resolve()
+    (status, _, keys), = run_node_reads(module(tmp_path), generation, [("books", "limit=1&offset=14999")])
+    index, page = "api/v1/books/pages/12/1/14004.idx", "api/v1/books/pages/12/1/14988.json"
+    assert status == 200 and [k for k in keys if not k.startswith("_meta/")] == [index, page]
+    assert python_reads(generation, "books", "limit=1&offset=14999") == [index, page]
+    assert (generation / index).stat().st_size == 16 + 4 * (15000 - 14004)  # (its header and span 14's records)
+
+
+@pytest.mark.parametrize("built", ["blocks"], indirect=True)
+def test_past_a_host_s_file_cap_the_largest_page_leaves_room_for_the_span_indexes_it_crosses(built, tmp_path):
+    """With room for 200 files, 196 pages of 12 may start where they cross four spans (2,352
+    records and 200 page files, 4 indexes): the largest page named is 195 pages' worth, and
+    that page is answered within the cap wherever it starts."""
+    from test_edge_limits import guard_module, run
+
+    site, _ = built
+    generation = str((site / CURRENT).resolve())
+    caps = {"reads": 200, "held": 1 << 30}
+    path = guard_module(tmp_path)
+    refused, = run(path, generation, [("limit=3000&offset=995", caps)])
+    assert refused[0] == 400 and json.loads(refused[1])["detail"] == PAGE_TOO_LARGE.format(largest=195 * 12)
+    for offset in (995, 7, 2000):
+        answered, = run(path, generation, [(f"limit={195 * 12}&offset={offset}", caps)])
+        assert answered[0] == 200 and answered[2] <= 200, (offset, answered[:3])
+
+
+def test_javascript_reads_pages_larger_than_a_span_as_python_does(tmp_path):
+    """A default page size of 2,500: spans with no page of their own (and no index) between
+    those with one; the JavaScript finds each record, from the same files, as the Python."""
+    from conftest import many_users
+    from test_query_js import assert_as_python  # (which imports this module)
+
+    generation = (many_users(tmp_path, 6000, (2500, 12)) / CURRENT).resolve()
+    assert not (generation / "api/v1/user/pages/2500/0/1000.idx").exists()
+    requests = [("user", q) for q in ("limit=30&offset=2490", "limit=5&offset=4999", "limit=3000&offset=1",
+                                      "limit=7&offset=5996", "offset=7000", "limit=2&offset=999")]
+    assert_as_python(generation, requests, run_node_reads(module(tmp_path), generation, requests))

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from generator.api.urls import PAGE_INDEX
 from generator.sitebuild import build, state
 from generator.sitebuild.spool import spool_files
 from generator.catalogue import synth
@@ -106,6 +107,9 @@ def assert_same_as_clean_build(catalogue: Catalogue, site: Path, tmp_path: Path,
     assert [p for p in got if got[p] != expected[p]] == [], name
     gz = {str(p.relative_to(site)) for p in served_files(site, gz=True)}
     assert gz == {str(p.relative_to(clean)) for p in served_files(clean, gz=True)}, name
+    indexes = [{str(p.relative_to(out)): p.read_bytes() for p in served_files(out, suffix=PAGE_INDEX)}
+               for out in (site, clean)]
+    assert indexes[0] == indexes[1], name  # (the page indexes, which the hosts read)
 
 
 @pytest.mark.parametrize("edit", sorted(EDITS))
@@ -158,6 +162,62 @@ def test_one_title_writes_only_its_documents(catalogue: Catalogue, tmp_path: Pat
     # length moved the records after it within their page)
     assert summary.written == 6
     assert_same_as_clean_build(catalogue, site, tmp_path, "title")
+
+
+def page_indexes_with_identity(site: Path) -> dict[str, tuple[int, int]]:
+    return {str(p.relative_to(site)): (os.stat(p).st_ino, os.stat(p).st_mtime_ns)
+            for p in served_files(site, suffix=PAGE_INDEX)}
+
+
+@pytest.fixture
+def spans(tmp_path: Path) -> Catalogue:
+    """A catalogue whose books' pages lie in three spans of page offsets (api/pageindex.py)."""
+    synth.write(tmp_path / "data", 2600, seed=11)
+    return Catalogue(tmp_path / "data", random.Random(5))
+
+
+def test_an_edit_rewrites_the_page_index_of_its_span_alone(spans: Catalogue, tmp_path: Path):
+    """A title made longer moves the records after it in its page: the index of the span of
+    1,000 offsets holding that page is written again, the others are linked as they were; a
+    title edited to as many bytes moves none, and no index is written again."""
+    site = tmp_path / "site"
+    build(spans.dir, site, processes=2)
+    header, rows = spans.rows("books")
+    row = [r for r in rows if r[header.index("enable")] != "false"][1500]  # (page 1500 of 12, of span 1)
+    for edit, indexes in ((lambda title: title + " (ویرایش)", ["1008"]),
+                          (lambda title: title.replace("ویرایش", "ویرایس"), [])):  # (both two bytes in UTF-8)
+        before = page_indexes_with_identity(site)
+        title = row[header.index("title")]
+        row[header.index("title")] = edit(title)
+        spans.save("books", header, rows)
+        build(spans.dir, site, processes=2)
+        after = page_indexes_with_identity(site)
+        assert after.keys() == before.keys()
+        assert sorted(p for p in after if after[p] != before[p]) == [
+            f"api/v1/books/pages/{size}/0/{first}{PAGE_INDEX}" for size in ("12", "default") for first in indexes]
+    assert_same_as_clean_build(spans, site, tmp_path, "spans")
+
+
+def test_a_site_whose_page_indexes_were_laid_out_otherwise_is_made_again_whole(catalogue: Catalogue,
+                                                                               tmp_path: Path):
+    """A site built when an index covered another stretch of offsets (the paging backend's
+    index_format, as the previous build's fingerprint records it) takes over none of its
+    pages: the next build, its data unchanged, writes every page, index and detail again."""
+    from generator.api.backends import PAGINATION
+
+    site = tmp_path / "site"
+    build(catalogue.dir, site, processes=2)
+    generation = (site / "current").resolve()
+    fingerprint = state.Fingerprint.load(generation)
+    assert fingerprint.formats[PAGINATION.name] == PAGINATION.index_format
+    fingerprint.formats[PAGINATION.name] = "1"  # (as the builds of an index a block of 10,000 offsets recorded it)
+    fingerprint.save(generation)
+    before = files_with_identity(site) | page_indexes_with_identity(site)
+    build(catalogue.dir, site, processes=2)
+    after = files_with_identity(site) | page_indexes_with_identity(site)
+    assert [p for p in after if after[p] == before[p]] == ["api/v1/index.json"]  # (linked by the skeleton's writer
+    # wherever its bytes are the same)
+    assert_same_as_clean_build(catalogue, site, tmp_path, "laid out otherwise")
 
 
 def book_data_files(site: Path) -> dict[str, int]:

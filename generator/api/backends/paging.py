@@ -22,7 +22,7 @@ from typing import Any
 
 from .. import querystring
 from ..serving import SiteInfo
-from ..urls import BUCKET_DIGITS, DEFAULT_LIMIT, page_file
+from ..urls import BUCKET_DIGITS, DEFAULT_LIMIT, PAGE_INDEX_SPAN, page_file
 from .common import Backend
 
 # A plain spelling: what a pattern may match to a file without reading the value as int() would.
@@ -157,6 +157,7 @@ class Paging:
 class Pagination(Backend):
     """The backend: what it reads is `Paging`; its files are the pages and their indexes."""
     name = "paging"
+    index_format = f"an index a span of {PAGE_INDEX_SPAN}"  # ("1": one a block of PAGE_BUCKET offsets)
     parameters = PARAMETERS
     Paging = Paging
     read = staticmethod(Paging.read)
