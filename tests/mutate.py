@@ -66,7 +66,7 @@ REGISTRY = "tests/api/backends/test_registry.py"  # (the golden table of hostile
 # twin beside it) with its stages, and what builds and renders its indexes.
 ENGINE: dict[str, list[list[str]]] = {
     f"{BACKENDS}/common.py": [["tests/api/backends/test_relations.py", "tests/api/backends/test_search.py",
-                               "tests/sitebuild/test_queries.py"],
+                               "tests/sitebuild/test_queries.py", "tests/api/test_openapi.py"],  # (Backend's defaults)
                               ["tests/hosts/test_querystring_js.py", "-k", "lower_case_table"], NODE, DRF],
     f"{BACKENDS}/ordering.py": [["tests/api/backends/test_ordering.py", REGISTRY, "tests/api/test_openapi.py",
                                  "tests/sitebuild/test_queries.py"], NODE,  # (test_queries: Ordering.edit's)
@@ -98,6 +98,10 @@ PAGE_INDEX_LINE = ("let index = big < BigInt(Number.MAX_SAFE_INTEGER) ? await bl
 # Survivors explained: (module, line as it was, line as mutated), each stripped: why no test can
 # tell them apart (equivalent), or why none should.
 EXPLAINED: dict[tuple[str, str, str], str] = {
+    **{(f"{BACKENDS}/ordering.py", "columns.append((ranks, -1 if descending else 1))", mutated):
+       "equivalent: the sign scales every rank of the column alike, and integers scaled by the same positive "
+       "number keep their order" for mutated in ("columns.append((ranks, -2 if descending else 1))",
+                                                 "columns.append((ranks, -1 if descending else 2))")},
     **{(f"{BACKENDS}/common.py", 'last = url[-37:-1]  # (an API link ends with "<id>/")', mutated):
        "equivalent: the slice is a fast path; cut wrong, its length check fails and UUID_IN_URL finds the same "
        "last UUID in every link the build writes" for mutated in (
@@ -118,8 +122,8 @@ EXPLAINED: dict[tuple[str, str, str], str] = {
        "number keep their order" for mutated in ("columns.append((ranks, -2 if descending else 1))",
                                                  "columns.append((ranks, -1 if descending else 2))")},
     (f"{BACKENDS}/common.py", "return False", "return None"):
-        "equivalent: Backend.indexes's and rejects's defaults (only Pagination keeps them) are asked by `if` "
-        "and any(), alike for None and False",
+        "equivalent: Backend.indexes's default (Pagination's) and rejects's (Pagination's, Ordering's) are only "
+        "asked by `if` and any(), alike for None and False",
     (f"{BACKENDS}/search.py", "return []", "return None"):
         "equivalent: Search.terms(None)'s callers ask `if terms:`, alike for None and []",
     (f"{BACKENDS}/ordering.js.j2",

@@ -198,7 +198,8 @@ def fold(text: str, normalise: str | None) -> str:
 
 class Backend:
     """The protocol of a query backend (the registry, backends/__init__.py, lists them); each
-    step's default is to do nothing.
+    step's default is to do nothing (`indexer` and `constants` have none: a backend that
+    indexes has its own indexer, and every backend a twin).
 
     - `name`: its module's name (its twin is `<name>.js.j2` beside it); `index_format`:
       what its index files' layout is called (a build that finds another makes them again).
@@ -255,7 +256,7 @@ class Backend:
         return False
 
     def constants(self) -> dict:
-        return {}
+        raise NotImplementedError
 
     def probes(self, resource: Any, documents: list[dict]) -> list[dict[str, str]]:
         """Queries a client might send, drawn from a collection's records: what `catalogue
