@@ -66,7 +66,8 @@ REGISTRY = "tests/api/backends/test_registry.py"  # (the golden table of hostile
 # twin beside it) with its stages, and what builds and renders its indexes.
 ENGINE: dict[str, list[list[str]]] = {
     f"{BACKENDS}/common.py": [["tests/api/backends/test_relations.py", "tests/api/backends/test_search.py",
-                               "tests/sitebuild/test_queries.py", "tests/api/test_openapi.py"],  # (Backend's defaults)
+                               "tests/sitebuild/test_queries.py", "tests/api/test_openapi.py",  # (Backend's defaults)
+                               "tests/api/backends/test_common.py"],
                               ["tests/hosts/test_querystring_js.py", "-k", "lower_case_table"], NODE, DRF],
     f"{BACKENDS}/ordering.py": [["tests/api/backends/test_ordering.py", REGISTRY, "tests/api/test_openapi.py",
                                  "tests/sitebuild/test_queries.py"], NODE,  # (test_queries: Ordering.edit's)
@@ -98,25 +99,6 @@ PAGE_INDEX_LINE = ("let index = big < BigInt(Number.MAX_SAFE_INTEGER) ? await bl
 # Survivors explained: (module, line as it was, line as mutated), each stripped: why no test can
 # tell them apart (equivalent), or why none should.
 EXPLAINED: dict[tuple[str, str, str], str] = {
-    **{(f"{BACKENDS}/ordering.py", "columns.append((ranks, -1 if descending else 1))", mutated):
-       "equivalent: the sign scales every rank of the column alike, and integers scaled by the same positive "
-       "number keep their order" for mutated in ("columns.append((ranks, -2 if descending else 1))",
-                                                 "columns.append((ranks, -1 if descending else 2))")},
-    **{(f"{BACKENDS}/common.py", 'last = url[-37:-1]  # (an API link ends with "<id>/")', mutated):
-       "equivalent: the slice is a fast path; cut wrong, its length check fails and UUID_IN_URL finds the same "
-       "last UUID in every link the build writes" for mutated in (
-           'last = url[-38:-1]  # (an API link ends with "<id>/")', 'last = url[-37:-2]  # (an API link ends with "<id>/")')},
-    (f"{BACKENDS}/common.py",
-     'if url[-1] == "/" and len(last) == 36 and last[8] == last[13] == last[18] == last[23] == "-":',
-     'if url[-1] == "/" or len(last) == 36 and last[8] == last[13] == last[18] == last[23] == "-":'):
-        "equivalent: every link the build writes ends in \"<UUID>/\" (a detail's URL is its id's), so the "
-        "fast path's shape check holds whenever its first half does",
-    **{(f"{BACKENDS}/common.py",
-        'if url[-1] == "/" and len(last) == 36 and last[8] == last[13] == last[18] == last[23] == "-":', mutated):
-       "equivalent: the fast path is skipped for every link the build writes (each ends in \"<UUID>/\"), and "
-       "UUID_IN_URL finds the same last UUID in it" for mutated in (
-           'if url[-2] == "/" and len(last) == 36 and last[8] == last[13] == last[18] == last[23] == "-":',
-           'if url[-1] != "/" and len(last) == 36 and last[8] == last[13] == last[18] == last[23] == "-":')},
     **{(f"{BACKENDS}/ordering.py", "columns.append((ranks, -1 if descending else 1))", mutated):
        "equivalent: the sign scales every rank of the column alike, and integers scaled by the same positive "
        "number keep their order" for mutated in ("columns.append((ranks, -2 if descending else 1))",

@@ -173,14 +173,8 @@ def related_records(document: dict, relation: str) -> list[dict]:
 
 
 def related_id(document: dict) -> str:
-    """The id of an embedded record: its `id`, else the UUID in its `url`."""
-    if "id" in document:
-        return document["id"]
-    url = document["url"]
-    last = url[-37:-1]  # (an API link ends with "<id>/")
-    if url[-1] == "/" and len(last) == 36 and last[8] == last[13] == last[18] == last[23] == "-":
-        return last
-    return UUID_IN_URL.findall(url)[-1]
+    """The id of an embedded record: its `id`, else the last UUID in its `url`."""
+    return document["id"] if "id" in document else UUID_IN_URL.findall(document["url"])[-1]
 
 
 # search_normalise: persian (docs/spec/query.md §3): letters and digits folded, marks dropped, ZWNJ a space.
