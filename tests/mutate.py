@@ -66,7 +66,8 @@ REGISTRY = "tests/api/backends/test_registry.py"  # (the golden table of hostile
 # twin beside it) with its stages, and what builds and renders its indexes.
 ENGINE: dict[str, list[list[str]]] = {
     f"{BACKENDS}/common.py": [["tests/api/backends/test_relations.py", "tests/api/backends/test_search.py",
-                               "tests/sitebuild/test_queries.py"],
+                               "tests/sitebuild/test_queries.py", "tests/api/test_openapi.py",  # (Backend's defaults)
+                               "tests/api/backends/test_common.py"],
                               ["tests/hosts/test_querystring_js.py", "-k", "lower_case_table"], NODE, DRF],
     f"{BACKENDS}/ordering.py": [["tests/api/backends/test_ordering.py", REGISTRY, "tests/api/test_openapi.py",
                                  "tests/sitebuild/test_queries.py"], NODE,  # (test_queries: Ordering.edit's)
@@ -98,54 +99,20 @@ PAGE_INDEX_LINE = ("let index = big < BigInt(Number.MAX_SAFE_INTEGER) ? await bl
 # Survivors explained: (module, line as it was, line as mutated), each stripped: why no test can
 # tell them apart (equivalent), or why none should.
 EXPLAINED: dict[tuple[str, str, str], str] = {
-    **{(f"{BACKENDS}/common.py", 'last = url[-37:-1]  # (an API link ends with "<id>/")', mutated):
-       "equivalent: the slice is a fast path; cut wrong, its length check fails and UUID_IN_URL finds the same "
-       "last UUID in every link the build writes" for mutated in (
-           'last = url[-38:-1]  # (an API link ends with "<id>/")', 'last = url[-37:-2]  # (an API link ends with "<id>/")')},
-    (f"{BACKENDS}/common.py",
-     'if url[-1] == "/" and len(last) == 36 and last[8] == last[13] == last[18] == last[23] == "-":',
-     'if url[-1] == "/" or len(last) == 36 and last[8] == last[13] == last[18] == last[23] == "-":'):
-        "equivalent: every link the build writes ends in \"<UUID>/\" (a detail's URL is its id's), so the "
-        "fast path's shape check holds whenever its first half does",
-    **{(f"{BACKENDS}/common.py",
-        'if url[-1] == "/" and len(last) == 36 and last[8] == last[13] == last[18] == last[23] == "-":', mutated):
-       "equivalent: the fast path is skipped for every link the build writes (each ends in \"<UUID>/\"), and "
-       "UUID_IN_URL finds the same last UUID in it" for mutated in (
-           'if url[-2] == "/" and len(last) == 36 and last[8] == last[13] == last[18] == last[23] == "-":',
-           'if url[-1] != "/" and len(last) == 36 and last[8] == last[13] == last[18] == last[23] == "-":')},
     **{(f"{BACKENDS}/ordering.py", "columns.append((ranks, -1 if descending else 1))", mutated):
        "equivalent: the sign scales every rank of the column alike, and integers scaled by the same positive "
        "number keep their order" for mutated in ("columns.append((ranks, -2 if descending else 1))",
                                                  "columns.append((ranks, -1 if descending else 2))")},
     (f"{BACKENDS}/common.py", "return False", "return None"):
-        "equivalent: Backend.indexes's and rejects's defaults (only Pagination keeps them) are asked by `if` "
-        "and any(), alike for None and False",
+        "equivalent: Backend.indexes's default (Pagination's) and rejects's (Pagination's, Ordering's) are only "
+        "asked by `if` and any(), alike for None and False",
     (f"{BACKENDS}/search.py", "return []", "return None"):
         "equivalent: Search.terms(None)'s callers ask `if terms:`, alike for None and []",
-    ("generator/hosts/query.py",
-     'return _twins().get_template(f"{module}.js.j2").render(constants=json.dumps(constants, ensure_ascii=True))',
-     'return _twins().get_template(f"{module}.js.j2").render(constants=json.dumps(constants, ensure_ascii=False))'):
-        "equivalent: every host reads the script as UTF-8 (it holds other non-ASCII text), and JavaScript "
-        "strings take U+2028 and U+2029 as they are (ES2019): the escapes only spell the same strings",
     (f"{BACKENDS}/ordering.js.j2",
      "const positions = await qyOrdered(read, name, ordering, [...matched].sort((a, b) => a - b));",
      "const positions = await qyOrdered(read, name, ordering, [...matched].sort((a, b) => a + b));"):
         "equivalent: qyOrdered's comparator ends in `a - b`, a total order: the order positions come in to it "
         "cannot change what it gives",
-    ("generator/hosts/query.py",
-     "undefined=jinja2.StrictUndefined, keep_trailing_newline=True)",
-     "undefined=jinja2.StrictUndefined, keep_trailing_newline=False)"):
-        "equivalent: the twins are joined with a newline between each, so a twin's own last newline only "
-        "spaces the script (each ends in a statement, not a comment the next would continue)",
-    ("generator/sitebuild/queries.py",
-     "return results[max(start - offset, 0):stop - offset] if offset < start or offset + size > stop else results",
-     "return results[max(start - offset, 0):stop - offset] if offset < start or offset + size >= stop else results"):
-        "equivalent: at offset + size == stop the slice is results[0:size], the whole page",
-    ("generator/sitebuild/queries.py",
-     "return results[max(start - offset, 0):stop - offset] if offset < start or offset + size > stop else results",
-     "return results[max(start - offset, 0):stop - offset] if offset <= start or offset + size > stop else results"):
-        "equivalent: at offset == start the slice is results[0:stop - offset], the whole page where the page "
-        "ends by stop (and where it runs past stop, the other half slices it alike)",
     ("generator/sitebuild/queries.py", 'return hashlib.blake2b("\\n".join(ids).encode(), digest_size=16).hexdigest()',
      'return hashlib.blake2b("\\n".join(ids).encode(), digest_size=17).hexdigest()'):
         "equivalent: the digest is only compared with the one the same code kept in the previous state; any "
@@ -157,11 +124,6 @@ EXPLAINED: dict[tuple[str, str, str], str] = {
         "state; any size tells different stretches apart (an older size's files are only made again)",
     ("generator/sitebuild/queries.py", "if len(runs) > 1:", "if len(runs) >= 1:"):
         "equivalent: one run read in a pool of one forked process gives the parts the build's own process gives",
-    ("generator/sitebuild/queries.py", "share = -(-len(numbers) // max(1, min(processes, len(numbers))))",
-     "share = -(-len(numbers) // max(2, min(processes, len(numbers))))"):
-        "equivalent: with one process, a collection of two or more blocks is read as two runs in a pool, as two "
-        "processes read it: its stretches are cut at the second run's start too, and finish makes the same "
-        "indexes of every run's parts",
     ("generator/sitebuild/queries.py",
      "return job.previous is not None and _pages_kept(job, name, 0, max(job.counts[name], 1))",
      "return job.previous is not None and _pages_kept(job, name, 0, max(job.counts[name], 2))"):
@@ -202,14 +164,6 @@ EXPLAINED: dict[tuple[str, str, str], str] = {
        for mutated in (
            "found.sort((a, b) => (descending ? -1 : 2) * qyCompareKeys(keys.get(a), keys.get(b)));  // (a stable sort)",
            "found.sort((a, b) => (descending ? -2 : 1) * qyCompareKeys(keys.get(a), keys.get(b)));  // (a stable sort)")},
-    ("generator/sitebuild/queries.py", "for directory, _dirs, files in os.walk(folder, followlinks=True):",
-     "for directory, _dirs, files in os.walk(folder, followlinks=False):"):
-        "equivalent: a collection's _query folder and its folders are the skeleton's own directories (publish "
-        "links only shards: detail prefixes and blocks of pages), so the walk meets no link to follow",
-    (f"{BACKENDS}/search.js.j2", 'const term = qyStrip(bit[0], new Set([","]));',
-     'const term = qyStrip(bit[1], new Set([","]));'):
-        "equivalent: QY_SMART_SPLIT's one group holds its whole alternation (as DRF's search_smart_split's), so "
-        "every match's group 1 is the match",
     **{(f"{BACKENDS}/search.js.j2", line, line.replace("at < 0", "at < 1")):
        "equivalent: a search field's path never starts with \"__\" (site.yaml's check refuses one that does), so "
        "lastIndexOf gives -1 or a place past 1"
@@ -224,23 +178,13 @@ EXPLAINED: dict[tuple[str, str, str], str] = {
      "for (let at = 0; at <= positions.length;) {  // (each run of neighbours at once)"):
         "equivalent: the one pass past the end asks records(undefined, NaN), whose loop runs while undefined < "
         "NaN: never",
-    (f"{BACKENDS}/common.py",
-     "if len(where) * 8 > count:  # (many: a mask packed at once is quicker than setting bits one by one)",
-     "if len(where) * 8 >= count:  # (many: a mask packed at once is quicker than setting bits one by one)"):
-        "equivalent: both ways make the same bitmap (the same bytes, a bit a position); the bound only picks the "
-        "quicker",
     (f"{BACKENDS}/relations.py", "processes: int = 1) -> None:", "processes: int = 2) -> None:"):
         "equivalent: the default of Relations.finish, which never reads `processes` (it joins the runs' parts "
         "and writes each filter's files in the build's own process)",
-    (f"{BACKENDS}/common.py", "processes: int = 1) -> None:", "processes: int = 2) -> None:"):
-        "equivalent: the default of Backend.finish, which does nothing: a backend that indexes overrides finish, "
-        "its own default with it",
     (f"{BACKENDS}/ordering.py", "rank_of = {key: rank for rank, key in enumerate(distinct, 1)}",
      "rank_of = {key: rank for rank, key in enumerate(distinct, 2)}"):
         "equivalent: ranks are only compared (the sorted and ties files are made from them, the hosts compare "
         "them): numbered from 2 they keep every order, None's 0 still first",
-    (f"{BACKENDS}/common.py", "if 0xD800 <= code <= 0xDFFF:", "if 0xD800 < code <= 0xDFFF:"):
-        "equivalent: U+D800, a surrogate, has no lower case: str.lower() leaves it, so the table is the same",
     (f"{BACKENDS}/ordering.py", "return (0,) if value is None else (1, sort_key(kind, value))",
      "return (1,) if value is None else (1, sort_key(kind, value))"):
         "equivalent: (1,) is a prefix of every value's key (1, k), so a record without a value still sorts first",

@@ -9,15 +9,20 @@ from pathlib import Path
 
 from ..api.urls import CURRENT, PUBLISHED
 
-@functools.cache
 def templates():
-    """The hosts' templates (hosts/templates/), loaded when a host's file is first written: a
-    server or a write service, which writes none, does not load Jinja."""
+    """The hosts' templates (hosts/templates/)."""
+    return package_templates("generator.hosts", "templates")
+
+
+@functools.cache
+def package_templates(package: str, folder: str):
+    """The templates in a package's folder as a host's files are rendered from them (StrictUndefined:
+    a value a template names and its caller does not give fails the build), loaded when one is first
+    rendered: a server or a write service, which renders none, does not load Jinja."""
     import jinja2
 
-    return jinja2.Environment(
-        loader=jinja2.PackageLoader("generator.hosts", "templates"), autoescape=False,
-        undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
+    return jinja2.Environment(loader=jinja2.PackageLoader(package, folder), autoescape=False,
+                              undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
 
 
 def replace(path: Path, text: str) -> None:

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import functools
 import json
-from pathlib import Path
 
 from ..api import backends
 from ..api.backends import BACKENDS, common
+from .files import package_templates
 
 
 @functools.cache
@@ -30,14 +30,7 @@ def js_name(module: str) -> str:
 
 
 def render(module: str, constants: dict) -> str:
-    return _twins().get_template(f"{module}.js.j2").render(constants=json.dumps(constants, ensure_ascii=True))
-
-
-@functools.cache
-def _twins():
-    """The twins beside the backends' modules, as templates (StrictUndefined: a constant a twin
-    names and its module does not give fails the build)."""
-    import jinja2
-
-    return jinja2.Environment(loader=jinja2.FileSystemLoader(Path(backends.__file__).parent), autoescape=False,
-                              undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
+    """A twin (beside the backends' modules) rendered with its constants: a constant it names and
+    its module does not give fails the build."""
+    return package_templates(backends.__name__, ".").get_template(f"{module}.js.j2").render(
+        constants=json.dumps(constants))

@@ -94,9 +94,7 @@ class Job:
 
     def documents(self, page: bytes, offset: int, start: int, stop: int) -> list[dict]:
         """The documents of records start..stop that the default page at `offset` holds."""
-        results = orjson.loads(page)["results"]
-        size = self.settings.default_page_size
-        return results[max(start - offset, 0):stop - offset] if offset < start or offset + size > stop else results
+        return orjson.loads(page)["results"][max(start - offset, 0):stop - offset]
 
 
 def write_query_indexes(job: Job, processes: int) -> None:
@@ -209,11 +207,9 @@ def _carry(job: Job, folder: str, skip: Iterable[str] = ()) -> None:
 
 def _runs(count: int, processes: int) -> list[tuple[int, int]]:
     """Runs of whole blocks of records, one a process."""
-    numbers = list(common.blocks(count))
-    share = -(-len(numbers) // max(1, min(processes, len(numbers))))
-    size = common.BLOCK
-    return [(numbers[i] * size, (numbers[min(i + share, len(numbers)) - 1] + 1) * size)
-            for i in range(0, len(numbers), share)]
+    blocks = len(common.blocks(count))
+    share = -(-blocks // processes)  # (more processes than blocks: a block each)
+    return [(first * common.BLOCK, min(first + share, blocks) * common.BLOCK) for first in range(0, blocks, share)]
 
 
 def _collect(job: Job, name: str, run: tuple[int, int], before: dict[tuple[int, int], str]) -> list[Path]:
@@ -288,14 +284,11 @@ def _ids_kept(job: Job, name: str) -> bool:
 
 def _pages_kept(job: Job, name: str, start: int, stop: int) -> bool:
     """Whether the default pages of records start..stop are the previous generation's files."""
+    pairs = zip(job.page_paths(name, start, stop), job.page_paths(name, start, stop, job.previous))
     try:
-        for (_, new), (_, old) in zip(job.page_paths(name, start, stop), job.page_paths(name, start, stop, job.previous)):
-            now, then = os.stat(new), os.stat(old)
-            if (now.st_ino, now.st_dev) != (then.st_ino, then.st_dev):
-                return False
+        return all(os.path.samefile(new, old) for (_, new), (_, old) in pairs)
     except FileNotFoundError:
         return False
-    return True
 
 
 def _same(path: Path, data: bytes) -> bool:

@@ -293,3 +293,26 @@ def test_settings_given_more_fields_make_their_indexes(catalogue, tmp_path):
     build(catalogue, site)
     build(catalogue, fresh)
     assert index_files(site) == index_files(fresh)
+
+
+def test_a_build_with_other_processes_makes_again_only_the_stretches_the_runs_cut_otherwise(catalogue, tmp_path,
+                                                                                            monkeypatch):
+    """A stretch is cut where the collection's records of PART_PAGES pages end, not where its
+    run starts: a build in one run after a build in two takes over every stretch's parts from
+    the previous state but the edited one's and the one the two runs' seam cut in two."""
+    from generator.api.urls import STATE
+    from generator.sitebuild import queries
+
+    monkeypatch.setattr(queries, "PART_PAGES", 3)  # (36 records a stretch)
+    monkeypatch.setattr(common, "BLOCK", 128)  # (400 books: two runs of two blocks, their seam at 256, in a stretch)
+    site = tmp_path / "site"
+
+    def parts() -> dict[str, int]:
+        return {path.name: path.stat().st_ino for path in ((site / CURRENT).resolve() / STATE).glob("query-parts-books-*")}
+    build(catalogue, site, processes=2)
+    before = parts()
+    edit_rows(catalogue / "books.csv", lambda rows: rows[10].__setitem__(rows[0].index("title"), "یک عنوان تازه"))
+    build(catalogue, site, processes=1)
+    after = parts()
+    assert len(after) == len(before) - 1  # (the seam's two stretches are one)
+    assert len([name for name in after if before.get(name) != after[name]]) == 2  # (records 0..36 and 252..288)

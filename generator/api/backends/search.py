@@ -17,8 +17,9 @@ from ...catalogue.resources import Resource
 from . import search_index
 from .common import NUL, NUL_MESSAGE, Backend, Change, Edit, Flush, Reader, Records, Rejected, Request, fold
 
-# Django's smart_split: quoted phrases (with backslash escapes) stay one bit.
-SMART_SPLIT = re.compile(r"""((?:[^\s'"]*(?:(?:"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*')[^\s'"]*)+)|\S+)""")
+# Django's smart_split: quoted phrases (with backslash escapes) stay one bit (its pattern, but the
+# group around it all: a bit is the whole match).
+SMART_SPLIT = re.compile(r"""(?:[^\s'"]*(?:(?:"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*')[^\s'"]*)+)|\S+""")
 MAX_SEARCH = 1000  # characters of a search value: longer ones answer 400 (a cap DRF does not have)
 TOO_LONG = f"Ensure this field has no more than {MAX_SEARCH} characters."
 _LOOKUP_WORDS = {"": "contains", "^": "starts with", "=": "equals"}
