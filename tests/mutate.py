@@ -94,8 +94,8 @@ ENGINE: dict[str, list[list[str]]] = {
 }
 QUOTE = 'found += /[A-Za-z0-9_.~-]/.test(c) || (b < 128 && safe.includes(c)) ? c : "%" + (b < 16 ? "0" : "") + ' \
     'b.toString(16).toUpperCase();'  # (qsQuote's line, querystring.js.j2)
-PAGE_INDEX_LINE = ("let index = big < BigInt(Number.MAX_SAFE_INTEGER) ? await blockIndex(read, paging.name, size, "
-                   "block(pageOf(Number(big))), held) : null;")  # (assemblePage's, pages.js.j2)
+PAGE_INDEX_LINE = ("let index = big < BigInt(Number.MAX_SAFE_INTEGER) ? await spanIndex(read, paging.name, size, "
+                   "span(pageOf(Number(big))), held) : null;")  # (assemblePage's, pages.js.j2)
 # Survivors explained: (module, line as it was, line as mutated), each stripped: why no test can
 # tell them apart (equivalent), or why none should.
 EXPLAINED: dict[tuple[str, str, str], str] = {
@@ -171,8 +171,8 @@ EXPLAINED: dict[tuple[str, str, str], str] = {
                     'column: path,', "field: at < 0 ? path : path.slice(at + QY_SEARCH_C.sep.length)};")},
     (f"{TEMPLATES}/pages.js.j2", PAGE_INDEX_LINE, PAGE_INDEX_LINE.replace("big < ", "big <= ")):
         "equivalent in every answer but at a host's cap of files exactly: at offset 2**53 - 1 (still exact as a "
-        "Number) the page's block has no index (no collection is that large), so both answer from block 0's; the "
-        "mutant asks for the missing one first, as the Python (Blocks.count) does: one read more, a 400 only for a "
+        "Number) the page's span has no index (no collection is that large), so both answer from span 0's; the "
+        "mutant asks for the missing one first, as the Python (Spans.count) does: one read more, a 400 only for a "
         "request that needs exactly the cap's files (either threshold is right: a test would pin one)",
     (f"{TEMPLATES}/pages.js.j2", "for (let at = 0; at < positions.length;) {  // (each run of neighbours at once)",
      "for (let at = 0; at <= positions.length;) {  // (each run of neighbours at once)"):

@@ -113,7 +113,8 @@ class Records:
         """The records at these positions (any order, repeats allowed)."""
         where = numpy.fromiter(positions, dtype=numpy.int64) if positions.__class__ is not numpy.ndarray \
             else positions.astype(numpy.int64, copy=False)
-        # (a mask packed at once: for a few positions as quick as setting their bits one by one, for many far quicker)
+        # (a mask packed at once: for many positions far quicker than setting bits one by one; for a few
+        # among a million records some 60 us slower, a request's few calls a fraction of a millisecond)
         present = numpy.zeros(count, dtype=bool)
         present[where] = True
         return cls(numpy.packbits(present, bitorder="little"), count)
