@@ -1,5 +1,5 @@
 """The hosts' templates are compiled once: a later build loads what an earlier one compiled
-(hosts/files.py keeps it in the temporary directory)."""
+(hosts/files.py keeps it in the user's cache directory)."""
 from __future__ import annotations
 
 import json
@@ -21,17 +21,15 @@ print(json.dumps(compiled))
 """
 
 
-def compiled_in_a_build(template: str, temporary: Path) -> list[str]:
-    """The templates a fresh process compiles to load `template` (its temporary directory given)."""
+def compiled_in_a_build(template: str, cache: Path) -> list[str]:
+    """The templates a fresh process compiles to load `template` (its cache directory given)."""
     found = subprocess.run([sys.executable, "-c", COMPILES, template], cwd=ROOT, check=True, capture_output=True,
-                           env={**os.environ, "TMPDIR": str(temporary)}, text=True)
+                           env={**os.environ, "XDG_CACHE_HOME": str(cache)}, text=True)
     return json.loads(found.stdout)
 
 
 def test_a_later_build_loads_the_templates_an_earlier_one_compiled(tmp_path):
     first, other = tmp_path / "first", tmp_path / "other"
-    first.mkdir()
-    other.mkdir()
     assert "worker.js.j2" in compiled_in_a_build("worker.js.j2", first)
     assert compiled_in_a_build("worker.js.j2", first) == []
     assert "worker.js.j2" in compiled_in_a_build("worker.js.j2", other)  # (none kept there)
