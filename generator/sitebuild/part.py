@@ -34,7 +34,7 @@ from ..errors import Problem, Problems
 from . import paging, state
 from .keys import Keys
 from .publish import Output
-from .queries import _same as same_bytes  # (a file not written again is linked from the previous build)
+from .queries import same_bytes
 from .segments import Segment
 from .spool import Spool, Spools
 from .team import Team

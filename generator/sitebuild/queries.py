@@ -54,7 +54,7 @@ class Job:
 
     def flush(self, path: str, data: bytes) -> None:
         """A file, written, or linked from the previous generation when it holds these bytes."""
-        if self.previous is not None and _same(self.previous / path, data):
+        if self.previous is not None and same_bytes(self.previous / path, data):
             self.site.carry(self.generation, self.previous, path)
         else:
             self.generation.write(path, data)
@@ -291,7 +291,9 @@ def _pages_kept(job: Job, name: str, start: int, stop: int) -> bool:
         return False
 
 
-def _same(path: Path, data: bytes) -> bool:
+def same_bytes(path: Path, data: bytes) -> bool:
+    """Whether the file at `path` (the previous build's) holds these bytes: then it is linked, not
+    written again."""
     try:
         return path.stat().st_size == len(data) and path.read_bytes() == data
     except OSError:
