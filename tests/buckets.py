@@ -76,7 +76,8 @@ class Endpoint:
     with an error of S3's (SlowDown, ExpiredToken); `hold_after(n)` lets n uploads pass and then
     holds the rest (`holding` is set) until `release()`; `hold_at(part)` holds the first
     upload of a key holding `part`, and every upload after it (`held` of them at a time). It writes
-    down every change it passed on (method and key), in order, and when each invalidation was made. Uploads are counted and held under `prefix` alone."""
+    down every change it passed on (method and key), in order, and when each invalidation was made.
+    Uploads are counted and held under `prefix` alone."""
 
     ERRORS = {"SlowDown": (503, "Please reduce your request rate."),
               "ExpiredToken": (400, "The provided token has expired.")}
@@ -200,7 +201,8 @@ class Endpoint:
                 with self._lock:
                     self.changes.append((request.command, key))
                     self.times.append(time.monotonic())
-            made = re.search(rb"<Invalidation\b[^>]*>.*?<Id>([^<]+)</Id>", data, re.S) if request.command == "POST" else None
+            made = re.search(rb"<Invalidation\b[^>]*>.*?<Id>([^<]+)</Id>", data, re.S) \
+                if request.command == "POST" else None
             if made is not None and answer.status < 300:
                 with self._lock:
                     self.invalidations[made.group(1).decode()] = time.monotonic()

@@ -14,8 +14,10 @@ import json, sys, jinja2
 from generator.hosts import files
 compiled = []
 compile = jinja2.Environment.compile
-jinja2.Environment.compile = lambda self, source, name=None, *rest, **more: (compiled.append(name),
-                                                                            compile(self, source, name, *rest, **more))[1]
+def noted(self, source, name=None, *rest, **more):
+    compiled.append(name)
+    return compile(self, source, name, *rest, **more)
+jinja2.Environment.compile = noted
 files.templates().get_template(sys.argv[1])
 print(json.dumps(compiled))
 """
