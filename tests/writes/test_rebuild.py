@@ -62,26 +62,120 @@ def test_a_burst_of_requests_makes_few_builds(tmp_path):
     assert 1 <= len(marks.read_text()) <= 2  # the one running when the burst began, and one more
 
 
-@pytest.mark.parametrize("most", [30.0, 0.5])
-def test_a_build_waits_for_the_burst_to_end_for_so_long_at_most(tmp_path, monkeypatch, most: float):
-    """A build starts once no write has asked for SETTLE seconds: a burst's writes come in one
-    build, not the first few in one of their own and the rest in the next; a stream of writes
-    longer than SETTLE_MAX is not waited out."""
+class Clock:
+    """The rebuilder's time, moved on by the test alone, and when each build started by it: the
+    test steps the rebuilder (a pause its move ends, it waits until the rebuilder has paused
+    again or started a build), so what it sees does not depend on how the threads are scheduled."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.until: float | None = None  # the end of the rebuilder's pause, while it is in one
+        self.builds: list[float] = []  # when each build started
+        self.moved = threading.Condition()
+
+    def monotonic(self) -> float:
+        with self.moved:
+            return self.now
+
+    def sleep(self, seconds: float) -> None:
+        with self.moved:
+            self.until = self.now + seconds
+            self.moved.notify_all()
+            self.moved.wait_for(lambda: self.now >= self.until)
+            self.until = None
+            self.moved.notify_all()
+
+    def rebuilding(self) -> None:  # (as the Publishing the rebuilder tells of each build it starts)
+        with self.moved:
+            self.builds.append(self.now)
+            self.moved.notify_all()
+
+    def advance(self, seconds: float) -> None:
+        with self.moved:
+            builds, self.now = len(self.builds), self.now + seconds
+            self.moved.notify_all()
+            if self.until is not None and self.until <= self.now:
+                assert self.moved.wait_for(lambda: self._pausing() or len(self.builds) > builds, 60)
+
+    def paused(self) -> bool:
+        """Whether the rebuilder is (or, within a minute, comes to be) in a pause."""
+        with self.moved:
+            return self.moved.wait_for(self._pausing, 60)
+
+    def release(self) -> None:
+        """Ends every pause, for good (the rebuilder's thread can stop)."""
+        with self.moved:
+            self.now = float("inf")
+            self.moved.notify_all()
+
+    def _pausing(self) -> bool:
+        return self.until is not None and self.until > self.now
+
+
+@pytest.fixture
+def clock(monkeypatch) -> Clock:
     from generator.writes import rebuild
 
-    monkeypatch.setattr(rebuild, "SETTLE", 0.5)  # (far more than the test's pause between two requests)
-    monkeypatch.setattr(rebuild, "SETTLE_MAX", most)
-    marks = tmp_path / "builds"
-    rebuilder = Rebuilder([sys.executable, "-c", f"open({str(marks)!r}, 'a').write('x')"], lambda message: None)
+    clock = Clock()
+    monkeypatch.setattr(rebuild, "time", types.SimpleNamespace(monotonic=clock.monotonic, sleep=clock.sleep,
+                                                               time=time.time))
+    monkeypatch.setattr(rebuild, "SETTLE", 0.5)
+    return clock
+
+
+def stepped(clock: Clock) -> Rebuilder:
+    publishing = types.SimpleNamespace(rebuilding=clock.rebuilding, written=lambda files: None,
+                                       rebuilt=lambda: None)
+    return Rebuilder([sys.executable, "-c", "pass"], lambda message: None, publishing=publishing)
+
+
+def burst(rebuilder: Rebuilder, clock: Clock, writes: int) -> None:
+    """Writes 1/16 s apart (an eighth of SETTLE: binary fractions add up exactly), by the rebuilder's clock."""
+    for _ in range(writes):
+        clock.advance(1 / 16)
+        rebuilder.request()
+
+
+def test_a_build_waits_for_the_burst_to_end(monkeypatch, clock: Clock):
+    """A build starts once no write has asked for SETTLE seconds: a burst's writes (2 s of them,
+    within SETTLE_MAX) come in one build, not the first few in one of their own."""
+    from generator.writes import rebuild
+
+    monkeypatch.setattr(rebuild, "SETTLE_MAX", 30.0)
+    rebuilder = stepped(clock)
     rebuilder.start()
     try:
-        for _ in range(40):  # (2 s of writes, or more on a loaded machine)
-            rebuilder.request()
-            time.sleep(0.05)
+        rebuilder.request()
+        burst(rebuilder, clock, 32)
+        clock.advance(rebuild.SETTLE - 1 / 16)
+        assert clock.paused() and clock.builds == []  # (not a moment before SETTLE)
+        clock.advance(1 / 16)
         assert rebuilder.wait_idle(60)
     finally:
+        clock.release()
         rebuilder.stop()
-    assert (len(marks.read_text()) == 1) == (most > 2)
+    assert clock.builds == [2.0 + rebuild.SETTLE]
+
+
+def test_a_stream_of_writes_is_not_waited_out(monkeypatch, clock: Clock):
+    """A stream of writes longer than SETTLE_MAX: a build starts SETTLE_MAX after the first
+    of them, and the writes after it come in the next."""
+    from generator.writes import rebuild
+
+    monkeypatch.setattr(rebuild, "SETTLE_MAX", 0.5)
+    rebuilder = stepped(clock)
+    rebuilder.start()
+    try:
+        rebuilder.request()
+        assert clock.paused()  # (SETTLE_MAX counts from the first write)
+        burst(rebuilder, clock, 12)  # (0.75 s: past SETTLE_MAX, never SETTLE without a write)
+        assert clock.paused()
+        clock.advance(rebuild.SETTLE)
+        assert rebuilder.wait_idle(60)
+    finally:
+        clock.release()
+        rebuilder.stop()
+    assert clock.builds == [rebuild.SETTLE_MAX, 0.75 + rebuild.SETTLE]
 
 
 def test_a_build_that_publishes_takes_away_what_it_published(tmp_path: Path):
