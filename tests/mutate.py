@@ -81,16 +81,23 @@ ENGINE: dict[str, list[list[str]]] = {
     f"{BACKENDS}/search_index.py": [["tests/api/backends/test_search.py", "tests/sitebuild/test_queries.py"], NODE,
                                     ["tests/api/backends/test_search_index.py"], DRF],
     "generator/sitebuild/queries.py": [["tests/sitebuild/test_queries.py"], NODE],
+    # The page indexes: read by api/assemble.py (test_assemble), written by the build (the golden
+    # manifest holds them; test_state: one rewritten a span), read by pages.js.j2 as Python reads them.
+    "generator/api/pageindex.py": [["tests/api/test_assemble.py", "tests/sitebuild/test_pipeline.py"],
+                                   ["tests/sitebuild/test_state.py", "-k", "page_index"],
+                                   ["tests/hosts/test_pages_js.py"]],
     "generator/hosts/query.py": [NODE, EDGES],
     **{f"{BACKENDS}/{name}.js.j2": [UNITS, NODE, EDGES]
        for name in ("common", "ordering", "paging", "relations", "search", "search_index")},
     # The hosts' templates that read a query: its query string (DRF's paging and links), and
     # the page put together from what qySelect gives, within a host's caps on what it reads
-    # (and its 400 where a page would pass them, through CloudFront's handler).
+    # (and its 400 where a page would pass them, through CloudFront's handler; a HEAD's answer).
     f"{TEMPLATES}/querystring.js.j2": [["tests/hosts/test_querystring_js.py"], NODE, EDGES],
     f"{TEMPLATES}/pages.js.j2": [["tests/hosts/test_pages_js.py"], NODE,
                                  ["tests/hosts/test_edge_limits.py", "-k", "past_a_host"],
-                                 ["tests/hosts/test_cloudfront.py", "-k", "too_large or response_limit"], EDGES],
+                                 ["tests/hosts/test_cloudfront.py", "-k", "too_large or response_limit"],
+                                 ["tests/hosts/test_conformance.py", "-k",
+                                  "(random_searches or head_is_get) and (cloudflare or netlify)"]],
 }
 QUOTE = 'found += /[A-Za-z0-9_.~-]/.test(c) || (b < 128 && safe.includes(c)) ? c : "%" + (b < 16 ? "0" : "") + ' \
     'b.toString(16).toUpperCase();'  # (qsQuote's line, querystring.js.j2)
