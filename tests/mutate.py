@@ -198,6 +198,10 @@ EXPLAINED: dict[tuple[str, str, str], str] = {
     (f"{BACKENDS}/ordering.py", "return (0,) if value is None else (1, sort_key(kind, value))",
      "return (0,) if value is None else (2, sort_key(kind, value))"):
         "equivalent: every value's key starts with the same number, above the 0 of a record without a value",
+    ("generator/api/pageindex.py", "stop = min((span + 1) * PAGE_INDEX_SPAN, max(count, 1))",
+     "stop = min((span + 1) * PAGE_INDEX_SPAN, max(count, 2))"):
+        "equivalent: it differs only for a collection of none or one record in pages of one, adding page 1, which "
+        "holds no record: its index's starts, and every file built, are the same",
     (f"{BACKENDS}/search_index.js.j2", "let stop = blob.indexOf(RECORD, Math.max(end, found + 1));",
      "let stop = blob.indexOf(RECORD, Math.max(end, found - 1));"):
         "equivalent: a needle is never empty (a term has a character), so end >= found + 1 and the max is end",
