@@ -198,6 +198,10 @@ EXPLAINED: dict[tuple[str, str, str], str] = {
     (f"{BACKENDS}/ordering.py", "return (0,) if value is None else (1, sort_key(kind, value))",
      "return (0,) if value is None else (2, sort_key(kind, value))"):
         "equivalent: every value's key starts with the same number, above the 0 of a record without a value",
+    (f"{BACKENDS}/search_index.py", "VERSION = 4", "VERSION = 5"):
+        "equivalent: the format's number, written by the writer and compared by its readers (the Python, and the "
+        "JavaScript's rendered from it) and the build's index_format: any number tells this format from another; "
+        "an index of version 4 a previous build wrote is only made again whole",
     ("generator/api/pageindex.py", "stop = min((span + 1) * PAGE_INDEX_SPAN, max(count, 1))",
      "stop = min((span + 1) * PAGE_INDEX_SPAN, max(count, 2))"):
         "equivalent: it differs only for a collection of none or one record in pages of one, adding page 1, which "
