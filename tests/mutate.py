@@ -78,8 +78,8 @@ ENGINE: dict[str, list[list[str]]] = {
                                   "tests/api/test_openapi.py", "tests/sitebuild/test_queries.py"], NODE, DRF],
     f"{BACKENDS}/search.py": [["tests/api/backends/test_search.py", REGISTRY, "tests/api/test_openapi.py",
                                "tests/sitebuild/test_queries.py"], NODE, DRF],  # (test_queries: Search.edit's)
-    f"{BACKENDS}/search_index.py": [["tests/api/backends/test_search.py", "tests/sitebuild/test_queries.py"], NODE,
-                                    ["tests/api/backends/test_search_index.py"], DRF],
+    f"{BACKENDS}/search_index.py": [["tests/api/backends/test_search_index.py", "tests/api/backends/test_search.py",
+                                     "tests/sitebuild/test_queries.py"], NODE, DRF],
     "generator/sitebuild/queries.py": [["tests/sitebuild/test_queries.py"], NODE],
     # The page indexes: read by api/assemble.py (test_assemble), written by the build (the golden
     # manifest holds them; test_state: one rewritten a span), read by pages.js.j2 as Python reads them.
