@@ -245,9 +245,9 @@ def test_keys_sharing_a_long_start_with_the_key_before_them():
 def test_processes_cut_the_keys_where_one_writer_ends_a_leaf_with_the_writer_s_constants(monkeypatch):
     """The keys are cut in ranges at keys whose CRC-32 has its low SPLIT_BITS bits zero, where
     a leaf ends too (LEAF_BITS fewer): the ranges written apart are one writer's files, with
-    the constants as they are. The CRC-32 of "Szzagdi" (zzagdi's suffix key, which every
-    record holds, late in key order) ends in the twelve bits 0x001: no leaf, and no range,
-    ends there."""
+    the constants as they are. The CRC-32 of "Szzagdi" (the suffix key of every record's first
+    word, so the first token, which the writer's sample of the keys holds; late in key order)
+    ends in the twelve bits 0x001: no leaf, and no range, ends there."""
     assert zlib.crc32(b"Szzagdi") & 0xFFF == 1
     monkeypatch.setattr(ti, "PARALLEL_MIN", 1)
     made = [{"title": f"zzagdi w{n} zzz{n}", "isbn": None, "authors": [], "publishers": []} for n in range(300)]
