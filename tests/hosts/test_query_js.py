@@ -87,6 +87,7 @@ def test_javascript_answers_queries_as_python_does(built, tmp_path):
     requests += [("books", query) for query in inside_a_first_run_of_ties(found["books"])]
     requests += [("books", query) for query in inside_a_last_run_of_ties(found["books"])]
     requests += [("books", query) for query in an_equal_search_within_a_filter(found["books"])]
+    requests += [("books", query) for query in phrases_with_white_space_at_an_end(found["books"])]
     requests += [("books", q) for q in ("search=%00", "authors=nope", "authors=", "search=" + "x" * 1001,
                                         "search=%22%22", "ordering=-", "search=%E2%80%A8&authors=%E2%80%A8")]
     # (the longest search DRF takes, 1000 characters: of one UTF-16 unit each, and of two)
@@ -127,6 +128,22 @@ def an_equal_search_within_a_filter(books: list[dict]) -> list[str]:
                for book in books if book.get("authors") and book.get("isbn")][:5]
     assert queries
     return queries
+
+
+def phrases_with_white_space_at_an_end(books: list[dict]) -> list[str]:
+    """Quoted phrases with white space before a word, of one character or two, and after it or
+    before the next word (search_index._phrase_exact: the pair keys give some exactly, the others
+    are checked on documents), of the word after another in titles whose records lie farthest
+    apart, a page of one record: the JavaScript checks on documents (reading their pages) the
+    phrases the Python checks, and no other."""
+    holding = collections.defaultdict(list)  # (a word after another in a title: the records holding it there)
+    for position, book in enumerate(books):
+        for word in set(book["title"].split()[1:]):
+            holding[word].append(position)
+    word = max(holding, key=lambda w: holding[w][-1] - holding[w][0])
+    words = books[holding[word][0]]["title"].split()
+    phrases = [f" {word} ", f"  {word} ", f" {word}  "] + [f" {word} {n}" for n in words[words.index(word, 1) + 1:][:1]]
+    return [urlencode([("search", f'"{phrase}"'), ("limit", "1")]) for phrase in phrases]
 
 
 def inside_a_first_run_of_ties(books: list[dict]) -> list[str]:
