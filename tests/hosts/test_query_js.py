@@ -333,6 +333,25 @@ def test_javascript_names_a_missing_query_index_as_python_does(tmp_path):
     assert f"Error: a query index is missing: {missing}\n" in failed.value.stderr
 
 
+CUT_SHORT_HARNESS = """
+import {readFileSync} from "node:fs";
+const root = Uint8Array.from(JSON.parse(readFileSync(0, "utf8")));
+let said = "read";
+try { qyRoot(root); } catch (error) { said = error.name; }
+process.stdout.write(JSON.stringify(said));
+"""
+
+
+def test_javascript_refuses_a_term_index_file_missing_its_end_as_python_does(tmp_path):
+    """A term index's root that ends inside a number (the collection's count cut short after
+    its first byte: a file half written or half uploaded): the Python's reader raises, and the
+    JavaScript's throws, at once (it read on past the end for ever)."""
+    root = search_index.ROOT_MAGIC + bytes([search_index.VERSION, 0x80])
+    with pytest.raises(IndexError):
+        search_index.Root.decode(root)
+    assert run_harness(tmp_path, CUT_SHORT_HARNESS, json.dumps(list(root))) == "RangeError"
+
+
 RECORDS_HARNESS = """
 import {readFileSync} from "node:fs";
 const cases = JSON.parse(readFileSync(0, "utf8"));
