@@ -202,13 +202,19 @@ EXPLAINED: dict[tuple[str, str, str], str] = {
         "equivalent: the format's number, written by the writer and compared by its readers (the Python, and the "
         "JavaScript's rendered from it) and the build's index_format: any number tells this format from another; "
         "an index of version 4 a previous build wrote is only made again whole",
+    (f"{BACKENDS}/search_index.js.j2", "while (high - low > 1) {", "while (high - low > 2) {"):
+        "equivalent in answers and reads: the search for a restart may stop one restart early, and the scan "
+        "from there decodes the keys before it (at most RESTART more, in the file already read) to the same key",
+    (f"{BACKENDS}/search_index.js.j2", "else if (!found.length || prefix && first < end) found.push([first, name]);",
+     "else if (!found.length || prefix && first <= end) found.push([first, name]);"):
+        "equivalent: end is the key and the byte 0xFF, which no UTF-8 text holds, so no file's first key equals it",
+    (f"{BACKENDS}/search_index.js.j2", "if (tags.length <= 1) return true;", "if (tags.length < 1) return true;"):
+        "equivalent: a term left alone is one the record matched through a relation only (it is among the term's "
+        "records, not its own fields'), so its tags are never empty and the search that follows finds them: true",
     ("generator/api/pageindex.py", "stop = min((span + 1) * PAGE_INDEX_SPAN, max(count, 1))",
      "stop = min((span + 1) * PAGE_INDEX_SPAN, max(count, 2))"):
         "equivalent: it differs only for a collection of none or one record in pages of one, adding page 1, which "
         "holds no record: its index's starts, and every file built, are the same",
-    (f"{BACKENDS}/search_index.js.j2", "let stop = blob.indexOf(RECORD, Math.max(end, found + 1));",
-     "let stop = blob.indexOf(RECORD, Math.max(end, found - 1));"):
-        "equivalent: a needle is never empty (a term has a character), so end >= found + 1 and the max is end",
 }
 
 PYTHON_SWAPS = [(" < ", " <= "), (" <= ", " < "), (" > ", " >= "), (" >= ", " > "), (" == ", " != "),
