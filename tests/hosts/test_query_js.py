@@ -88,6 +88,7 @@ def test_javascript_answers_queries_as_python_does(built, tmp_path):
     requests += [("books", query) for query in inside_a_last_run_of_ties(found["books"])]
     requests += [("books", query) for query in an_equal_search_within_a_filter(found["books"])]
     requests += [("books", query) for query in phrases_with_white_space_at_an_end(found["books"])]
+    requests += [("books", query) for query in pieces_across_leaves(built)]
     requests += [("books", q) for q in ("search=%00", "authors=nope", "authors=", "search=" + "x" * 1001,
                                         "search=%22%22", "ordering=-", "search=%E2%80%A8&authors=%E2%80%A8")]
     # (the longest search DRF takes, 1000 characters: of one UTF-16 unit each, and of two)
@@ -144,6 +145,17 @@ def phrases_with_white_space_at_an_end(books: list[dict]) -> list[str]:
     words = books[holding[word][0]]["title"].split()
     phrases = [f" {word} ", f"  {word} ", f" {word}  "] + [f" {word} {n}" for n in words[words.index(word, 1) + 1:][:1]]
     return [urlencode([("search", f'"{phrase}"'), ("limit", "1")]) for phrase in phrases]
+
+
+def pieces_across_leaves(generation) -> list[str]:
+    """Searches of a leaf's first suffix key's first three letters (the key longer than them):
+    the keys starting with them start in a leaf before it, and the JavaScript reads every leaf
+    that may hold one, as the Python does (none where the index has one leaf)."""
+    folder = generation / search_index.index_dir("books")
+    root = search_index.Root.decode((folder / search_index.ROOT).read_bytes())
+    leaves, _ = search_index._all_leaves(lambda path: (folder / path).read_bytes(), root)
+    firsts = [first.decode() for first, _ in leaves[1:] if first.startswith(search_index.SUFFIX.encode())]
+    return [urlencode([("search", first[1:4])]) for first in firsts if len(first) > 4][:3]
 
 
 def inside_a_first_run_of_ties(books: list[dict]) -> list[str]:
