@@ -209,6 +209,10 @@ EXPLAINED: dict[tuple[str, str, str], str] = {
     (f"{BACKENDS}/search_index.js.j2", "while (high - low > 1) {", "while (high - low > 2) {"):
         "equivalent in answers and reads: the search for a restart may stop one restart early, and the scan "
         "from there decodes the keys before it (at most RESTART more, in the file already read) to the same key",
+    (f"{BACKENDS}/search_index.js.j2", 'return value === true ? "1" : value === false ? "0" : String(value);',
+     'return value === false ? "1" : value === false ? "0" : String(value);'):
+        "equivalent: a search field is never true or false (site.yaml refuses one: catalogue/querying.py "
+        "_unsearchable), so qyText, which only search reads, is never given a boolean",
     ("generator/api/pageindex.py", "stop = min((span + 1) * PAGE_INDEX_SPAN, max(count, 1))",
      "stop = min((span + 1) * PAGE_INDEX_SPAN, max(count, 2))"):
         "equivalent: it differs only for a collection of none or one record in pages of one, adding page 1, which "
