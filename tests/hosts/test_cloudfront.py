@@ -439,6 +439,18 @@ def test_a_page_over_the_generated_response_limit_answers_the_400(site, tmp_path
 
 
 @needs_node
+def test_a_page_of_exactly_the_response_limit_is_answered(site, tmp_path):
+    """At most the limit's bytes: a page of exactly as many is answered, one byte more is the 400."""
+    page = put_together(site / CURRENT, "user", "limit=3")[1]
+    for page_bytes, status in ((len(page), 200), (len(page) - 1, 400)):
+        module = tmp_path / f"pages-{page_bytes}.mjs"
+        module.write_text(cloudfront.pages_module(SiteInfo.of_site(site).cache_control, page_bytes=page_bytes),
+                          encoding="utf-8")
+        answer, = handle(module, [origin_event("GET", "/_pages/user", "limit=3")], str(site / CURRENT))
+        assert made(answer)[0] == status, page_bytes
+
+
+@needs_node
 def test_the_400_of_a_page_too_large_names_the_largest_page_twice(site, tmp_path):
     module = tmp_path / "pages.mjs"
     module.write_text(cloudfront.pages_module(SiteInfo.of_site(site).cache_control, page_bytes=5000), encoding="utf-8")

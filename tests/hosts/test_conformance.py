@@ -406,7 +406,8 @@ def test_gzip_when_accepted(server):
 
 # ---- methods ------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("path", ["/api/v1/", "/api/v1/books/?limit=24", f"/api/v1/books/{BOOK}/"])
+@pytest.mark.parametrize("path", ["/api/v1/", "/api/v1/books/?limit=24", "/api/v1/books/?limit=5&offset=3",
+                                  f"/api/v1/books/{BOOK}/"])  # (a page file, and one put together)
 def test_head_is_get_without_body(server, path):
     get, head = server.get(path), server.request("HEAD", path)
     assert head.status == 200 and head.body == b""

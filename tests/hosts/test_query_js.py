@@ -87,6 +87,8 @@ def test_javascript_answers_queries_as_python_does(built, tmp_path):
     requests += [("books", query) for query in inside_a_first_run_of_ties(found["books"])]
     requests += [("books", query) for query in inside_a_last_run_of_ties(found["books"])]
     requests += [("books", query) for query in an_equal_search_within_a_filter(found["books"])]
+    requests += [("books", query) for query in phrases_with_white_space_at_an_end(found["books"])]
+    requests += [("books", query) for query in pieces_across_leaves(built)]
     requests += [("books", q) for q in ("search=%00", "authors=nope", "authors=", "search=" + "x" * 1001,
                                         "search=%22%22", "ordering=-", "search=%E2%80%A8&authors=%E2%80%A8")]
     # (the longest search DRF takes, 1000 characters: of one UTF-16 unit each, and of two)
@@ -127,6 +129,33 @@ def an_equal_search_within_a_filter(books: list[dict]) -> list[str]:
                for book in books if book.get("authors") and book.get("isbn")][:5]
     assert queries
     return queries
+
+
+def phrases_with_white_space_at_an_end(books: list[dict]) -> list[str]:
+    """Quoted phrases with white space before a word, of one character or two, and after it or
+    before the next word (search_index._phrase_exact: the pair keys give some exactly, the others
+    are checked on documents), of the word after another in titles whose records lie farthest
+    apart, a page of one record: the JavaScript checks on documents (reading their pages) the
+    phrases the Python checks, and no other."""
+    holding = collections.defaultdict(list)  # (a word after another in a title: the records holding it there)
+    for position, book in enumerate(books):
+        for word in set(book["title"].split()[1:]):
+            holding[word].append(position)
+    word = max(holding, key=lambda w: holding[w][-1] - holding[w][0])
+    words = books[holding[word][0]]["title"].split()
+    phrases = [f" {word} ", f"  {word} ", f" {word}  "] + [f" {word} {n}" for n in words[words.index(word, 1) + 1:][:1]]
+    return [urlencode([("search", f'"{phrase}"'), ("limit", "1")]) for phrase in phrases]
+
+
+def pieces_across_leaves(generation) -> list[str]:
+    """Searches of a leaf's first suffix key's first three letters (the key longer than them):
+    the keys starting with them start in a leaf before it, and the JavaScript reads every leaf
+    that may hold one, as the Python does (none where the index has one leaf)."""
+    folder = generation / search_index.index_dir("books")
+    root = search_index.Root.decode((folder / search_index.ROOT).read_bytes())
+    leaves, _ = search_index._all_leaves(lambda path: (folder / path).read_bytes(), root)
+    firsts = [first.decode() for first, _ in leaves[1:] if first.startswith(search_index.SUFFIX.encode())]
+    return [urlencode([("search", first[1:4])]) for first in firsts if len(first) > 4][:3]
 
 
 def inside_a_first_run_of_ties(books: list[dict]) -> list[str]:
@@ -314,6 +343,25 @@ def test_javascript_names_a_missing_query_index_as_python_does(tmp_path):
     with pytest.raises(subprocess.CalledProcessError) as failed:
         run_node(module(tmp_path), generation, [("books", "ordering=-title")])
     assert f"Error: a query index is missing: {missing}\n" in failed.value.stderr
+
+
+CUT_SHORT_HARNESS = """
+import {readFileSync} from "node:fs";
+const root = Uint8Array.from(JSON.parse(readFileSync(0, "utf8")));
+let said = "read";
+try { qyRoot(root); } catch (error) { said = error.name; }
+process.stdout.write(JSON.stringify(said));
+"""
+
+
+def test_javascript_refuses_a_term_index_file_missing_its_end_as_python_does(tmp_path):
+    """A term index's root that ends inside a number (the collection's count cut short after
+    its first byte: a file half written or half uploaded): the Python's reader raises, and the
+    JavaScript's throws, at once (it read on past the end for ever)."""
+    root = search_index.ROOT_MAGIC + bytes([search_index.VERSION, 0x80])
+    with pytest.raises(IndexError):
+        search_index.Root.decode(root)
+    assert run_harness(tmp_path, CUT_SHORT_HARNESS, json.dumps(list(root))) == "RangeError"
 
 
 RECORDS_HARNESS = """

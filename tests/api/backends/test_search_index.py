@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import itertools
 import random
+import zlib
 from array import array
 from pathlib import Path
 
@@ -62,13 +63,13 @@ class Built:
     """An index in memory, with the reads it serves counted."""
 
     def __init__(self, documents: list[dict], specs: list[str], normalise: str | None = None,
-                 inline_max: int = ti.INLINE_MAX) -> None:
+                 inline_max: int = ti.INLINE_MAX, processes: int = 1) -> None:
         self.documents, self.specs, self.normalise = documents, specs, normalise
         writer = ti.TermIndexWriter(specs, len(documents), inline_max)
         for first in range(0, len(documents), 7):  # (runs, as the build's pages come)
             writer.add_documents(first, documents[first:first + 7], self.fold)
         self.files: dict[str, bytes] = {}
-        writer.finish(self.files.__setitem__)
+        writer.finish(self.files.__setitem__, processes)
         self.readers = writer.readers
         self.checked: list[int] = []
 
@@ -228,6 +229,29 @@ def test_an_edit_rewrites_few_files(tmp_path):
 def test_an_empty_collection():
     built = Built([], SPECS)
     assert not built.search(["x"]).records and not built.search([""]).records
+
+
+def test_keys_sharing_a_long_start_with_the_key_before_them():
+    """A key list writes what a key shares with the one before it, and the rest, in one byte
+    each below 0x80, as varints from there: words of long runs of one letter, their suffixes'
+    keys sharing every length from 3 bytes to past 128 with their neighbours."""
+    made = [{"title": "q" * n + end, "isbn": None, "authors": [], "publishers": []}
+            for n in range(120, 140) for end in "ab"]
+    built = Built(made, SPECS)
+    for terms in (["q" * 127 + "a"], ["q" * 128 + "b"], ["q" * 129], ["q" * 126 + "ab"]):
+        assert list(built.search(terms).records) == reference(made, SPECS, terms, None), terms
+
+
+def test_processes_cut_the_keys_where_one_writer_ends_a_leaf_with_the_writer_s_constants(monkeypatch):
+    """The keys are cut in ranges at keys whose CRC-32 has its low SPLIT_BITS bits zero, where
+    a leaf ends too (LEAF_BITS fewer): the ranges written apart are one writer's files, with
+    the constants as they are. The CRC-32 of "Szzagdi" (the suffix key of every record's first
+    word, so the first token, which the writer's sample of the keys holds; late in key order)
+    ends in the twelve bits 0x001: no leaf, and no range, ends there."""
+    assert zlib.crc32(b"Szzagdi") & 0xFFF == 1
+    monkeypatch.setattr(ti, "PARALLEL_MIN", 1)
+    made = [{"title": f"zzagdi w{n} zzz{n}", "isbn": None, "authors": [], "publishers": []} for n in range(300)]
+    assert Built(made, ["title"], processes=3).files == Built(made, ["title"]).files
 
 
 def test_runs_merged_and_ranges_written_by_processes_give_the_same_files(catalogue, monkeypatch):
