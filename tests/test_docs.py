@@ -249,7 +249,8 @@ class Reader:
         else:
             command += ["--port", self.ports[PORT], "--write-port", self.ports[WRITE_PORT]]
         self.server = subprocess.Popen(command, cwd=self.here, env=self.env, stdout=subprocess.DEVNULL,
-                                       stderr=self.log.open("wb"), start_new_session=True)
+                                       stderr=self.log.open("wb"), start_new_session=True,
+                                       preexec_fn=as_from_a_terminal)
         deadline = time.monotonic() + ANSWER_WITHIN
         while "ready: " not in self.log.read_text(encoding="utf-8", errors="replace"):
             if self.server.poll() is not None or time.monotonic() > deadline:
@@ -274,6 +275,13 @@ class Reader:
         after = said.split("(Ctrl-C stops)\n", 1)[1].splitlines()
         assert "Traceback" not in said and len(after) <= 1, said
         assert server.returncode == (-signal.SIGINT if server.args[0] == "make" else 0), said
+
+
+def as_from_a_terminal() -> None:
+    """Ctrl-C's signal at its default, as a reader's shell starts a command: a suite run in the
+    background of a shell without job control starts with SIGINT ignored, and `make` keeps an
+    ignored SIGINT ignored (it would outlive the reader's Ctrl-C)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def read_as_written(page: str, reader: Reader) -> list[str]:
