@@ -272,12 +272,11 @@ def published_files(site: Path) -> set[str]:
 
 def site_state(out: Path) -> dict[str, object]:
     """Everything in an output directory, links and build state included, but the trash
-    (what a build threw away, on its way out)."""
+    (what a build threw away, on its way out: a process of its own may be deleting it, so it is
+    not walked into)."""
     state: dict[str, object] = {}
-    for p in sorted(out.rglob("*")):
+    for p in sorted(_entries(out, out / ".build" / "trash")):
         key = str(p.relative_to(out))
-        if key.startswith(".build/trash/"):
-            continue
         if p.is_symlink():
             state[key] = ("link", str(p.readlink()))
         elif p.is_file():
@@ -285,6 +284,16 @@ def site_state(out: Path) -> dict[str, object]:
         else:
             state[key] = ("dir",)
     return state
+
+
+def _entries(top: Path, left_out: Path) -> list[Path]:
+    """Every file, directory and link below `top` (links not followed), none within the
+    directory `left_out` (itself listed)."""
+    found = []
+    for directory, dirs, names in os.walk(top):
+        found += [Path(directory, name) for name in dirs + names]
+        dirs[:] = [d for d in dirs if Path(directory, d) != left_out]
+    return found
 
 
 def pytest_terminal_summary(terminalreporter) -> None:

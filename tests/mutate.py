@@ -141,7 +141,7 @@ EXPLAINED: dict[tuple[str, str, str], str] = {
         "equivalent in what is built: with pages of one record, a collection of none or one has no second "
         "page, so the ids are read and compared instead, to the same verdict",
     ("generator/sitebuild/queries.py", "return False", "return None"):
-        "equivalent: _pages_kept's and same_bytes's False are only tested for truth (`and`, `or`, `if`)",
+        "equivalent: _pages_kept's False is only tested for truth (`and`, `or`, `if`)",
     (f"{BACKENDS}/common.js.j2", "while (after < chars.length && QY_CASE_IGNORABLE.test(chars[after])) after++;",
      "while (after <= chars.length && QY_CASE_IGNORABLE.test(chars[after])) after++;"):
         "equivalent: chars[chars.length] is undefined, which the test reads as the text \"undefined\", no "

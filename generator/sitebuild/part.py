@@ -33,8 +33,7 @@ from ..catalogue.settings import Settings
 from ..errors import Problem, Problems
 from . import paging, state
 from .keys import Keys
-from .publish import Output
-from .queries import same_bytes
+from .publish import Output, same_bytes
 from .segments import Segment
 from .spool import Spool, Spools
 from .team import Team

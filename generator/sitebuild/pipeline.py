@@ -30,7 +30,7 @@ from ..errors import DataError, GeneratorBug
 from . import state
 from .queries import Job as QueryJob, write_query_indexes
 from .part import Part, PartResult, Phases, Plan
-from .publish import Discard, Generation, Output, Site, shard_of_store
+from .publish import Discard, Generation, Output, Site, same_bytes, shard_of_store
 from . import segments
 from .segments import Segment, Table
 from .team import Progress, Team
@@ -216,7 +216,7 @@ def write_skeleton(target: Target, settings: Settings) -> None:
     for path, data in ((root_path(), root), (PAGE_NOT_BUILT, meta.page_not_built(settings)),
                        (NOT_FOUND_FILE, meta.NOT_FOUND), (SITE_INFO, info.encode()),
                        (OPENAPI_FILE, openapi.encoded(settings)), (VIEWER, viewer(settings))):
-        if previous is not None and (previous / path).is_file() and (previous / path).read_bytes() == data:
+        if previous is not None and same_bytes(previous / path, data):
             site.carry(generation, previous, path)
         else:
             generation.write(path, data)

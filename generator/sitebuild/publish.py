@@ -178,6 +178,15 @@ def gzip(data: bytes) -> bytes:
 Live = Callable[[str, str], bool]  # live(shard, file name): does the file still belong?
 
 
+def same_bytes(path: Path, data: bytes) -> bool:
+    """Whether the file at `path` (the previous build's) holds these bytes: then it is linked, not
+    written again."""
+    try:
+        return path.stat().st_size == len(data) and path.read_bytes() == data
+    except OSError:
+        return False
+
+
 class Site:
     def __init__(self, out: Path) -> None:
         self.out = out

@@ -35,7 +35,7 @@ import orjson
 from ..api.backends import common, configured, indexing
 from ..api.urls import PAGE_BUCKET, page_file
 from ..catalogue.settings import Settings
-from .publish import Generation, Site
+from .publish import Generation, Site, same_bytes
 from .state import VERSION as STATE_VERSION, state_dir
 
 PART_PAGES = 256  # pages of the default size whose records' parts are kept as one file of the state
@@ -288,15 +288,6 @@ def _pages_kept(job: Job, name: str, start: int, stop: int) -> bool:
     try:
         return all(os.path.samefile(new, old) for (_, new), (_, old) in pairs)
     except FileNotFoundError:
-        return False
-
-
-def same_bytes(path: Path, data: bytes) -> bool:
-    """Whether the file at `path` (the previous build's) holds these bytes: then it is linked, not
-    written again."""
-    try:
-        return path.stat().st_size == len(data) and path.read_bytes() == data
-    except OSError:
         return False
 
 

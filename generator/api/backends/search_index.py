@@ -1520,8 +1520,6 @@ def _joined_in_index(record: int, hits: list[_Hits]) -> bool:
 def joined(tags: list[set[tuple[str, int]]]) -> bool:
     """Whether one choice of a related record per relation serves every term (each term's
     (relation, element) matches), as DRF's one join does."""
-    if len(tags) <= 1:
-        return True
     options: dict[str, set[int]] = {}
     for term in tags:
         for relation, element in term:
