@@ -119,11 +119,6 @@ EXPLAINED: dict[tuple[str, str, str], str] = {
         "asked by `if` and any(), alike for None and False",
     (f"{BACKENDS}/search.py", "return []", "return None"):
         "equivalent: Search.terms(None)'s callers ask `if terms:`, alike for None and []",
-    (f"{BACKENDS}/ordering.js.j2",
-     "const positions = await qyOrdered(read, name, ordering, [...matched].sort((a, b) => a - b));",
-     "const positions = await qyOrdered(read, name, ordering, [...matched].sort((a, b) => a + b));"):
-        "equivalent: qyOrdered's comparator ends in `a - b`, a total order: the order positions come in to it "
-        "cannot change what it gives",
     ("generator/sitebuild/queries.py", 'return hashlib.blake2b("\\n".join(ids).encode(), digest_size=16).hexdigest()',
      'return hashlib.blake2b("\\n".join(ids).encode(), digest_size=17).hexdigest()'):
         "equivalent: the digest is only compared with the one the same code kept in the previous state; any "
