@@ -50,6 +50,13 @@ def descendants(pid: int) -> set[int]:
     return found
 
 
+def inner_environment() -> dict[str, str]:
+    """This run's environment for the run it starts, without PYTEST_ADDOPTS: the inner run is
+    all in its arguments (an outer `--basetemp` given there would have the inner run empty the
+    folder this test's files lie in, its own among them)."""
+    return {name: value for name, value in os.environ.items() if name != "PYTEST_ADDOPTS"}
+
+
 def test_a_run_killed_under_xdist_leaves_no_process_behind(tmp_path: Path):
     (tmp_path / "test_inner.py").write_text(INNER, encoding="utf-8")
     started = tmp_path / "started"
@@ -59,7 +66,7 @@ def test_a_run_killed_under_xdist_leaves_no_process_behind(tmp_path: Path):
     run = subprocess.Popen(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-c", str(ROOT / "pyproject.toml"),
          "--rootdir", str(tmp_path), "--basetemp", str(tmp_path / "temporary"), "-n", "2", str(tmp_path / "test_inner.py")],
-        cwd=tmp_path, env={**os.environ, "SAMPLE": str(ROOT / "data"), "STARTED": str(started)},
+        cwd=tmp_path, env={**inner_environment(), "SAMPLE": str(ROOT / "data"), "STARTED": str(started)},
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
         deadline = time.monotonic() + 90
