@@ -60,12 +60,13 @@ def test_base_url_option_and_environment(data_dir: Path, tmp_path: Path):
         tmp_path / "b/api/v1/books/index.json").read_bytes()
 
 
-def test_bad_base_url_option(data_dir: Path):
-    result = run("check", "--data", str(data_dir), "--base-url", "example.org")
+@pytest.mark.parametrize("url", ["example.org", "https://[ketab.example.ir"])  # (the second: urlsplit refuses it)
+def test_bad_base_url_option(data_dir: Path, url: str):
+    result = run("check", "--data", str(data_dir), "--base-url", url)
     assert result.exit_code == 1
     assert result.output == (
         "1 problem in the catalogue data:\n"
-        "  data/site.yaml: field 'base_url': 'example.org' is not an absolute http(s) URL\n")
+        f"  data/site.yaml: field 'base_url': {url!r} is not an absolute http(s) URL\n")
 
 
 def test_missing_data_directory(tmp_path: Path):

@@ -18,6 +18,7 @@ from datetime import datetime
 from importlib import resources
 from pathlib import Path
 from typing import Any, Callable
+from urllib.parse import SplitResult, urlsplit
 
 
 
@@ -260,6 +261,15 @@ _HTTP_URL = re.compile(r"https?://[^\s/?#]+[^\s]*")
 
 def is_http_url(url: str) -> bool:
     return _HTTP_URL.fullmatch(url) is not None
+
+
+def url_parts(url: str) -> SplitResult | None:
+    """A URL's parts (urlsplit's); None where urlsplit refuses it: a host with a [ or ] unmatched,
+    which it takes for a broken IPv6 address (an input's mistake, to be worded, not a crash)."""
+    try:
+        return urlsplit(url)
+    except ValueError:
+        return None
 
 
 @functools.cache

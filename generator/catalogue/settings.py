@@ -8,11 +8,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, replace
 from typing import Any
-from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from ..errors import Problems, meant
-from .fields import FieldError, is_http_url, is_uri, shown, whole
+from .fields import FieldError, is_http_url, is_uri, shown, url_parts, whole
 from .querying import query_settings
 
 DEFAULT_TIME_ZONE = "Asia/Tehran"  # docs/spec/data.md: when site.yaml names none
@@ -87,7 +86,8 @@ def _checked(name: str, raw: dict, problems: Problems, base_url: str | None, lin
     url = base_url if base_url is not None else raw.get("base_url")
     if url is None:
         problems.add(name, 0, "base_url", "is missing: set it to the site's address, like https://ketab.example.ir")
-    elif not isinstance(url, str) or not is_http_url(url) or urlsplit(url).query or urlsplit(url).fragment:
+    elif not isinstance(url, str) or not is_http_url(url) or (parts := url_parts(url)) is None or parts.query \
+            or parts.fragment:
         problems.add(name, 0, "base_url", f"{shown(url)} is not an absolute http(s) URL")
     elif not is_uri(url):
         problems.add(name, 0, "base_url", f"{shown(url)} is not a valid URL: write a non-ASCII host in its "

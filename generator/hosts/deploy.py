@@ -47,6 +47,7 @@ from urllib.parse import urlsplit
 from ..api.serving import SiteInfo, content_type
 from ..api.urls import (API, BY_NAME, CURRENT, OPENAPI_FILE, PAGE_INDEX, PUBLISHED, QUERY_DIR, SCHEMA_PATH, Shard,
                         key_of, shard_of)
+from ..catalogue.fields import url_parts
 from ..errors import CatalogueError
 
 DEPLOY_DIR = ".deploy"  # <site>/.deploy/: what each target last received
@@ -64,8 +65,8 @@ class Target:
 
     @classmethod
     def parse(cls, url: str) -> "Target":
-        parts = urlsplit(url)
-        if parts.scheme != "s3" or not parts.netloc:
+        parts = url_parts(url)
+        if parts is None or parts.scheme != "s3" or not parts.netloc:
             raise CatalogueError(f"deploy target {url!r}: give it as s3://BUCKET or s3://BUCKET/PREFIX")
         prefix = parts.path.strip("/")
         return cls(parts.netloc, f"{prefix}/" if prefix else "")

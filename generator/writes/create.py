@@ -25,7 +25,7 @@ from ..api.meta import read_only_fields, writable_fields
 from ..api.render import Renderer
 from ..api.urls import BY_COLLECTION, WRITABLE, Resource, Urls, detail_path
 from ..catalogue import load, records
-from ..catalogue.fields import REFUSED_CHARACTERS, USERNAME_RE, Field, derived_id, text, username
+from ..catalogue.fields import REFUSED_CHARACTERS, USERNAME_RE, Field, derived_id, text, url_parts, username
 from ..catalogue.resources import COLLECTIONS, embeds
 from ..errors import CatalogueError, Problems
 from .append import DataFile
@@ -213,7 +213,8 @@ class Catalogue:
             return [f"Incorrect type. Expected pk value, received {type(value).__name__}."], None
         existing = self.known.ids.get(field.to, {})
         if "/" in value:
-            path = urlsplit(value).path
+            parts = url_parts(value)
+            path = parts.path if parts is not None else ""  # (a URL urlsplit refuses matches no route)
             prefix = urlsplit(self.urls.detail(BY_COLLECTION[field.to], "x")).path[:-2]
             if not path.startswith(prefix) or path.count("/", len(prefix)) != 1 or not path.endswith("/"):
                 return ["Invalid hyperlink - No URL match."], None

@@ -355,7 +355,7 @@ def test_a_target_and_its_keys(url, bucket, prefix):
     assert target.key("api/v1/index.json") == f"{prefix}api/v1/index.json"
 
 
-@pytest.mark.parametrize("url", ["s3:///prefix", "s3:bucket", "S4://bucket"])
+@pytest.mark.parametrize("url", ["s3:///prefix", "s3:bucket", "S4://bucket", "s3://[bucket"])
 def test_a_target_needs_a_bucket(url):
     with pytest.raises(CatalogueError, match="give it as s3://BUCKET or s3://BUCKET/PREFIX"):
         deploy.Target.parse(url)
