@@ -13,11 +13,10 @@ from __future__ import annotations
 import zoneinfo
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from urllib.parse import urlsplit
 
 from ..api.schemas import load_schemas
 from ..api.urls import API, BY_COLLECTION, BY_NAME, RESOURCES, Resource, Urls
-from ..catalogue.fields import FieldError, derived_id, timestamp
+from ..catalogue.fields import FieldError, derived_id, timestamp, url_parts
 from ..catalogue.records import IMAGES
 from ..catalogue.settings import DEFAULT_TIME_ZONE
 from ..errors import Problems
@@ -91,7 +90,8 @@ def _documents(collection: Collection, pages: list[dict], problems: Problems) ->
 def _id(document) -> str:
     if not isinstance(document, dict) or not isinstance(document.get("url"), str):
         return repr(document)[:60]
-    return document.get("id") or urlsplit(document["url"]).path.rstrip("/").rsplit("/", 1)[-1]
+    parts = url_parts(document["url"])
+    return document.get("id") or (parts.path if parts is not None else document["url"]).rstrip("/").rsplit("/", 1)[-1]
 
 
 class _Converter:

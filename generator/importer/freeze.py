@@ -14,6 +14,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from ..api.urls import API, RESOURCES
+from ..catalogue.fields import url_parts
 from ..errors import CatalogueError, DataError
 from . import output, probe
 from .convert import convert
@@ -84,8 +85,8 @@ def _check_query(query: dict, pages: dict[str, list[dict]], crawl: Crawl, root: 
 
 def api_root(url: str) -> str:
     """The API root's URL with its trailing slash; an error for what cannot be one."""
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
+    parts = url_parts(url)
+    if parts is None or parts.scheme not in ("http", "https") or not parts.netloc:
         raise CatalogueError(f"{url!r} is not an http(s) URL: give the API root, like https://host/{API}/")
     path = parts.path if parts.path.endswith("/") else parts.path + "/"
     return f"{parts.scheme}://{parts.netloc}{path}"

@@ -270,6 +270,14 @@ def test_answers_that_are_not_the_catalogue_api_are_refused(served, tmp_path, ru
     assert not (tmp_path / "data").exists()
 
 
+def test_a_url_whose_host_has_a_bracket_unmatched_is_named_not_a_traceback(tmp_path):
+    result = run("http://[ketab/api/v1/", tmp_path / "data")
+    assert result.exit_code == 1
+    assert result.output.splitlines()[-1] == ("'http://[ketab/api/v1/' is not an http(s) URL: give the API root, "
+                                              "like https://host/api/v1/")
+    assert not (tmp_path / "data").exists()
+
+
 def test_a_url_that_is_not_an_api_root(served, tmp_path):
     result = run(f"http://127.0.0.1:{served.port}/api/v1/books/", tmp_path / "data")
     assert result.exit_code == 1
@@ -712,12 +720,13 @@ LONG = {"title": "not a record of the API: no url, and longer than a problem quo
     ({"url": "https://ketab.example.ir/api/v1/books/abc/"}, "abc"),
     ({"url": "https://ketab.example.ir/api/v1/books/abc//?format=json"}, "abc"),
     ({"url": "abc"}, "abc"),  # (a path without a slash)
+    ({"url": "https://[ketab/api/v1/books/abc/"}, "abc"),  # (a host urlsplit refuses: its text's last segment)
     ({"url": "https://ketab.example.ir/api/v1/author/malcolm-X/"}, "malcolm-X"),  # (a slug, say, as DRF may look up)
     ({"url": "https://ketab.example.ir/api/v1/books/abc/", "id": "xyz"}, "xyz"),  # (the id, where one is given)
     ({"url": 5, "id": "xyz"}, "{'url': 5, 'id': 'xyz'}"),
     ("a string", "'a string'"),
     (LONG, repr(LONG)[:60]),
-], ids=["url", "url-query", "no-slash", "slug", "id", "url-not-text", "not-a-mapping", "long"])
+], ids=["url", "url-query", "no-slash", "unmatched-bracket", "slug", "id", "url-not-text", "not-a-mapping", "long"])
 def test_a_record_s_key_is_its_id_or_its_url_s_last_segment(document, key):
     """(What is no record of the API is named by what it is, cut to 60 characters.)"""
     from generator.importer.convert import _id
