@@ -113,8 +113,10 @@ def records(source: Source, problems: Problems, known: Known,
     unique_field, images = resource.unique, resource.images
     rows = source.rows(problems)
     plain = source.format == "csv"  # (every cell is text: the quick coercers may try it first)
+    quick_record = _QUICK[collection] if plain else None
     if resource.tree:
         rows = _flatten_children(rows, source, problems)
+    targets = _targets(collection, known)
     for line, row in rows:
         digest = row_hash(row)
         token = reuse(row, digest) if reuse is not None else None
@@ -123,7 +125,7 @@ def records(source: Source, problems: Problems, known: Known,
             if unique_field is not None:
                 record[unique_field] = token.username
         else:
-            record = quick(row, collection) if plain else None
+            record = quick_record(row) if plain else None
             if record is None:  # (a CSV file's columns were checked with its header)
                 record = _coerce(row, resource.fields, source, line, problems, columns_checked=plain)
             record[ROW] = digest
@@ -136,7 +138,7 @@ def records(source: Source, problems: Problems, known: Known,
         if not unique.id(record["id"], line):
             continue
         if token is None:
-            _check_references(record, collection, source, line, problems, known)
+            _check_references(record, targets, source, line, problems)
         yield line, record
     if collection not in problems.unread:  # (else references to it are not checked: load.unreadable)
         known.ids[collection] = unique.ids
@@ -156,7 +158,7 @@ def check_row(collection: str, row: dict, source: Source, problems: Problems, kn
     unique value is taken): the record it makes. For a record about to be added."""
     record = _coerce(row, BY_COLLECTION[collection].fields, source, line, problems)
     if record["id"]:
-        _check_references(record, collection, source, line, problems, known)
+        _check_references(record, _targets(collection, known), source, line, problems)
     return record
 
 
@@ -252,22 +254,27 @@ def _coerce(row: dict, spec: tuple[Field, ...], source: Source, line: int, probl
     return record
 
 
-def _check_references(record, collection, source, line, problems, known: Known) -> None:
-    for name, target in _REFERRING[collection]:
-        ids = known.ids.get(target)
-        if ids is None:
-            continue  # that collection's file is missing, which is reported once
+def _targets(collection: str, known: Known) -> tuple[tuple[str, str, dict[str, int], bool], ...]:
+    """The collection's references to others as (field, target collection, its ids, whether the
+    field holds a list), looked up once for all its records: a target whose file is missing is
+    left out (that is reported once)."""
+    return tuple((name, target, known.ids[target], many) for name, target, many in _REFERRING[collection]
+                 if target in known.ids)
+
+
+def _check_references(record, targets, source, line, problems) -> None:
+    for name, target, ids, many in targets:
         given = record[name]
-        for value in given if isinstance(given, list) else (given,):
+        for value in (given or ()) if many else (given,):
             if value is not None and value not in ids:
                 # (the target's data file stem less its last letter, as these messages have always
                 # named it: "author", "user", and also "categorie")
                 problems.add(source.name, line, name, f"refers to {target[:-1]} {value}, which does not exist")
 
 
-# Each collection's references to others, as (field, collection): a node's parent is
-# checked with the whole tree.
-_REFERRING = {r.collection: tuple((f.name, f.to) for f in r.relations if f.to != r.collection)
+# Each collection's references to others, as (field, collection, whether a list): a node's
+# parent is checked with the whole tree.
+_REFERRING = {r.collection: tuple((f.name, f.to, f.many) for f in r.relations if f.to != r.collection)
               for r in BY_COLLECTION.values()}
 _QUICK = {r.collection: _quick_maker(r) for r in BY_COLLECTION.values()}
 
