@@ -9,6 +9,7 @@ one process's range or not. What a collection holds comes from its declaration
 """
 from __future__ import annotations
 
+import csv
 import hashlib
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Sequence
@@ -17,7 +18,7 @@ import orjson
 
 from ..errors import Problems, meant
 from .fields import Field, FieldError, derived_id, items, text
-from .load import Source
+from .load import Source, csv_header
 from .resources import BY_COLLECTION, DERIVED, Resource
 
 
@@ -113,7 +114,7 @@ def records(source: Source, problems: Problems, known: Known,
     unique_field, images = resource.unique, resource.images
     rows = source.rows(problems)
     plain = source.format == "csv"  # (every cell is text: the quick coercers may try it first)
-    quick_record = _QUICK[collection] if plain else None
+    quick_record = _QUICK[collection] if plain and _plain_cells(source) else None
     if resource.tree:
         rows = _flatten_children(rows, source, problems)
     targets = _targets(collection, known)
@@ -125,7 +126,7 @@ def records(source: Source, problems: Problems, known: Known,
             if unique_field is not None:
                 record[unique_field] = token.username
         else:
-            record = quick_record(row) if plain else None
+            record = quick_record(row) if quick_record is not None else None
             if record is None:  # (a CSV file's columns were checked with its header)
                 record = _coerce(row, resource.fields, source, line, problems, columns_checked=plain)
             record[ROW] = digest
@@ -174,9 +175,21 @@ def references(row: dict, collection: str) -> list[str]:
     return [str(v).strip() for v in found]
 
 
+def _plain_cells(source: Source) -> bool:
+    """Whether the rows of a CSV file may be tried by the quick coercion: every column is a
+    field (else check_header reported the others) and no cell holds a NUL (which the text
+    checks of _coerce report). Asked once for the whole file: each row's cells are the header's."""
+    try:
+        header = source.header if source.header is not None else csv_header(source.path)
+    except (UnicodeDecodeError, csv.Error, OSError):
+        return False  # (its reader reports why)
+    return BY_COLLECTION[source.collection].names.issuperset(h.strip() for h in header) and not source.holds_nul()
+
+
 def quick(row: dict[str, str], collection: str) -> dict[str, Any] | None:
     """The record of a CSV row every cell of which is plainly valid, as _coerce would make
-    it, in a fraction of the time; None when a cell needs _coerce's care (and maybe words)."""
+    it, in a fraction of the time; None when a cell needs _coerce's care (and maybe words).
+    The row's columns must all be fields and its cells hold no NUL (_plain_cells)."""
     return _QUICK[collection](row)
 
 
@@ -184,11 +197,8 @@ def _quick_maker(resource: Resource) -> Callable[[dict[str, str]], dict[str, Any
     """One collection's quick coercion, compiled once (as the renderer compiles its documents):
     each of a book's twenty cells taken in a line of its own rather than in a loop over the
     fields' attributes."""
-    namespace: dict[str, Any] = {"NAMES": resource.names, "derive_id": _derive_id,
-                                 "collection": resource.collection}
+    namespace: dict[str, Any] = {"derive_id": _derive_id, "collection": resource.collection}
     lines = ["def quick(row):",
-             "    if not NAMES.issuperset(row) or '\\x00' in ''.join(row.values()):",
-             "        return None  # (with no NUL in the row, the text checks of _coerce pass)",
              "    get = row.get",
              "    try:"]
     for k, f in enumerate(resource.fields):
