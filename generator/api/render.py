@@ -27,9 +27,10 @@ _LINE_SEPARATORS = re.compile(b"\xe2\x80[\xa8\xa9]")
 
 def encode(document: Any) -> bytes:
     data = orjson.dumps(document)
-    # DRF escapes these for JavaScript's sake; a regex scan is much faster than
-    # `in` on Persian UTF-8, which is full of the bytes 0xa8 and 0xa9.
-    if _LINE_SEPARATORS.search(data):
+    # DRF escapes these for JavaScript's sake. Both start with the byte 0xe2, which Persian
+    # UTF-8 seldom holds (a ZWNJ does): looked for alone (memchr), it spares most records the
+    # regex scan, itself much faster than `in` on Persian UTF-8, full of the bytes 0xa8 and 0xa9.
+    if b"\xe2" in data and _LINE_SEPARATORS.search(data):
         data = data.replace(b"\xe2\x80\xa8", b"\\u2028").replace(b"\xe2\x80\xa9", b"\\u2029")
     return data
 

@@ -39,7 +39,7 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-from ..catalogue.fields import UUID_RE
+from ..catalogue.fields import is_uuid
 # Each collection as the API names it is its declaration (catalogue/resources.py).
 from ..catalogue.resources import BY_COLLECTION, BY_NAME, RESOURCES, Resource
 
@@ -130,7 +130,7 @@ def default_pages_link(resource: Resource) -> str:
 
 def detail_path(resource: Resource, id: str) -> str:
     # Ids come from the input: only a canonical UUID may ever name a file.
-    if not UUID_RE.fullmatch(id):
+    if not is_uuid(id):
         raise ValueError(f"refusing to name a file after {id!r}: not a canonical UUID")
     return detail_file(resource.name, id[:ID_SHARD], id)
 

@@ -45,6 +45,11 @@ def _schema_pattern(schema: str, *keys: str) -> re.Pattern:
 UUID_RE = _schema_pattern("defs.json", "$defs", "uuid")
 SLUG_RE = _schema_pattern("defs.json", "$defs", "slug")
 USERNAME_RE = _schema_pattern("user.json", "properties", "username")
+_UUID_BARE = UUID_RE.pattern.removeprefix("^").removesuffix("$")  # (fullmatch anchors it)
+# UUID_RE for fullmatch, without the ^ and $ that cost Python's re a sixth more of its
+# instructions (a test made for every id read and every file named).
+_UUID_WHOLE = re.compile(_UUID_BARE)
+is_uuid = _UUID_WHOLE.fullmatch  # whether a text is a canonical UUID
 DIGITS_RE = re.compile(r"[0-9]+")
 CURRENCY_RE = re.compile(r"[A-Z]{3}")
 USERNAME_MAX = 150  # as Django's User
@@ -94,9 +99,9 @@ def nonempty_text(value: Any) -> str:
 
 def uuid_id(value: Any) -> str:
     value = text(value).strip()
-    if UUID_RE.fullmatch(value):
+    if is_uuid(value):
         return value
-    if UUID_RE.fullmatch(value.lower()):
+    if is_uuid(value.lower()):
         raise FieldError(f"{shown(value)} must be written in lower case: {value.lower()!r}")
     raise FieldError(f"{shown(value)} is not a UUID (like 'a3f1c2e4-5b6d-4e7f-8a9b-0c1d2e3f4a5b')")
 
@@ -256,7 +261,9 @@ def _resolved(url: str) -> str:
     return "https://example.org" + url if url.startswith("/") else url
 
 
-_HTTP_URL = re.compile(r"https?://[^\s/?#]+[^\s]*")
+# A host (its first character not a path, query or fragment) and no white space. (Not written
+# [^\s/?#]+[^\s]*, the same URLs: \S costs Python's re a fourth fewer instructions than [^\s].)
+_HTTP_URL = re.compile(r"https?://[^\s/?#]\S*")
 
 
 def is_http_url(url: str) -> bool:
@@ -339,7 +346,6 @@ def _quick_timestamp(value: str) -> datetime:
     return moment
 
 
-_UUID_BARE = UUID_RE.pattern.removeprefix("^").removesuffix("$")  # (fullmatch anchors it)
 _ID_LIST = re.compile(f"{_UUID_BARE}(?:\\|{_UUID_BARE})*").fullmatch  # one match a list, not one an id
 
 
@@ -351,8 +357,9 @@ def _quick_id_list(value: str) -> list[str]:
 
 def _quick_image_list(value: str) -> list[dict]:
     images = []
+    uri = _uri_checker().is_valid
     for url in value.split("|"):
-        if not (is_http_url(url) or url.startswith("/")) or not is_uri(_resolved(url)):
+        if not (is_http_url(url) or url.startswith("/")) or not uri(_resolved(url)):
             raise FieldError
         images.append({"id": None, "image": url, "type_image_book": None})
     return images
@@ -360,7 +367,7 @@ def _quick_image_list(value: str) -> list[dict]:
 
 QUICK: dict[Callable[[Any], Any], Callable[[str], Any] | None] = {
     text: None,  # (None: the cell as it is)
-    nonempty_text: _quick_nonempty_text, uuid_id: _quick_pattern(UUID_RE), slug: _quick_pattern(SLUG_RE),
+    nonempty_text: _quick_nonempty_text, uuid_id: _quick_pattern(_UUID_WHOLE), slug: _quick_pattern(SLUG_RE),
     username: _quick_username, isbn: _quick_pattern(DIGITS_RE), currency: _quick_pattern(CURRENCY_RE),
     whole: _quick_whole, price: _quick_price, boolean: _quick_boolean, timestamp: _quick_timestamp,
     id_list: _quick_id_list, image_list: _quick_image_list,
@@ -406,12 +413,12 @@ def R(name, coerce, **more) -> Field:
 
 
 def derived_id(collection: str, key: str) -> str:
-    """str(uuid.uuid5(uuid.NAMESPACE_URL, f"{collection}:{key}")), without its objects."""
-    digest = bytearray(hashlib.sha1(_NAMESPACE_URL + f"{collection}:{key}".encode()).digest()[:16])
-    digest[6] = (digest[6] & 0x0F) | 0x50
-    digest[8] = (digest[8] & 0x3F) | 0x80
-    h = digest.hex()
-    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+    """str(uuid.uuid5(uuid.NAMESPACE_URL, f"{collection}:{key}")), without its objects: the
+    first 32 hex digits of the SHA-1, the 13th made the version (5) and the 17th the variant
+    (10xx in binary), written in the hex digits at once rather than in the bytes."""
+    h = hashlib.sha1(_NAMESPACE_URL + f"{collection}:{key}".encode()).hexdigest()
+    return f"{h[:8]}-{h[8:12]}-5{h[13:16]}-{_VARIANT[h[16]]}{h[17:20]}-{h[20:32]}"
 
 
 _NAMESPACE_URL = uuid.NAMESPACE_URL.bytes
+_VARIANT = {digit: "89ab"[int(digit, 16) & 3] for digit in "0123456789abcdef"}  # (RFC 4122's variant bits)

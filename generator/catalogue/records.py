@@ -9,6 +9,7 @@ one process's range or not. What a collection holds comes from its declaration
 """
 from __future__ import annotations
 
+import csv
 import hashlib
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Sequence
@@ -17,7 +18,7 @@ import orjson
 
 from ..errors import Problems, meant
 from .fields import Field, FieldError, derived_id, items, text
-from .load import Source
+from .load import Source, csv_header
 from .resources import BY_COLLECTION, DERIVED, Resource
 
 
@@ -113,8 +114,10 @@ def records(source: Source, problems: Problems, known: Known,
     unique_field, images = resource.unique, resource.images
     rows = source.rows(problems)
     plain = source.format == "csv"  # (every cell is text: the quick coercers may try it first)
+    quick_record = _QUICK[collection] if plain and _plain_cells(source) else None
     if resource.tree:
         rows = _flatten_children(rows, source, problems)
+    targets = _targets(collection, known)
     for line, row in rows:
         digest = row_hash(row)
         token = reuse(row, digest) if reuse is not None else None
@@ -123,7 +126,7 @@ def records(source: Source, problems: Problems, known: Known,
             if unique_field is not None:
                 record[unique_field] = token.username
         else:
-            record = quick(row, collection) if plain else None
+            record = quick_record(row) if quick_record is not None else None
             if record is None:  # (a CSV file's columns were checked with its header)
                 record = _coerce(row, resource.fields, source, line, problems, columns_checked=plain)
             record[ROW] = digest
@@ -136,7 +139,7 @@ def records(source: Source, problems: Problems, known: Known,
         if not unique.id(record["id"], line):
             continue
         if token is None:
-            _check_references(record, collection, source, line, problems, known)
+            _check_references(record, targets, source, line, problems)
         yield line, record
     if collection not in problems.unread:  # (else references to it are not checked: load.unreadable)
         known.ids[collection] = unique.ids
@@ -156,7 +159,7 @@ def check_row(collection: str, row: dict, source: Source, problems: Problems, kn
     unique value is taken): the record it makes. For a record about to be added."""
     record = _coerce(row, BY_COLLECTION[collection].fields, source, line, problems)
     if record["id"]:
-        _check_references(record, collection, source, line, problems, known)
+        _check_references(record, _targets(collection, known), source, line, problems)
     return record
 
 
@@ -172,9 +175,21 @@ def references(row: dict, collection: str) -> list[str]:
     return [str(v).strip() for v in found]
 
 
+def _plain_cells(source: Source) -> bool:
+    """Whether the rows of a CSV file may be tried by the quick coercion: every column is a
+    field (else check_header reported the others) and no cell holds a NUL (which the text
+    checks of _coerce report). Asked once for the whole file: each row's cells are the header's."""
+    try:
+        header = source.header if source.header is not None else csv_header(source.path)
+    except (UnicodeDecodeError, csv.Error, OSError):
+        return False  # (its reader reports why)
+    return BY_COLLECTION[source.collection].names.issuperset(h.strip() for h in header) and not source.holds_nul()
+
+
 def quick(row: dict[str, str], collection: str) -> dict[str, Any] | None:
     """The record of a CSV row every cell of which is plainly valid, as _coerce would make
-    it, in a fraction of the time; None when a cell needs _coerce's care (and maybe words)."""
+    it, in a fraction of the time; None when a cell needs _coerce's care (and maybe words).
+    The row's columns must all be fields and its cells hold no NUL (_plain_cells)."""
     return _QUICK[collection](row)
 
 
@@ -182,11 +197,8 @@ def _quick_maker(resource: Resource) -> Callable[[dict[str, str]], dict[str, Any
     """One collection's quick coercion, compiled once (as the renderer compiles its documents):
     each of a book's twenty cells taken in a line of its own rather than in a loop over the
     fields' attributes."""
-    namespace: dict[str, Any] = {"NAMES": resource.names, "derive_id": _derive_id,
-                                 "collection": resource.collection}
+    namespace: dict[str, Any] = {"derive_id": _derive_id, "collection": resource.collection}
     lines = ["def quick(row):",
-             "    if not NAMES.issuperset(row) or '\\x00' in ''.join(row.values()):",
-             "        return None  # (with no NUL in the row, the text checks of _coerce pass)",
              "    get = row.get",
              "    try:"]
     for k, f in enumerate(resource.fields):
@@ -252,22 +264,27 @@ def _coerce(row: dict, spec: tuple[Field, ...], source: Source, line: int, probl
     return record
 
 
-def _check_references(record, collection, source, line, problems, known: Known) -> None:
-    for name, target in _REFERRING[collection]:
-        ids = known.ids.get(target)
-        if ids is None:
-            continue  # that collection's file is missing, which is reported once
+def _targets(collection: str, known: Known) -> tuple[tuple[str, str, dict[str, int], bool], ...]:
+    """The collection's references to others as (field, target collection, its ids, whether the
+    field holds a list), looked up once for all its records: a target whose file is missing is
+    left out (that is reported once)."""
+    return tuple((name, target, known.ids[target], many) for name, target, many in _REFERRING[collection]
+                 if target in known.ids)
+
+
+def _check_references(record, targets, source, line, problems) -> None:
+    for name, target, ids, many in targets:
         given = record[name]
-        for value in given if isinstance(given, list) else (given,):
+        for value in (given or ()) if many else (given,):
             if value is not None and value not in ids:
                 # (the target's data file stem less its last letter, as these messages have always
                 # named it: "author", "user", and also "categorie")
                 problems.add(source.name, line, name, f"refers to {target[:-1]} {value}, which does not exist")
 
 
-# Each collection's references to others, as (field, collection): a node's parent is
-# checked with the whole tree.
-_REFERRING = {r.collection: tuple((f.name, f.to) for f in r.relations if f.to != r.collection)
+# Each collection's references to others, as (field, collection, whether a list): a node's
+# parent is checked with the whole tree.
+_REFERRING = {r.collection: tuple((f.name, f.to, f.many) for f in r.relations if f.to != r.collection)
               for r in BY_COLLECTION.values()}
 _QUICK = {r.collection: _quick_maker(r) for r in BY_COLLECTION.values()}
 

@@ -54,7 +54,7 @@ class Resource:
         """Clients may POST new records to the collection."""
         return bool(self.post)
 
-    @property
+    @cached_property
     def schema(self) -> str:
         """Name of the JSON Schema of one record: schemas/<schema>.json."""
         return self.label.lower()

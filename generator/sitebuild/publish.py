@@ -40,6 +40,8 @@ from ..errors import CatalogueError
 from ..system import fsync_dir, syncfs
 from . import trash
 
+_QUERY_FILES = f"/{QUERY_DIR}/"  # in the path of a query backend's file
+
 # Files of GZIP_MIN bytes or more get a .gz twin. A page of 12 books shrinks 3.5-5x, at
 # ~120 MB/s with zlib's level 1 and ~520 MB/s with ISA-L's level 1 (the same ratio).
 GZIP_LEVEL = 1
@@ -100,7 +102,8 @@ class Generation:
         self.store = store
         self.number = number
         self._prefix = f"{root}/"  # plain strings: pathlib joins cost more than the write
-        self._places: dict[str, tuple[str | None, str]] = {}  # directory -> (shard, where it is)
+        # directory -> (its shard's tally in `sizes`, or None outside shards; where its files go, with "/")
+        self._places: dict[str, tuple[list[int] | None, str]] = {}
         self._dirs: set[str] = set()
         self.files = 0
         self.bytes = 0
@@ -119,23 +122,22 @@ class Generation:
         place = self._places.get(directory)
         if place is None:
             place = self._places[directory] = self._place(directory)
-        shard, target = place[0], f"{place[1]}/{name}"
-        written = [1, len(data)]
-        self._write(target, data)
-        if len(data) >= GZIP_MIN and not name.endswith(PAGE_INDEX) and f"/{QUERY_DIR}/" not in path:  # (read by hosts, never served)
+        tally, where = place
+        self._write(where + name, data)
+        files, size = 1, len(data)
+        if size >= GZIP_MIN and not name.endswith(PAGE_INDEX) and _QUERY_FILES not in path:  # (read by hosts, never served)
             twin = gzip(data) if twin is None else twin
-            self._write(target + ".gz", twin)
-            written = [2, len(data) + len(twin)]
-        if shard is not None:
-            tally = self.sizes.setdefault(shard, [0, 0])
-            tally[0] += written[0]
-            tally[1] += written[1]
+            self._write(where + name + ".gz", twin)
+            files, size = 2, size + len(twin)
+        if tally is not None:
+            tally[0] += files
+            tally[1] += size
 
     def lying(self, path: str) -> list[tuple[str, str]]:
         """A file this writer wrote, and its .gz twin when it has one: each as (its path in the
         generation, where it lies now), before the generation links its shard."""
         directory, _, name = path.rpartition("/")
-        where = f"{self._places[directory][1]}/{name}"
+        where = self._places[directory][1] + name
         return [(path, where)] + ([(f"{path}.gz", f"{where}.gz")] if os.path.exists(f"{where}.gz") else [])
 
     def link(self, path: str, target: str) -> None:
@@ -143,12 +145,14 @@ class Generation:
         self._make_dir(self._prefix + path.rpartition("/")[0])
         os.symlink(target, self._prefix + path)
 
-    def _place(self, directory: str) -> tuple[str | None, str]:
-        """A directory of the site as (its shard or None, where its files go), made."""
-        shard = directory if is_shard(directory) else None
-        where = self._prefix + directory if shard is None else f"{self.store}/{store_name(shard, self.number)}"
+    def _place(self, directory: str) -> tuple[list[int] | None, str]:
+        """A directory of the site as (its shard's tally or None, where its files go), made."""
+        if not is_shard(directory):
+            self._make_dir(self._prefix + directory)
+            return None, f"{self._prefix}{directory}/"
+        where = f"{self.store}/{store_name(directory, self.number)}"
         self._make_dir(where)
-        return shard, where
+        return self.sizes.setdefault(directory, [0, 0]), f"{where}/"
 
     def _make_dir(self, directory: str) -> None:
         if directory not in self._dirs:

@@ -1,11 +1,13 @@
 """Single values under the rules of docs/spec/data.md."""
 from __future__ import annotations
 
+import uuid
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from generator.catalogue.fields import QUICK, FieldError, price
+from generator.catalogue.fields import QUICK, FieldError, derived_id, price
 
 
 @pytest.mark.parametrize("given, written", [(0, "0"), ("0120", "120"), (" 1250000 ", "1250000"), (10**20, str(10**20)),
@@ -60,3 +62,9 @@ def test_the_cells_near_the_edges_include_accepted_ones():
             except (ValueError, KeyError):
                 pass
     assert {_UUID, "007", "IRR", "true", "2020-10-16T01:32:35Z", "/media/a.jpg", "x"} <= accepted
+
+
+@given(collection=st.sampled_from(["books", "images", "categories"]), key=st.text())
+@settings(max_examples=500, deadline=None)
+def test_a_derived_id_is_the_uuid5_of_its_collection_and_key(collection, key):
+    assert derived_id(collection, key) == str(uuid.uuid5(uuid.NAMESPACE_URL, f"{collection}:{key}"))

@@ -15,7 +15,7 @@ from generator.catalogue import synth
 from generator.catalogue.fields import FieldError, text
 from generator.catalogue.resources import BY_COLLECTION
 from generator.catalogue.load import find_sources
-from generator.catalogue.records import _coerce, quick
+from generator.catalogue.records import _coerce, _plain_cells, quick
 from generator.errors import DataError, Problems
 from conftest import site_state
 
@@ -433,9 +433,27 @@ def test_a_plain_csv_row_is_made_quickly_into_the_record_the_full_check_makes(tm
     assert not problems
 
 
-@pytest.mark.parametrize("change", [{"title": "a\x00b"}, {"title": " "}, {"price": "۱۲"}, {"extra": "x"},
-                                    {"authors": f"{NEW_ID}|"}, {"created_time": "2020-01-01T00:00:00"}])
+@pytest.mark.parametrize("change", [{"title": " "}, {"price": "۱۲"}, {"authors": f"{NEW_ID}|"},
+                                    {"created_time": "2020-01-01T00:00:00"}])
 def test_a_csv_row_needing_care_is_left_to_the_full_check(change):
     row = {"id": NEW_ID, "title": "t", "isbn": "1", "price": "12", "created_time": "2020-01-01T00:00:00Z"}
     assert quick(row, "books") is not None
     assert quick({**row, **change}, "books") is None
+
+
+@pytest.mark.parametrize("mistake", ["nul", "column"])
+def test_a_csv_file_with_a_nul_or_a_column_no_field_is_read_with_care_throughout(tmp_path, mistake):
+    """(Asked once a file, as the quick coercion does not look for either in each row.)"""
+    synth.write(tmp_path, 20)
+    path = tmp_path / "books.csv"
+    problems = Problems()
+    assert _plain_cells(find_sources(tmp_path, problems)["books"])
+    text = path.read_text(encoding="utf-8")
+    if mistake == "nul":
+        path.write_text(text[:-40] + "\x00" + text[-40:], encoding="utf-8")
+    else:
+        header, rest = text.split("\n", 1)
+        path.write_text(f"{header},extra\n" + rest.replace("\n", ",x\n"), encoding="utf-8")
+    source = find_sources(tmp_path, problems)["books"]
+    assert not _plain_cells(source)
+    assert not _plain_cells(source.parts(2)[1])  # (a part's range, its header given)
