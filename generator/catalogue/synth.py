@@ -119,7 +119,6 @@ class _Synth:
                         for _ in range(self.rng.randint(low, high)))
 
     def authors(self) -> Iterator[tuple]:
-        rng = self.rng
         for n, id in enumerate(self.ids["authors"]):
             first, last = self.name(FIRST), self.name(LAST)
             name = f"{first} {last}"
