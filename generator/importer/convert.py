@@ -91,7 +91,8 @@ def _id(document) -> str:
     if not isinstance(document, dict) or not isinstance(document.get("url"), str):
         return repr(document)[:60]
     parts = url_parts(document["url"])
-    return document.get("id") or (parts.path if parts is not None else document["url"]).rstrip("/").rsplit("/", 1)[-1]
+    path = document["url"] if parts is None else parts.path  # (a URL urlsplit refuses: its text)
+    return document.get("id") or path.rstrip("/").rsplit("/", 1)[-1]
 
 
 class _Converter:
