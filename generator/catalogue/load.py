@@ -310,6 +310,14 @@ def csv_header(path: Path) -> tuple[str, ...]:
         return tuple(next(csv.reader(f), []))
 
 
+def readable_header(path: Path) -> tuple[str, ...] | None:
+    """A CSV file's header row; None where the file cannot be read as CSV (its reader reports why)."""
+    try:
+        return csv_header(path)
+    except (UnicodeDecodeError, csv.Error, OSError):
+        return None
+
+
 def _open_range(source: Source):
     """The source's text, or only its byte range, streamed for csv.reader."""
     # utf-8-sig drops the byte-order mark spreadsheets like to write.
@@ -352,12 +360,9 @@ def check_header(source: Source, problems: Problems) -> None:
     """A CSV file's header row, checked once for the whole file (rather than a mistake in it
     showing again on every row): each column that is no field, or is given twice, and each
     required field with no column, at line 1 with what to do about it."""
-    try:
-        header = [h.strip() for h in csv_header(source.path)]
-    except (UnicodeDecodeError, csv.Error, OSError):
-        return  # (its reader reports why)
+    header = [h.strip() for h in readable_header(source.path) or ()]
     if not header:
-        return  # (likewise)
+        return  # (its reader reports why)
     resource = BY_COLLECTION[source.collection]
     names = resource.names
     for column in sorted({h for h in header if header.count(h) > 1 or not h}):

@@ -9,7 +9,6 @@ one process's range or not. What a collection holds comes from its declaration
 """
 from __future__ import annotations
 
-import csv
 import hashlib
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Sequence
@@ -18,7 +17,7 @@ import orjson
 
 from ..errors import Problems, meant
 from .fields import Field, FieldError, derived_id, items, text
-from .load import Source, csv_header
+from .load import Source, readable_header
 from .resources import BY_COLLECTION, DERIVED, Resource
 
 
@@ -179,9 +178,8 @@ def _plain_cells(source: Source) -> bool:
     """Whether the rows of a CSV file may be tried by the quick coercion: every column is a
     field (else check_header reported the others) and no cell holds a NUL (which the text
     checks of _coerce report). Asked once for the whole file: each row's cells are the header's."""
-    try:
-        header = source.header if source.header is not None else csv_header(source.path)
-    except (UnicodeDecodeError, csv.Error, OSError):
+    header = source.header if source.header is not None else readable_header(source.path)
+    if header is None:
         return False  # (its reader reports why)
     return BY_COLLECTION[source.collection].names.issuperset(h.strip() for h in header) and not source.holds_nul()
 

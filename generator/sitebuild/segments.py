@@ -14,14 +14,13 @@ file for several processes.
 """
 from __future__ import annotations
 
-import csv
 import hashlib
 import mmap
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from ..catalogue.load import Source, csv_header
+from ..catalogue.load import Source, readable_header
 
 SEGMENT = 1 << 20  # bytes: an edit reads again about this much of the file
 SEGMENTS = 256  # at least, in a file of up to SEGMENT * SEGMENTS bytes (so parts can share it)
@@ -102,9 +101,8 @@ def shares(segments: tuple[Segment, ...], count: int) -> list[tuple[Segment, ...
 def sources(source: Source, runs: list[tuple[Segment, ...]]) -> list[Source] | None:
     """The source's range for each run of segments (empty for an empty run); None when its
     header cannot be read (its reader reports why)."""
-    try:
-        header = csv_header(source.path)
-    except (UnicodeDecodeError, csv.Error, OSError):
+    header = readable_header(source.path)
+    if header is None:
         return None
     return [replace(source, start=run[0].start, end=run[-1].end, first_line=run[0].line, header=header)
             if run else replace(source, start=0, end=0) for run in runs]
