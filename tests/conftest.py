@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from golden_files import served_files
+from servers import missing_required
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "data"
@@ -197,6 +198,9 @@ class GroupNames:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    if missing := missing_required():  # (at once: each test would wait GUARD seconds for a server that cannot start)
+        raise pytest.UsageError(f"CATALOGUE_REQUIRE names {', '.join(missing)}, not installed here (.ci/run installs "
+                                f"each)")
     config.pluginmanager.register(GroupNames(), "catalogue-group-names")
     config.add_cleanup(TEMPORARY.wait_deleted)
     if not hasattr(config, "workerinput"):

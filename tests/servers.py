@@ -43,6 +43,11 @@ INSTALLED = {**{name: host.installed for name, host in servers().items()},
              "chromium": lambda: shutil.which("chromium") is not None and importlib.util.find_spec("playwright")}
 
 
+def missing_required() -> list[str]:
+    """The programs CATALOGUE_REQUIRE names that are not installed here."""
+    return sorted(kind for kind in REQUIRED if kind in INSTALLED and not INSTALLED[kind]())
+
+
 def runnable(kind: str) -> bool:
     """Whether tests against this server run here (if required, they run and fail loudly)."""
     return kind in REQUIRED or INSTALLED[kind]()

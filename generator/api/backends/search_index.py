@@ -156,7 +156,6 @@ on every host (hosts/contract.py Limits only guard where a platform would fail).
 from __future__ import annotations
 
 import bisect
-import copy
 import functools
 import itertools
 import multiprocessing
@@ -198,10 +197,8 @@ INLINE, FILE = 0, 1
 LOW = 0xFFFF
 PARALLEL_MIN = 4096  # keys for which the writer uses more than one process
 SHARES = 4  # ranges of the keys a process (a process free takes the next: ranges' costs differ)
-SAMPLE = 16  # one token, pair, head and value in SAMPLE whose keys show where the ranges are cut
 SPLIT_BITS = 12  # a postings file (and a leaf) ends after a key whose CRC-32 has these low bits zero
 SPLIT_MASK = (1 << SPLIT_BITS) - 1
-BITMAP_MAX = 1 << 26  # slots of a union's bitmap, at most, unless the codes are a sixteenth of them or more
 VECTOR_MIN = 64  # positions of a set encoded or decoded with vector operations (fewer: a loop is quicker)
 
 
@@ -415,21 +412,20 @@ def encode_postings(codes: Sequence[int], relation: bool, count: int) -> tuple[b
     return bytes(out), distinct
 
 
-def encode_many(sets: list[Sequence[int]], relation: bool, count: int) -> list[tuple[bytes, int]]:
-    """encode_postings of each of many short sets (VECTOR_MIN codes or fewer, one or more), with
-    vector operations across them all (a million books' index has millions of sets, most of a
-    few codes: a call a set costs more than its bytes)."""
-    sizes = numpy.fromiter(map(len, sets), numpy.int64, len(sets))
-    codes = numpy.fromiter(itertools.chain.from_iterable(sets), numpy.int64, int(sizes.sum()))
+def encode_many(codes: numpy.ndarray, sizes: numpy.ndarray, relation: bool, count: int) -> list[tuple[bytes, int]]:
+    """encode_postings of each of many short sets (VECTOR_MIN codes or fewer, one or more: `sizes`
+    each, one after another in `codes`), with vector operations across them all (a million
+    books' index has millions of sets, most of a few codes: a call a set costs more than its
+    bytes)."""
     if not relation:
-        return [(data, len(positions)) for data, positions in zip(_encode_lists(codes, sizes, count), sets)]
-    owner = numpy.repeat(numpy.arange(len(sets)), sizes)
+        return list(zip(_encode_lists(codes, sizes, count), sizes.tolist()))
+    owner = numpy.repeat(numpy.arange(len(sizes)), sizes)
     records, elements = codes >> ELEMENT_BITS, codes & ELEMENT_MASK
     starts = numpy.cumsum(sizes) - sizes
     top = numpy.maximum.reduceat(elements, starts)
     fresh = numpy.ones(len(codes), dtype=bool)  # (a record's first code: codes sort by record, then element)
     fresh[1:] = (records[1:] != records[:-1]) | (owner[1:] != owner[:-1])
-    distinct = numpy.bincount(owner[fresh], minlength=len(sets)).tolist()
+    distinct = numpy.bincount(owner[fresh], minlength=len(sizes)).tolist()
     subsets = top + 1  # (each set's records at element 0, 1, .. top: a list each, the empty ones too)
     first = numpy.cumsum(subsets) - subsets
     subset = first[owner] + elements
@@ -544,14 +540,6 @@ class _Column:
         if "exact" in self.lookups:
             self._post(self.wholes, [(code, value) for code, value in coded], kind)
 
-    def sampled(self, every: int) -> "_Column":
-        """A column holding every `every`-th of this one's keys of each kind."""
-        column = _Column(self.relation)
-        column.lookups, column.any = self.lookups, self.any
-        for kind in ("tokens", "heads", "wholes", "pairs"):
-            setattr(column, kind, dict(itertools.islice(getattr(self, kind).items(), 0, None, every)))
-        return column
-
     def merge(self, later: "_Column") -> None:
         """The column of the run of records that follows this one's, taken in."""
         self.any.extend(later.any)
@@ -580,25 +568,6 @@ class _Column:
                 keys[key] = array(kind, (held, code))
             else:
                 held.append(code)
-
-
-@dataclass(frozen=True)
-class _Range:
-    """The keys after `after` through `through` (None: from the first, to the last)."""
-    after: str | None
-    through: str | None
-
-    def of(self, kind: str) -> "tuple[str | None, str | None] | None":
-        """The strings after the kind letter that keys of one kind in the range hold, as bounds
-        (after, through; None: none); None where the range holds no key of that kind."""
-        after, through = self.after, self.through
-        if after is not None and after[:1] > kind or through is not None and through[:1] < kind:
-            return None
-        return (after[1:] if after is not None and after[:1] == kind else None,
-                through[1:] if through is not None and through[:1] == kind else None)
-
-
-EVERY = _Range(None, None)  # (every key)
 
 
 class TermIndexWriter:
@@ -642,17 +611,18 @@ class TermIndexWriter:
             raise ValueError(f"records from {first} given after {self.added} records")
 
     def finish(self, flush: Flush, processes: int = 1) -> None:
-        """Every file, to `flush`: the keys in order, cut in ranges where a postings file ends
-        (_ranges), each range's keys made, their sets encoded and put in leaves and postings
-        files by one of `processes` processes (forked: they read the columns where they are)
-        as it comes free, their files flushed in key order; then the root."""
+        """Every file, to `flush`: the entries in order (_KeyTable, made here, before any fork),
+        cut in ranges where a postings file ends (_ranges), each range's sets encoded and put
+        in leaves and postings files by one of `processes` processes (forked: they read the
+        table where it is) as it comes free, their files flushed in key order; then the root."""
+        table = _KeyTable.of(self.fields, self.columns)
         names = _Names(set(), set())
-        ranges = self._ranges(processes * SHARES) if processes > 1 else [EVERY]
+        ranges = _ranges(table, processes * SHARES) if processes > 1 else [(0, len(table))]
         if len(ranges) == 1:
-            leaves = self._write_range(ranges[0], flush, names)
+            leaves = self._write(table, *ranges[0], flush, names)
         else:
             global _FORKED
-            _FORKED = self
+            _FORKED = self, table
             try:
                 with ProcessPoolExecutor(processes, mp_context=multiprocessing.get_context("fork")) as pool:
                     leaves = []
@@ -664,7 +634,7 @@ class TermIndexWriter:
                                 flush(path, data)
                             leaves += written
                         else:  # (a name a range before it took: named again, here, in order)
-                            leaves += self._write_range(within, flush, names)
+                            leaves += self._write(table, *within, flush, names)
             finally:
                 _FORKED = None
         levels, listing, branches = _upper(leaves)
@@ -672,48 +642,29 @@ class TermIndexWriter:
             flush(branch_file(name), data)
         flush(ROOT, _root_data(self.count, self.fields, levels, listing))
 
-    def _ranges(self, shares: int) -> list["_Range"]:
-        """The keys cut into about `shares` ranges of about as many keys each, as a sample shows
-        (the keys of every SAMPLE-th token, pair, head and value), each range ending at a key
-        of the sample whose CRC-32 has its low SPLIT_BITS bits zero (where a postings file
-        and a leaf end: the ranges written apart make one writer's files)."""
-        sampled = copy.copy(self)
-        sampled.columns = {name: column.sampled(SAMPLE) for name, column in self.columns.items()}
-        keys = sorted({key for key, _, _ in sampled.entries()})
-        if len(keys) * SAMPLE < PARALLEL_MIN:
-            return [EVERY]
-        ends = [key for key in keys if zlib.crc32(key.encode()) & SPLIT_MASK == 0]
-        cuts = sorted({ends[at] for k in range(1, shares)
-                       if (at := bisect.bisect_left(ends, keys[len(keys) * k // shares])) < len(ends)})
-        return [_Range(after, through) for after, through in zip([None, *cuts], [*cuts, None])]
-
-    def _write_range(self, within: "_Range", flush: Flush, names: "_Names") -> list[tuple[bytes, int]]:
-        """The keys `within` holds, written (_write)."""
-        entries = self.entries(within)
-        entries.sort(key=_key_of)  # (stable: a key's fields stay in their order)
-        return self._write(entries, flush, names)
-
-    def _write(self, entries: list[tuple], flush: Flush, names: "_Names") -> list[tuple[bytes, int]]:
-        """Sorted entries (a range of the keys ending where a postings file ends), their sets
-        encoded, put in leaves and postings files (to `flush`) named apart from `names`' (which
-        takes theirs); the leaves' first keys and names. The entries written are let go."""
+    def _write(self, table: "_KeyTable", start: int, stop: int, flush: Flush, names: "_Names") \
+            -> list[tuple[bytes, int]]:
+        """The table's entries start..stop (a range of the keys ending where a postings file
+        ends), their sets encoded, put in leaves and postings files (to `flush`) named apart
+        from `names`' (which takes theirs); the leaves' first keys and names."""
         leaves = []
         chunks = _Chunks(flush, names.postings)
         out, first = _KeyList(), None
-        start, stop = 0, len(entries)
-        while start < stop:
-            keys, ends = _key_batch(entries, start, stop)
-            self._encode_batch(entries, start, ends[-1])
-            for key, shared, end in zip(keys, [None, *_shared_prefixes(keys)], ends):
+        starts = table.key_starts(start, stop).tolist()
+        for batch in range(0, len(starts) - 1, KEY_BATCH):
+            bounds = starts[batch:batch + KEY_BATCH + 1]
+            keys = table.keys(bounds[:-1])
+            numbers = table.numbers[bounds[0]:bounds[-1]].tolist()
+            sets = self._sets(table, bounds[0], bounds[-1])
+            for key, shared, low, high in zip(keys, [None, *_shared_prefixes(keys)], bounds, bounds[1:]):
                 if first is None:
                     first = key
-                self._put_entry(out.put(key, shared), key, entries[start:end], chunks)
-                entries[start:end] = [None] * (end - start)  # (its codes, united for it, go now)
-                start = end
+                within = slice(low - bounds[0], high - bounds[0])
+                self._put_entry(out.put(key, shared), key, numbers[within], sets[within], chunks)
                 crc = zlib.crc32(key)
                 if crc & SPLIT_MASK == 0:
                     chunks.close()
-                if crc & LEAF_MASK == 0 or start == stop:
+                if crc & LEAF_MASK == 0 or high == stop:
                     name = _name(names.leaves, first)
                     flush(leaf_file(name), LEAF_MAGIC + out.encoded())
                     leaves.append((first, name))
@@ -721,17 +672,11 @@ class TermIndexWriter:
         chunks.close()
         return leaves
 
-    def _put_entry(self, out: bytearray, key: bytes, by_field: list[tuple], chunks: "_Chunks") -> None:
-        """A key's entry: `by_field`, its (key, field number, codes) in field order, the codes
-        of a key several keys make (a suffix's, a letter's) a list of theirs, united here."""
-        put_varint(out, len(by_field))
-        for _, number, codes in by_field:
-            if codes.__class__ is int:  # (most keys: one record, inline)
-                data, records = _one_set(codes, self.relations[number]), 1
-                if len(data) > self.inline_max:
-                    data, records = encode_postings([codes], self.relations[number], self.count)
-            else:
-                data, records = codes  # (_encode_batch's)
+    def _put_entry(self, out: bytearray, key: bytes, numbers: list[int], sets: list[tuple[bytes, int]],
+                   chunks: "_Chunks") -> None:
+        """A key's entry: its sets (bytes, records) in the fields `numbers`, in field order."""
+        put_varint(out, len(numbers))
+        for number, (data, records) in zip(numbers, sets):
             if len(data) <= self.inline_max:
                 if number < 0x80 and len(data) < 0x80:  # (one byte a varint: most entries)
                     out += bytes((number, records.bit_length(), INLINE, len(data)))
@@ -746,61 +691,215 @@ class TermIndexWriter:
             for value in (number, records.bit_length(), FILE, name, ordinal):
                 put_varint(out, value)
 
-    def _encode_batch(self, entries: list[tuple], start: int, stop: int) -> None:
-        """The sets of entries start..stop of more than one code encoded, the short ones of each
-        kind together (encode_many), each entry's codes replaced by (its set's bytes, its records)."""
-        short: dict[bool, list[tuple[int, Any]]] = {False: [], True: []}
-        for at in range(start, stop):
-            key, number, codes = entries[at]
+    def _sets(self, table: "_KeyTable", start: int, stop: int) -> list[tuple[bytes, int]]:
+        """The sets of entries start..stop, encoded (bytes, records): each entry's sources'
+        codes united; the sets of VECTOR_MIN codes or fewer of each kind of field encoded
+        together (encode_many), the longer ones alone."""
+        codes, sizes = table.united(start, stop)
+        ends = numpy.cumsum(sizes)
+        relation = numpy.array(self.relations, dtype=bool)[table.numbers[start:stop]]
+        sets: list = [None] * (stop - start)
+        for at in numpy.flatnonzero(sizes > VECTOR_MIN).tolist():
+            sets[at] = encode_postings(codes[ends[at] - sizes[at]:ends[at]], bool(relation[at]), self.count)
+        for kind in (False, True):
+            short = (sizes <= VECTOR_MIN) & (relation == kind)
+            if short.any():
+                held = numpy.repeat(short, sizes)
+                for at, encoded in zip(numpy.flatnonzero(short).tolist(),
+                                       encode_many(codes[held], sizes[short], kind, self.count)):
+                    sets[at] = encoded
+        return sets
+
+
+def _ranges(table: "_KeyTable", shares: int) -> list[tuple[int, int]]:
+    """The table's entries cut in about `shares` ranges of about as many each, each ending
+    after a key whose CRC-32 has its low SPLIT_BITS bits zero (where a postings file and a
+    leaf end: the ranges written apart make one writer's files)."""
+    starts = table.key_starts(0, len(table))
+    keys = len(starts) - 1
+    if keys < PARALLEL_MIN:
+        return [(0, len(table))]
+    cuts = [0]
+    for share in range(1, shares):
+        at = max(keys * share // shares, bisect.bisect_right(starts, cuts[-1]) - 1)
+        while at < keys and zlib.crc32(table.key(starts[at])) & SPLIT_MASK:
+            at += 1
+        if at >= keys - 1:
+            break
+        cuts.append(int(starts[at + 1]))
+    return list(zip(cuts, [*cuts[1:], len(table)]))
+
+
+@dataclass
+class _KeyTable:
+    """Every (key, field) entry of an index, sorted by key, then field, as plain arrays (what
+    the writer's processes read after a fork): the keys' UTF-8 bytes one after another (entry
+    i's, text[bounds[i]:bounds[i + 1]]), whether each entry's key differs from the one before
+    it, its field, its sources (sources[via[i]:via[i + 1]]), and the sources' codes (source
+    s's, codes[held[s]:held[s + 1]]: a position, or record << ELEMENT_BITS | element; sorted,
+    each once). A source is a value, token, pair or head of a column (or its every code, the
+    `A` key's), in whose keys its codes are; a key several sources make (a suffix, a letter)
+    has the union of theirs."""
+    text: bytes
+    bounds: numpy.ndarray
+    fresh: numpy.ndarray
+    numbers: numpy.ndarray
+    via: numpy.ndarray
+    sources: numpy.ndarray
+    codes: numpy.ndarray
+    held: numpy.ndarray
+
+    @classmethod
+    def of(cls, fields: list[SearchField], columns: dict[str, _Column]) -> "_KeyTable":
+        """The entries of the keys the columns' values make in each field (the module's
+        docstring), by columns (polars: a million books' index has millions of keys)."""
+        import polars  # (here: a build without search, and every request, does without it)
+
+        sources = _Sources()
+        frames = [frame for number, field in enumerate(fields)
+                  for frame in _field_keys(polars, number, field, columns[field.column], sources)]
+        empty = polars.LazyFrame(schema=_KEY_SCHEMA(polars))
+        found = (polars.concat([empty, *frames]).group_by("key", "number").agg(polars.col("src").unique())
+                 .sort("key", "number").collect())
+        keys = found["key"]
+        lengths = keys.str.len_bytes().to_numpy().astype(numpy.int64)
+        fresh = (keys != keys.shift(1)).fill_null(True).to_numpy().astype(bool)
+        via = numpy.zeros(len(found) + 1, numpy.int64)
+        numpy.cumsum(found["src"].list.len().to_numpy(), out=via[1:])
+        codes, held = sources.arrays()
+        return cls(keys.str.join("").item().encode(), numpy.concatenate(([0], numpy.cumsum(lengths))), fresh,
+                   found["number"].to_numpy().astype(numpy.int64),
+                   via, found["src"].explode().to_numpy().astype(numpy.int64), codes, held)
+
+    def __len__(self) -> int:
+        return len(self.numbers)
+
+    def key(self, at: int) -> bytes:
+        return self.text[self.bounds[at]:self.bounds[at + 1]]
+
+    def keys(self, entries: list[int]) -> list[bytes]:
+        """The keys of some entries."""
+        text, at = self.text, numpy.asarray(entries, dtype=numpy.int64)
+        return [text[start:stop] for start, stop in zip(self.bounds[at].tolist(), self.bounds[at + 1].tolist())]
+
+    def key_starts(self, start: int, stop: int) -> numpy.ndarray:
+        """Where each key of entries start..stop (start at a key's first) starts, and stop."""
+        return numpy.append(start + numpy.flatnonzero(self.fresh[start:stop]), stop)
+
+    def united(self, start: int, stop: int) -> tuple[numpy.ndarray, numpy.ndarray]:
+        """The codes of entries start..stop, one after another, each entry's its sources'
+        united (sorted, each once); and how many each entry has."""
+        via = self.via[start:stop + 1]
+        sources = self.sources[via[0]:via[-1]]
+        sizes = self.held[sources + 1] - self.held[sources]
+        owner = numpy.repeat(numpy.repeat(numpy.arange(stop - start), numpy.diff(via)), sizes)
+        codes = self.codes[_ranges_of(self.held[sources], sizes)]
+        several = (numpy.diff(via) > 1)[owner]
+        if several.any():  # (a suffix's, a letter's: sorted together, the repeated ones dropped, then put back in place)
+            joined = numpy.sort(owner[several] << _OWNER_SHIFT | codes[several])
+            joined = joined[numpy.append(True, joined[1:] != joined[:-1])]  # (numpy.unique: a hash table, slower)
+            codes = numpy.concatenate((codes[~several], joined & _CODE_MASK))
+            owner = numpy.concatenate((owner[~several], joined >> _OWNER_SHIFT))
+            order = numpy.argsort(owner, kind="stable")  # (two sorted runs: merged)
+            codes, owner = codes[order], owner[order]
+        return codes, numpy.bincount(owner, minlength=stop - start)
+
+    def codes_of(self, at: int) -> set[int]:
+        """Entry `at`'s codes."""
+        return {code for source in self.sources[self.via[at]:self.via[at + 1]].tolist()
+                for code in self.codes[self.held[source]:self.held[source + 1]].tolist()}
+
+
+_OWNER_SHIFT = 40  # (an entry's codes united, sorted with it in the bits above: up to 2**24 records)
+_CODE_MASK = (1 << _OWNER_SHIFT) - 1
+
+
+def _ranges_of(starts: numpy.ndarray, sizes: numpy.ndarray) -> numpy.ndarray:
+    """The indexes start..start + size of each (start, size), one run after another."""
+    total = int(sizes.sum())
+    offsets = numpy.repeat(starts - (numpy.cumsum(sizes) - sizes), sizes)
+    return offsets + numpy.arange(total)
+
+
+def _KEY_SCHEMA(polars) -> dict:
+    return {"key": polars.String, "number": polars.UInt16, "src": polars.Int64}
+
+
+class _Sources:
+    """The codes of a column's values, tokens, pairs and heads, one flat array (_KeyTable)."""
+
+    def __init__(self) -> None:
+        self.runs: list[array] = []
+        self.sizes = array("q")
+
+    def of(self, held: "dict[str, int | array]", kind: str) -> tuple[list[str], int]:
+        """A dictionary's keys, each a source, and the first of their numbers."""
+        flat = array(kind)
+        append, extend, sizes = flat.append, flat.extend, self.sizes
+        first = len(sizes)
+        for codes in held.values():
             if codes.__class__ is int:
-                continue
-            relation = self.relations[number]
-            if codes.__class__ is list:
-                codes = _union(codes, relation)
-            if len(codes) > VECTOR_MIN:
-                entries[at] = (key, number, encode_postings(codes, relation, self.count))
+                append(codes)
+                sizes.append(1)
             else:
-                short[relation].append((at, codes))
-        for relation, found in short.items():
-            if found:
-                for (at, _), encoded in zip(found, encode_many([codes for _, codes in found], relation, self.count)):
-                    entries[at] = (*entries[at][:2], encoded)
+                extend(codes)
+                sizes.append(len(codes))
+        self.runs.append(flat)
+        return list(held), first
+
+    def arrays(self) -> tuple[numpy.ndarray, numpy.ndarray]:
+        codes = numpy.concatenate([numpy.zeros(0, numpy.int64)] + [
+            numpy.frombuffer(run, dtype=_DTYPES[run.typecode]).astype(numpy.int64) for run in self.runs])
+        held = numpy.zeros(len(self.sizes) + 1, numpy.int64)
+        numpy.cumsum(numpy.frombuffer(self.sizes, numpy.int64), out=held[1:])
+        return codes, held
 
 
+_SPACE = "[" + "".join(f"\\x{{{ord(c):X}}}" for c in SPACES) + "]"  # (WHITE's class, as polars' patterns write it)
+_PAIR_PARTS = f"^([^{_SPACE[1:-1]}]*)({_SPACE}+)([^{_SPACE[1:-1]}]*)"  # (an adjacent pair's L, s and R)
 
-    def entries(self, within: _Range = EVERY) -> list[tuple[str, int, "int | array | list"]]:
-        """Every key's codes in each field (of the keys `within` holds), (key, field
-        number, codes), by field: a key several keys make (a suffix, a letter) has the list of
-        their codes, united only when it is written (so that a few of those unions are held at
-        once, not all)."""
-        entries: list[tuple[str, int, "int | array | list"]] = []
-        for number, field in enumerate(self.fields):
-            column = self.columns[field.column]
-            if field.lookup == "exact":
-                if (bounds := within.of(EXACT)) is not None:
-                    entries.extend([(EXACT + value, number, codes) for value, codes in column.wholes.items()
-                                    if _holds(bounds, value)])
-                continue
-            if column.any and (bounds := within.of(ANY)) is not None and _holds(bounds, ""):
-                entries.append((ANY, number, column.any))
-            grams: dict[str, list] = {}
-            gram_bounds = within.of(GRAM)
-            if field.lookup == "contains":
-                if (bounds := within.of(SUFFIX)) is not None or gram_bounds is not None:
-                    entries.extend(_suffix_entries(column.tokens, number, bounds, gram_bounds, grams))
-                if (bounds := within.of(PAIR)) is not None:
-                    entries.extend(_pair_entries(column.pairs, number, bounds))
-            else:
-                bounds = within.of(HEAD)
-                for head, codes in column.heads.items():
-                    if bounds is not None and _holds(bounds, head):
-                        entries.append((HEAD + head, number, codes))
-                    if gram_bounds is not None:
-                        for size in range(1, min(GRAM_MAX, len(head)) + 1):
-                            if _holds(gram_bounds, head[:size]):
-                                _gather(grams, head[:size], codes)
-            entries.extend([(GRAM + gram, number, held) for gram, held in grams.items()])
-        return entries
+
+def _field_keys(pl, number: int, field: SearchField, column: _Column, sources: _Sources) -> list:
+    """The lazy frames (key, field number, source) of one field's keys (the module's
+    docstring): `E` of an `=` field; `A`, then `S`, `G` and `P` of a `contains` field, `H`
+    and `G` of a `^` field."""
+    def frame(held: dict) -> "pl.LazyFrame":
+        keys, first = sources.of(held, column.any.typecode)
+        return pl.LazyFrame({"t": keys, "src": numpy.arange(first, first + len(keys), dtype=numpy.int64)},
+                            schema={"t": pl.String, "src": pl.Int64})
+
+    def keyed(found: "pl.LazyFrame", kind: str, text: "pl.Expr") -> "pl.LazyFrame":
+        return found.select(key=pl.lit(kind) + text, number=pl.lit(number, pl.UInt16), src="src")
+
+    def each(found: "pl.LazyFrame", starts: "pl.Expr") -> "pl.LazyFrame":  # (a row a start)
+        return found.with_columns(at=starts).explode("at").drop_nulls("at")
+
+    if field.lookup == "exact":
+        return [keyed(frame(column.wholes), EXACT, pl.col("t"))]
+    found = []
+    if len(column.any):
+        found.append(keyed(frame({"": column.any}), ANY, pl.lit("")))
+    text, at = pl.col("t"), pl.col("at")
+    length = text.str.len_chars().cast(pl.Int64)  # (unsigned, it would wrap below zero)
+    if field.lookup == "startswith":
+        heads = frame(column.heads)
+        found.append(keyed(heads, HEAD, text))
+        found += [keyed(heads.filter(length >= size), GRAM, text.str.slice(0, size)) for size in range(1, GRAM_MAX + 1)]
+        return found
+    tokens = frame(column.tokens)
+    found.append(keyed(each(tokens, pl.int_ranges(0, length - MIN_SUFFIX + 1)), SUFFIX, text.str.slice(at)))
+    found += [keyed(each(tokens, pl.int_ranges(0, length - size + 1)), GRAM, text.str.slice(at, size))
+              for size in range(1, GRAM_MAX + 1)]
+    parts = pl.col("parts").struct
+    pairs = frame(column.pairs).with_columns(parts=text.str.extract_groups(_PAIR_PARTS)).with_columns(
+        left=parts["1"].str.len_chars().cast(pl.Int64),
+        joined=(parts["1"].str.len_chars() + parts["2"].str.len_chars() + parts["3"].str.len_chars()).cast(pl.Int64),
+        after=(parts["1"].str.len_chars() + parts["2"].str.len_chars() - 1).cast(pl.Int64),
+        right=parts["3"].str.len_chars().cast(pl.Int64))
+    # every suffix of L + s + R; and the run's last character + R + the run after R, where R is
+    found.append(keyed(each(pairs, pl.int_ranges(0, pl.col("left"))), PAIR, text.str.slice(at, pl.col("joined") - at)))
+    found.append(keyed(pairs.filter(pl.col("right") > 0), PAIR, text.str.slice(pl.col("after"))))
+    return found
 
 
 def _root_data(count: int, fields: list[SearchField], levels: int, listing: bytes) -> bytes:
@@ -841,67 +940,6 @@ def _listing(named: list[tuple[bytes, int]]) -> bytes:
     return keys.encoded()
 
 
-def _first_letters(bounds: tuple[str | None, str | None]) -> "re.Pattern":
-    """The characters a string within bounds may start with, as a pattern (found in C, before
-    any string is made)."""
-    after, through = bounds
-    low, high = after[:1] if after else "\x00", through[:1] if through is not None else "\U0010ffff"
-    return re.compile(f"[{re.escape(low)}-{re.escape(high)}]" if low <= high else "(?!)")
-
-
-def _holds(bounds: tuple[str | None, str | None], rest: str) -> bool:
-    after, through = bounds
-    return (after is None or rest > after) and (through is None or rest <= through)
-
-
-def _suffix_entries(tokens: dict[str, "int | array"], number: int, bounds: "tuple | None", gram_bounds: "tuple | None",
-                    grams: dict[str, list]) -> list[tuple[str, int, "int | array | list"]]:
-    """The `S` keys of a `contains` field within `bounds` (None: none), from its column's
-    tokens; their grams within `gram_bounds` gathered into `grams`."""
-    suffixes: dict[str, list] = {}
-    letters = _first_letters(bounds or (None, None))
-    for token, codes in tokens.items():
-        if bounds == (None, None):
-            for start in range(len(token) - MIN_SUFFIX + 1):
-                _gather(suffixes, token[start:], codes)
-        elif bounds is not None:
-            for found in letters.finditer(token, 0, len(token) - MIN_SUFFIX + 1):
-                if _holds(bounds, rest := token[found.start():]):
-                    _gather(suffixes, rest, codes)
-        if gram_bounds is not None:
-            for gram in _grams(token):
-                if gram_bounds == (None, None) or _holds(gram_bounds, gram):
-                    _gather(grams, gram, codes)
-    return [(SUFFIX + suffix, number, held) for suffix, held in suffixes.items()]
-
-
-def _pair_entries(pairs: dict[str, "int | array"], number: int, bounds: tuple) \
-        -> list[tuple[str, int, "int | array | list"]]:
-    """The `P` keys of a `contains` field (the module's docstring) within `bounds` from its
-    column's adjacent pairs: for every run of white space in a value, each suffix of the token
-    before it, the run and the token after it; and the run's last character, the token after
-    it and the run after that."""
-    keys: dict[str, "int | array | list"] = {}
-    every = bounds == (None, None)
-    letters = _first_letters(bounds)
-    for pair, codes in pairs.items():
-        if not every and letters.search(pair) is None:
-            continue  # (no key of it starts with a letter within bounds: most pairs, for a narrow range)
-        left, white, right, *after = WHITE.split(pair)
-        if every:
-            for start in range(len(left)):
-                _gather(keys, PAIR + left[start:] + white + right, codes)
-        else:
-            for found in letters.finditer(left):
-                if _holds(bounds, rest := left[found.start():] + white + right):
-                    _gather(keys, PAIR + rest, codes)
-        if right:
-            rest = white[-1] + right + "".join(after)
-            if every or _holds(bounds, rest):
-                _gather(keys, PAIR + rest, codes)
-    return [(key, number, held) for key, held in keys.items()]
-
-
 def adjacent_pairs(value: str) -> set[str]:
     """L + s + R + t for every run of white space s in a value, L the token before it ("" at
     the value's start), R the token after it ("" at its end) and t the run after R (none at
@@ -910,7 +948,7 @@ def adjacent_pairs(value: str) -> set[str]:
     return {"".join(parts[at:at + 4]) for at in range(0, len(parts) - 2, 2) if parts[at] or parts[at + 2]}
 
 
-_FORKED: "TermIndexWriter | None" = None  # (what finish's processes read)
+_FORKED: "tuple[TermIndexWriter, _KeyTable] | None" = None  # (what finish's processes read)
 
 
 @dataclass
@@ -920,27 +958,13 @@ class _Names:
     postings: set[int]
 
 
-def _write_apart(within: "_Range") -> tuple[list[tuple[str, bytes]], list[tuple[bytes, int]], _Names]:
-    """A range of the keys written in a process of its own: its files, leaves and names."""
+def _write_apart(within: tuple[int, int]) -> tuple[list[tuple[str, bytes]], list[tuple[bytes, int]], _Names]:
+    """A range of the entries written in a process of its own: its files, leaves and names."""
     files: list[tuple[str, bytes]] = []
     names = _Names(set(), set())
-    leaves = _FORKED._write_range(within, lambda path, data: files.append((path, data)), names)
+    writer, table = _FORKED
+    leaves = writer._write(table, *within, lambda path, data: files.append((path, data)), names)
     return files, leaves, names
-
-
-def _key_of(entry: tuple) -> str:
-    return entry[0]
-
-
-def _gather(keys: dict, key: str, codes: "int | array") -> None:
-    """A key's codes, or (a key given the codes of several) the list of them."""
-    held = keys.get(key)
-    if held is None:
-        keys[key] = codes
-    elif held.__class__ is list:
-        held.append(codes)
-    else:
-        keys[key] = [held, codes]
 
 
 def _one_set(code: int, relation: bool) -> bytes:
@@ -1002,40 +1026,6 @@ class _Chunks:
         self.name, self.sets, self.size = None, [], 0
 
 
-def _grams(token: str) -> set[str]:
-    """The strings of 1 to GRAM_MAX characters in a token."""
-    found = set(token)
-    for size in range(2, GRAM_MAX + 1):
-        found.update(token[start:start + size] for start in range(len(token) - size + 1))
-    return found
-
-
-def _union(held: list, relation: bool) -> "list[int] | numpy.ndarray":
-    """The codes of several keys together, sorted, each once: marked in a bitmap (of a relation
-    field's, a slot for each record's each element), quicker than sorting them."""
-    if sum(1 if codes.__class__ is int else len(codes) for codes in held) <= VECTOR_MIN:
-        joined: set[int] = set()
-        for codes in held:
-            if codes.__class__ is int:
-                joined.add(codes)
-            else:
-                joined.update(codes)
-        return sorted(joined)
-    ones = [codes for codes in held if codes.__class__ is int]
-    runs = [codes for codes in held if codes.__class__ is not int]  # (arrays of one kind: a column's)
-    joined = numpy.concatenate([numpy.array(ones, dtype=numpy.int64), numpy.frombuffer(
-        b"".join(runs), dtype=_DTYPES[runs[0].typecode] if runs else numpy.int64).astype(numpy.int64)])
-    width = int((joined & ELEMENT_MASK).max()) + 1 if relation else 1  # (a record's slots: one an element)
-    slots = (joined >> ELEMENT_BITS) * width + (joined & ELEMENT_MASK) if relation else joined
-    top = int(slots.max()) + 1
-    if top > BITMAP_MAX and top > 16 * len(slots):  # (a sparse union of a huge range: sorted instead)
-        return numpy.unique(joined)
-    present = numpy.zeros(top, dtype=bool)
-    present[slots] = True
-    found = numpy.flatnonzero(present)
-    return (found // width) << ELEMENT_BITS | found % width if relation else found
-
-
 _DTYPES = {"I": numpy.uint32, "Q": numpy.uint64}
 
 
@@ -1074,21 +1064,6 @@ class _KeyList:
         if _BIG_ENDIAN:
             restarts.byteswap()
         return bytes(head + restarts.tobytes() + self.body)
-
-
-def _key_batch(entries: list[tuple], start: int, stop: int) -> tuple[list[bytes], list[int]]:
-    """The next KEY_BATCH keys of the sorted entries from `start` (before `stop`), encoded,
-    and where each one's entries end."""
-    keys, ends = [], []
-    at = start
-    while at < stop and len(keys) < KEY_BATCH:
-        key = entries[at][0]
-        at += 1
-        while at < stop and entries[at][0] == key:
-            at += 1
-        keys.append(key.encode())
-        ends.append(at)
-    return keys, ends
 
 
 def _shared_prefixes(keys: list[bytes]) -> list[int]:
@@ -1640,10 +1615,9 @@ def _keys(specs: list[str], position: int, values: Values) -> dict[Tag, set[int]
     writer = TermIndexWriter(specs, 0, first=position)
     writer.add(position, {column: [held] for column, held in values.items()})
     keys: dict[Tag, set[int]] = {}
-    for key, number, codes in writer.entries():
-        held = keys.setdefault((key.encode(), number), set())
-        for part in codes if codes.__class__ is list else [codes]:
-            held.update([part] if part.__class__ is int else part)
+    table = _KeyTable.of(writer.fields, writer.columns)
+    for at in range(len(table)):
+        keys.setdefault((table.key(at), int(table.numbers[at])), set()).update(table.codes_of(at))
     return keys
 
 

@@ -13,6 +13,7 @@ import zlib
 from array import array
 from pathlib import Path
 
+import numpy
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
@@ -287,7 +288,7 @@ def test_runs_merged_and_ranges_written_by_processes_give_the_same_files(catalog
     assert files == whole
     assert any(forms) and not all(forms)  # (both forms made with vector operations)
     writer = merged()
-    assert len(writer._ranges(3)) == 3
+    assert len(ti._ranges(ti._KeyTable.of(writer.fields, writer.columns), 3)) == 3
     files.clear()
     writer.finish(files.__setitem__, processes=3)
     assert files == whole
@@ -322,23 +323,26 @@ def test_many_short_sets_encoded_together_as_each_alone(count, relation, data):
         codes = sorted({record << ti.ELEMENT_BITS | data.draw(elements) for record in records for _ in range(2)}
                        if relation else records)
         sets.append(data.draw(st.sampled_from([codes, array("Q" if relation else "I", codes)])))
-    assert ti.encode_many(sets, relation, count) == [ti.encode_postings(codes, relation, count) for codes in sets]
+    flat = numpy.array([code for codes in sets for code in codes], dtype=numpy.int64)
+    sizes = numpy.array([len(codes) for codes in sets], dtype=numpy.int64)
+    assert ti.encode_many(flat, sizes, relation, count) == [ti.encode_postings(codes, relation, count) for codes in sets]
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.booleans(), st.booleans(), st.lists(st.lists(st.integers(0, 5000), min_size=1, max_size=40), min_size=1, max_size=8))
-def test_keys_codes_united_are_each_code_once_in_order(relation, sparse, records):
-    """_union (a suffix's or letter's codes from its keys') gives every code once, sorted:
-    through a bitmap (a slot a record's element), or sorted where the bitmap would be sparse."""
-    held = []
-    for at, run in enumerate(records):
-        codes = sorted({record << ti.ELEMENT_BITS | (record + at) % 3 if relation else record for record in run})
-        held.append(codes[0] if len(codes) == 1 else array("Q" if relation else "I", codes))
-    want = sorted({code for codes in held for code in ([codes] if codes.__class__ is int else codes)})
-    bitmap_max = ti.BITMAP_MAX
-    ti.BITMAP_MAX = 0 if sparse else bitmap_max
-    try:
-        vector_min, ti.VECTOR_MIN = ti.VECTOR_MIN, 0
-        assert [int(code) for code in ti._union(held, relation)] == want
-    finally:
-        ti.BITMAP_MAX, ti.VECTOR_MIN = bitmap_max, vector_min
+@given(st.lists(st.lists(st.lists(st.integers(0, 5000), min_size=1, max_size=40), min_size=1, max_size=4),
+                min_size=1, max_size=8), st.data())
+def test_entries_codes_united_are_each_code_once_in_order(entries, data):
+    """_KeyTable.united (a suffix's or letter's codes from its sources') gives each entry of a
+    run of them its sources' every code once, sorted, and how many."""
+    runs = [sorted(set(run)) for sources in entries for run in sources]
+    sizes = [len(sources) for sources in entries]
+    held = numpy.cumsum([0, *map(len, runs)])
+    table = ti._KeyTable(b"", numpy.zeros(len(entries) + 1, numpy.int64), numpy.ones(len(entries), bool),
+                         numpy.zeros(len(entries), numpy.int64), numpy.cumsum([0, *sizes]),
+                         numpy.arange(len(runs)), numpy.array([c for run in runs for c in run], numpy.int64), held)
+    start = data.draw(st.integers(0, len(entries) - 1))
+    stop = data.draw(st.integers(start + 1, len(entries)))
+    codes, counts = table.united(start, stop)
+    want = [sorted({code for run in sources for code in run}) for sources in entries[start:stop]]
+    assert counts.tolist() == [len(codes) for codes in want]
+    assert codes.tolist() == [code for codes in want for code in codes]
