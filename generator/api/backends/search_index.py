@@ -756,20 +756,18 @@ class _KeyTable:
         import polars  # (here: a build without search, and every request, does without it)
 
         sources = _Sources()
-        frames = [frame for number, field in enumerate(fields)
-                  for frame in _field_keys(polars, number, field, columns[field.column], sources)]
-        empty = polars.LazyFrame(schema=_KEY_SCHEMA(polars))
-        found = (polars.concat([empty, *frames]).group_by("key", "number").agg(polars.col("src").unique())
-                 .sort("key", "number").collect())
-        keys = found["key"]
-        lengths = keys.str.len_bytes().to_numpy().astype(numpy.int64)
-        fresh = (keys != keys.shift(1)).fill_null(True).to_numpy().astype(bool)
-        via = numpy.zeros(len(found) + 1, numpy.int64)
-        numpy.cumsum(found["src"].list.len().to_numpy(), out=via[1:])
+        by_kind: dict[str, list] = {}
+        for number, field in enumerate(fields):
+            for kind, frame in _field_keys(polars, number, field, columns[field.column], sources):
+                by_kind.setdefault(kind, []).append(frame)
+        # (a kind's keys after another's, as their letters sort: a kind at a time, the least memory)
+        runs = [_sorted_run(polars, by_kind[kind]) for kind in sorted(by_kind)]
+        text, lengths, fresh, numbers, counts, found = (
+            (b"" if at == 0 else numpy.zeros(0, numpy.int64)) if not runs else
+            (b"".join if at == 0 else numpy.concatenate)([run[at] for run in runs]) for at in range(6))
         codes, held = sources.arrays()
-        return cls(keys.str.join("").item().encode(), numpy.concatenate(([0], numpy.cumsum(lengths))), fresh,
-                   found["number"].to_numpy().astype(numpy.int64),
-                   via, found["src"].explode().to_numpy().astype(numpy.int64), codes, held)
+        return cls(text, numpy.concatenate(([0], numpy.cumsum(lengths))), fresh.astype(bool), numbers,
+                   numpy.concatenate(([0], numpy.cumsum(counts))), found, codes, held)
 
     def __len__(self) -> int:
         return len(self.numbers)
@@ -821,8 +819,16 @@ def _ranges_of(starts: numpy.ndarray, sizes: numpy.ndarray) -> numpy.ndarray:
     return offsets + numpy.arange(total)
 
 
-def _KEY_SCHEMA(polars) -> dict:
-    return {"key": polars.String, "number": polars.UInt16, "src": polars.Int64}
+def _sorted_run(pl, frames: list) -> tuple:
+    """The entries of one kind's keys (lazy frames of key, field number, source), each (key,
+    field) once, sorted: the keys' bytes one after another, their lengths, whether each differs
+    from the one before it, the fields, the number of sources of each, the sources."""
+    found = pl.concat(frames).group_by("key", "number").agg(pl.col("src").unique()).sort("key", "number").collect()
+    keys = found["key"]
+    return (keys.str.join("").item().encode(), keys.str.len_bytes().to_numpy().astype(numpy.int64),
+            (keys != keys.shift(1)).fill_null(True).to_numpy().astype(bool),
+            found["number"].to_numpy().astype(numpy.int64), found["src"].list.len().to_numpy().astype(numpy.int64),
+            found["src"].explode().to_numpy().astype(numpy.int64))
 
 
 class _Sources:
@@ -859,8 +865,8 @@ _SPACE = "[" + "".join(f"\\x{{{ord(c):X}}}" for c in SPACES) + "]"  # (WHITE's c
 _PAIR_PARTS = f"^([^{_SPACE[1:-1]}]*)({_SPACE}+)([^{_SPACE[1:-1]}]*)"  # (an adjacent pair's L, s and R)
 
 
-def _field_keys(pl, number: int, field: SearchField, column: _Column, sources: _Sources) -> list:
-    """The lazy frames (key, field number, source) of one field's keys (the module's
+def _field_keys(pl, number: int, field: SearchField, column: _Column, sources: _Sources) -> list[tuple[str, Any]]:
+    """The lazy frames (key, field number, source) of one field's keys, by kind (the module's
     docstring): `E` of an `=` field; `A`, then `S`, `G` and `P` of a `contains` field, `H`
     and `G` of a `^` field."""
     def frame(held: dict) -> "pl.LazyFrame":
@@ -868,8 +874,8 @@ def _field_keys(pl, number: int, field: SearchField, column: _Column, sources: _
         return pl.LazyFrame({"t": keys, "src": numpy.arange(first, first + len(keys), dtype=numpy.int64)},
                             schema={"t": pl.String, "src": pl.Int64})
 
-    def keyed(found: "pl.LazyFrame", kind: str, text: "pl.Expr") -> "pl.LazyFrame":
-        return found.select(key=pl.lit(kind) + text, number=pl.lit(number, pl.UInt16), src="src")
+    def keyed(found: "pl.LazyFrame", kind: str, text: "pl.Expr") -> tuple[str, "pl.LazyFrame"]:
+        return kind, found.select(key=pl.lit(kind) + text, number=pl.lit(number, pl.UInt16), src="src")
 
     def each(found: "pl.LazyFrame", starts: "pl.Expr") -> "pl.LazyFrame":  # (a row a start)
         return found.with_columns(at=starts).explode("at").drop_nulls("at")
