@@ -762,9 +762,9 @@ class _KeyTable:
                 by_kind.setdefault(kind, []).append(frame)
         # (a kind's keys after another's, as their letters sort: a kind at a time, the least memory)
         runs = [_sorted_run(polars, by_kind[kind]) for kind in sorted(by_kind)]
-        text, lengths, fresh, numbers, counts, found = (
-            (b"" if at == 0 else numpy.zeros(0, numpy.int64)) if not runs else
-            (b"".join if at == 0 else numpy.concatenate)([run[at] for run in runs]) for at in range(6))
+        text = b"".join(run[0] for run in runs)
+        lengths, fresh, numbers, counts, found = (
+            numpy.concatenate([numpy.zeros(0, numpy.int64)] + [run[at] for run in runs]) for at in range(1, 6))
         codes, held = sources.arrays()
         return cls(text, numpy.concatenate(([0], numpy.cumsum(lengths))), fresh.astype(bool), numbers,
                    numpy.concatenate(([0], numpy.cumsum(counts))), found, codes, held)
@@ -793,7 +793,7 @@ class _KeyTable:
         owner = numpy.repeat(numpy.repeat(numpy.arange(stop - start), numpy.diff(via)), sizes)
         codes = self.codes[_ranges_of(self.held[sources], sizes)]
         several = (numpy.diff(via) > 1)[owner]
-        if several.any():  # (a suffix's, a letter's: sorted together, the repeated ones dropped, then put back in place)
+        if several.any():  # (a suffix's, a letter's: sorted together, repeats dropped, put back in place)
             joined = numpy.sort(owner[several] << _OWNER_SHIFT | codes[several])
             joined = joined[numpy.append(True, joined[1:] != joined[:-1])]  # (numpy.unique: a hash table, slower)
             codes = numpy.concatenate((codes[~several], joined & _CODE_MASK))
@@ -838,9 +838,9 @@ class _Sources:
         self.runs: list[array] = []
         self.sizes = array("q")
 
-    def of(self, held: "dict[str, int | array]", kind: str) -> tuple[list[str], int]:
+    def of(self, held: "dict[str, int | array]", typecode: str) -> tuple[list[str], int]:
         """A dictionary's keys, each a source, and the first of their numbers."""
-        flat = array(kind)
+        flat = array(typecode)
         append, extend, sizes = flat.append, flat.extend, self.sizes
         first = len(sizes)
         for codes in held.values():
