@@ -506,18 +506,20 @@ class Postings:
 
 
 class _Column:
-    """What a run of records holds in one column: each key's codes (a position, or of a
-    relation column record << ELEMENT_BITS | element), a single one as an int until a
-    second comes; the codes of the values there are at all."""
+    """What a run of records holds in one column, as it comes (a million records pass here:
+    appended, not looked up): each token, adjacent pair, head and whole value of its values
+    (`texts` of each kind) with its code (`codes`: a position, or of a relation column record
+    << ELEMENT_BITS | element), in the records' order; the codes of the values there are at
+    all. The writer groups them (_KeyTable)."""
+
+    KINDS = ("tokens", "pairs", "heads", "wholes")
 
     def __init__(self, relation: bool) -> None:
         self.relation = relation
         self.lookups: set[str] = set()
         self.any = array("Q" if relation else "I")
-        self.tokens: dict[str, "int | array"] = {}
-        self.heads: dict[str, "int | array"] = {}
-        self.wholes: dict[str, "int | array"] = {}
-        self.pairs: dict[str, "int | array"] = {}  # (adjacent_pairs(): a contains column's)
+        self.texts: dict[str, list[str]] = {kind: [] for kind in self.KINDS}
+        self.codes: dict[str, array] = {kind: array(self.any.typecode) for kind in self.KINDS}
 
     def add(self, first: int, run: list[list[str | None]]) -> None:
         """The values of a run of records from `first` (tight loops: a million records pass here)."""
@@ -530,44 +532,41 @@ class _Column:
         else:
             coded = [(position, values[0]) for position, values in enumerate(run, first) if values]
         self.any.extend([code for code, _ in coded])
-        kind = self.any.typecode
         if "contains" in self.lookups:
-            self._post(self.tokens, [(code, token) for code, value in coded for token in set(value.split())], kind)
-            self._post(self.pairs, [(code, pair) for code, value in coded for pair in adjacent_pairs(value)], kind)
+            self._post("tokens", [(code, token) for code, value in coded for token in set(value.split())])
+            self._post("pairs", [(code, pair) for code, value in coded for pair in adjacent_pairs(value)])
         if "startswith" in self.lookups:
-            self._post(self.heads, [(code, value.split(None, 1)[0]) for code, value in coded
-                                    if value and not value[0].isspace()], kind)
+            self._post("heads", [(code, value.split(None, 1)[0]) for code, value in coded
+                                 if value and not value[0].isspace()])
         if "exact" in self.lookups:
-            self._post(self.wholes, [(code, value) for code, value in coded], kind)
+            self._post("wholes", coded)
 
     def merge(self, later: "_Column") -> None:
         """The column of the run of records that follows this one's, taken in."""
         self.any.extend(later.any)
-        kind = self.any.typecode
-        for keys, more in ((self.tokens, later.tokens), (self.heads, later.heads), (self.wholes, later.wholes),
-                           (self.pairs, later.pairs)):
-            for key, codes in more.items():
-                held = keys.get(key)
-                if held is None:
-                    keys[key] = codes
-                    continue
-                if held.__class__ is int:
-                    held = keys[key] = array(kind, (held,))
-                if codes.__class__ is int:
-                    held.append(codes)
-                else:
-                    held.extend(codes)
+        for kind in self.KINDS:
+            self.texts[kind] += later.texts[kind]
+            self.codes[kind].extend(later.codes[kind])
 
-    @staticmethod
-    def _post(keys: dict, coded: list[tuple[int, str]], kind: str) -> None:
-        for code, key in coded:
-            held = keys.get(key)
-            if held is None:
-                keys[key] = code
-            elif held.__class__ is int:
-                keys[key] = array(kind, (held, code))
-            else:
-                held.append(code)
+    def _post(self, kind: str, coded: list[tuple[int, str]]) -> None:
+        self.texts[kind] += [text for _, text in coded]
+        self.codes[kind].extend([code for code, _ in coded])
+
+    def __getstate__(self) -> dict:
+        """Each kind's texts as one string and their lengths (pickled a string each, a run's
+        million strings cost more than their characters)."""
+        texts = {kind: ("".join(held), array("I", map(len, held))) for kind, held in self.texts.items()}
+        return {**self.__dict__, "texts": texts}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self.texts = {kind: _lengths_apart(joined, lengths) for kind, (joined, lengths) in state["texts"].items()}
+
+
+def _lengths_apart(joined: str, lengths: array) -> list[str]:
+    """The strings of those lengths that make `joined`, one after another."""
+    ends = list(itertools.accumulate(lengths))
+    return [joined[start:end] for start, end in zip([0, *ends], ends)]
 
 
 class TermIndexWriter:
@@ -755,7 +754,7 @@ class _KeyTable:
         docstring), by columns (polars: a million books' index has millions of keys)."""
         import polars  # (here: a build without search, and every request, does without it)
 
-        sources = _Sources()
+        sources = _Sources(polars)
         by_kind: dict[str, list] = {}
         for number, field in enumerate(fields):
             for kind, frame in _field_keys(polars, number, field, columns[field.column], sources):
@@ -832,33 +831,35 @@ def _sorted_run(pl, frames: list) -> tuple:
 
 
 class _Sources:
-    """The codes of a column's values, tokens, pairs and heads, one flat array (_KeyTable)."""
+    """The sources of an index's keys (_KeyTable), numbered: each distinct token, pair, head
+    or whole value of a column, or a column's every value (the `A` key's), with its codes."""
 
-    def __init__(self) -> None:
-        self.runs: list[array] = []
-        self.sizes = array("q")
+    def __init__(self, pl) -> None:
+        self.pl = pl
+        self.held: list = []  # (each run's codes, a list of them a source)
+        self.count = 0
 
-    def of(self, held: "dict[str, int | array]", typecode: str) -> tuple[list[str], int]:
-        """A dictionary's keys, each a source, and the first of their numbers."""
-        flat = array(typecode)
-        append, extend, sizes = flat.append, flat.extend, self.sizes
-        first = len(sizes)
-        for codes in held.values():
-            if codes.__class__ is int:
-                append(codes)
-                sizes.append(1)
-            else:
-                extend(codes)
-                sizes.append(len(codes))
-        self.runs.append(flat)
-        return list(held), first
+    def of(self, texts: list[str], codes: array) -> "Any":
+        """A lazy frame of the distinct texts (t) and their sources' numbers (src)."""
+        pl = self.pl
+        grouped = pl.DataFrame({"t": pl.Series(texts, dtype=pl.String), "code": _int64(codes)}).group_by("t").agg("code")
+        # (within a group polars keeps the rows' order: each text's codes in the records' order, each once)
+        first, self.count = self.count, self.count + grouped.height
+        self.held.append(grouped["code"])
+        return grouped.lazy().select("t", src=pl.int_range(first, self.count, dtype=pl.Int64))
 
     def arrays(self) -> tuple[numpy.ndarray, numpy.ndarray]:
-        codes = numpy.concatenate([numpy.zeros(0, numpy.int64)] + [
-            numpy.frombuffer(run, dtype=_DTYPES[run.typecode]).astype(numpy.int64) for run in self.runs])
-        held = numpy.zeros(len(self.sizes) + 1, numpy.int64)
-        numpy.cumsum(numpy.frombuffer(self.sizes, numpy.int64), out=held[1:])
-        return codes, held
+        """Every source's codes one after another, and where each starts (and the last ends)."""
+        held = numpy.zeros(self.count + 1, numpy.int64)
+        if not self.held:
+            return numpy.zeros(0, numpy.int64), held
+        runs = self.pl.concat(self.held)
+        numpy.cumsum(runs.list.len().to_numpy(), out=held[1:])
+        return runs.explode().to_numpy().astype(numpy.int64), held
+
+
+def _int64(codes: array) -> numpy.ndarray:
+    return numpy.frombuffer(codes, dtype=_DTYPES[codes.typecode]).astype(numpy.int64)
 
 
 _SPACE = "[" + "".join(f"\\x{{{ord(c):X}}}" for c in SPACES) + "]"  # (WHITE's class, as polars' patterns write it)
@@ -869,10 +870,8 @@ def _field_keys(pl, number: int, field: SearchField, column: _Column, sources: _
     """The lazy frames (key, field number, source) of one field's keys, by kind (the module's
     docstring): `E` of an `=` field; `A`, then `S`, `G` and `P` of a `contains` field, `H`
     and `G` of a `^` field."""
-    def frame(held: dict) -> "pl.LazyFrame":
-        keys, first = sources.of(held, column.any.typecode)
-        return pl.LazyFrame({"t": keys, "src": numpy.arange(first, first + len(keys), dtype=numpy.int64)},
-                            schema={"t": pl.String, "src": pl.Int64})
+    def frame(kind: str) -> "pl.LazyFrame":
+        return sources.of(column.texts[kind], column.codes[kind])
 
     def keyed(found: "pl.LazyFrame", kind: str, text: "pl.Expr") -> tuple[str, "pl.LazyFrame"]:
         return kind, found.select(key=pl.lit(kind) + text, number=pl.lit(number, pl.UInt16), src="src")
@@ -881,23 +880,23 @@ def _field_keys(pl, number: int, field: SearchField, column: _Column, sources: _
         return found.with_columns(at=starts).explode("at").drop_nulls("at")
 
     if field.lookup == "exact":
-        return [keyed(frame(column.wholes), EXACT, pl.col("t"))]
+        return [keyed(frame("wholes"), EXACT, pl.col("t"))]
     found = []
     if len(column.any):
-        found.append(keyed(frame({"": column.any}), ANY, pl.lit("")))
+        found.append(keyed(sources.of([""] * len(column.any), column.any), ANY, pl.lit("")))
     text, at = pl.col("t"), pl.col("at")
     length = text.str.len_chars().cast(pl.Int64)  # (unsigned, it would wrap below zero)
     if field.lookup == "startswith":
-        heads = frame(column.heads)
+        heads = frame("heads")
         found.append(keyed(heads, HEAD, text))
         found += [keyed(heads.filter(length >= size), GRAM, text.str.slice(0, size)) for size in range(1, GRAM_MAX + 1)]
         return found
-    tokens = frame(column.tokens)
+    tokens = frame("tokens")
     found.append(keyed(each(tokens, pl.int_ranges(0, length - MIN_SUFFIX + 1)), SUFFIX, text.str.slice(at)))
     found += [keyed(each(tokens, pl.int_ranges(0, length - size + 1)), GRAM, text.str.slice(at, size))
               for size in range(1, GRAM_MAX + 1)]
     parts = pl.col("parts").struct
-    pairs = frame(column.pairs).with_columns(parts=text.str.extract_groups(_PAIR_PARTS)).with_columns(
+    pairs = frame("pairs").with_columns(parts=text.str.extract_groups(_PAIR_PARTS)).with_columns(
         left=parts["1"].str.len_chars().cast(pl.Int64),
         joined=(parts["1"].str.len_chars() + parts["2"].str.len_chars() + parts["3"].str.len_chars()).cast(pl.Int64),
         after=(parts["1"].str.len_chars() + parts["2"].str.len_chars() - 1).cast(pl.Int64),
