@@ -200,6 +200,7 @@ SHARES = 4  # ranges of the keys a process (a process free takes the next: range
 SPLIT_BITS = 12  # a postings file (and a leaf) ends after a key whose CRC-32 has these low bits zero
 SPLIT_MASK = (1 << SPLIT_BITS) - 1
 VECTOR_MIN = 64  # positions of a set encoded or decoded with vector operations (fewer: a loop is quicker)
+UNION_ALONE = 1 << 16  # codes of a key's sources together, over which they are united alone (in a bitmap)
 
 
 # ---- numbers ------------------------------------------------------------------------
@@ -693,15 +694,19 @@ class TermIndexWriter:
     def _sets(self, table: "_KeyTable", start: int, stop: int) -> list[tuple[bytes, int]]:
         """The sets of entries start..stop, encoded (bytes, records): each entry's sources'
         codes united; the sets of VECTOR_MIN codes or fewer of each kind of field encoded
-        together (encode_many), the longer ones alone."""
-        codes, sizes = table.united(start, stop)
-        ends = numpy.cumsum(sizes)
+        together (encode_many), the longer ones alone, and those of over UNION_ALONE codes
+        before the union (a letter's: most of a million records) united alone too."""
         relation = numpy.array(self.relations, dtype=bool)[table.numbers[start:stop]]
+        alone = table.totals(start, stop) > UNION_ALONE
+        codes, sizes = table.united(start, stop, ~alone)
+        ends = numpy.cumsum(sizes)
         sets: list = [None] * (stop - start)
-        for at in numpy.flatnonzero(sizes > VECTOR_MIN).tolist():
+        for at in numpy.flatnonzero(alone).tolist():
+            sets[at] = encode_postings(table.union(start + at, bool(relation[at])), bool(relation[at]), self.count)
+        for at in numpy.flatnonzero((sizes > VECTOR_MIN) & ~alone).tolist():
             sets[at] = encode_postings(codes[ends[at] - sizes[at]:ends[at]], bool(relation[at]), self.count)
         for kind in (False, True):
-            short = (sizes <= VECTOR_MIN) & (relation == kind)
+            short = (sizes <= VECTOR_MIN) & (relation == kind) & ~alone
             if short.any():
                 held = numpy.repeat(short, sizes)
                 for at, encoded in zip(numpy.flatnonzero(short).tolist(),
@@ -783,13 +788,23 @@ class _KeyTable:
         """Where each key of entries start..stop (start at a key's first) starts, and stop."""
         return numpy.append(start + numpy.flatnonzero(self.fresh[start:stop]), stop)
 
-    def united(self, start: int, stop: int) -> tuple[numpy.ndarray, numpy.ndarray]:
-        """The codes of entries start..stop, one after another, each entry's its sources'
-        united (sorted, each once); and how many each entry has."""
+    def totals(self, start: int, stop: int) -> numpy.ndarray:
+        """How many codes the sources of each of entries start..stop hold together."""
         via = self.via[start:stop + 1]
         sources = self.sources[via[0]:via[-1]]
+        sizes = numpy.concatenate(([0], numpy.cumsum(self.held[sources + 1] - self.held[sources])))
+        return sizes[via[1:] - via[0]] - sizes[via[:-1] - via[0]]
+
+    def united(self, start: int, stop: int, kept: numpy.ndarray) -> tuple[numpy.ndarray, numpy.ndarray]:
+        """The codes of those of entries start..stop `kept` says, one after another, each
+        entry's its sources' united (sorted, each once); and how many each entry has (none,
+        those not kept)."""
+        via = self.via[start:stop + 1]
+        sources = self.sources[via[0]:via[-1]]
+        owner = numpy.repeat(numpy.arange(stop - start), numpy.diff(via))
+        sources, owner = sources[kept[owner]], owner[kept[owner]]
         sizes = self.held[sources + 1] - self.held[sources]
-        owner = numpy.repeat(numpy.repeat(numpy.arange(stop - start), numpy.diff(via)), sizes)
+        owner = numpy.repeat(owner, sizes)
         codes = self.codes[_ranges_of(self.held[sources], sizes)]
         several = (numpy.diff(via) > 1)[owner]
         if several.any():  # (a suffix's, a letter's: sorted together, repeats dropped, put back in place)
@@ -800,6 +815,21 @@ class _KeyTable:
             order = numpy.argsort(owner, kind="stable")  # (two sorted runs: merged)
             codes, owner = codes[order], owner[order]
         return codes, numpy.bincount(owner, minlength=stop - start)
+
+    def union(self, at: int, relation: bool) -> numpy.ndarray:
+        """Entry `at`'s codes, its sources' united: marked in a bitmap (of a relation field's,
+        a slot for each record's each element), quicker than sorting them."""
+        runs = [self.codes[self.held[source]:self.held[source + 1]]
+                for source in self.sources[self.via[at]:self.via[at + 1]].tolist()]
+        if len(runs) == 1:
+            return runs[0]
+        joined = numpy.concatenate(runs)
+        width = int((joined & ELEMENT_MASK).max()) + 1 if relation else 1  # (a record's slots: one an element)
+        slots = (joined >> ELEMENT_BITS) * width + (joined & ELEMENT_MASK) if relation else joined
+        present = numpy.zeros(int(slots.max()) + 1, dtype=bool)
+        present[slots] = True
+        found = numpy.flatnonzero(present)
+        return (found // width) << ELEMENT_BITS | found % width if relation else found
 
     def codes_of(self, at: int) -> set[int]:
         """Entry `at`'s codes."""

@@ -265,6 +265,7 @@ def test_runs_merged_and_ranges_written_by_processes_give_the_same_files(catalog
     monkeypatch.setattr(ti, "SPLIT_MASK", 7)
     whole = Built(catalogue, specs).files
     monkeypatch.setattr(ti, "VECTOR_MIN", 0)
+    monkeypatch.setattr(ti, "UNION_ALONE", 2)  # (most keys of several codes united alone, in bitmaps)
     monkeypatch.setattr(ti, "PARALLEL_MIN", 1)
     monkeypatch.setattr(ti, "KEY_BATCH", 3)  # (keys front-coded a few at once: a batch starts within a leaf)
 
@@ -333,7 +334,8 @@ def test_many_short_sets_encoded_together_as_each_alone(count, relation, data):
                 min_size=1, max_size=8), st.data())
 def test_entries_codes_united_are_each_code_once_in_order(entries, data):
     """_KeyTable.united (a suffix's or letter's codes from its sources') gives each entry of a
-    run of them its sources' every code once, sorted, and how many."""
+    run of them that it is asked for its sources' every code once, sorted, and how many;
+    `union` (one entry's, in a bitmap) the same; `totals` the codes of their sources."""
     runs = [sorted(set(run)) for sources in entries for run in sources]
     sizes = [len(sources) for sources in entries]
     held = numpy.cumsum([0, *map(len, runs)])
@@ -342,7 +344,13 @@ def test_entries_codes_united_are_each_code_once_in_order(entries, data):
                          numpy.arange(len(runs)), numpy.array([c for run in runs for c in run], numpy.int64), held)
     start = data.draw(st.integers(0, len(entries) - 1))
     stop = data.draw(st.integers(start + 1, len(entries)))
-    codes, counts = table.united(start, stop)
-    want = [sorted({code for run in sources for code in run}) for sources in entries[start:stop]]
+    kept = numpy.array(data.draw(st.lists(st.booleans(), min_size=stop - start, max_size=stop - start)))
+    codes, counts = table.united(start, stop, kept)
+    want = [sorted({code for run in sources for code in run}) if keep else []
+            for sources, keep in zip(entries[start:stop], kept)]
     assert counts.tolist() == [len(codes) for codes in want]
     assert codes.tolist() == [code for codes in want for code in codes]
+    assert table.totals(start, stop).tolist() == [sum(map(len, sources)) for sources in [
+        [sorted(set(run)) for run in sources] for sources in entries[start:stop]]]
+    for at, sources in enumerate(entries[start:stop], start):
+        assert table.union(at, False).tolist() == sorted({code for run in sources for code in run})
