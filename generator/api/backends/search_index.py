@@ -1632,27 +1632,31 @@ def _all_leaves(read: Read, root: Root) -> tuple[list[tuple[bytes, int]], dict[i
 
 def _moved(specs: list[str], changes: list[tuple[int, Values, Values]]) -> dict[Tag, tuple[set[int], set[int]]]:
     """Per key and field, the codes (search_index's: positions, or record << ELEMENT_BITS |
-    element) it loses and gains."""
+    element) it loses and gains. (A record's codes are its own: the differences of all the
+    records' keys together are those of each record's, united.)"""
+    old = _keys(specs, [(position, before) for position, before, _ in changes])
+    new = _keys(specs, [(position, now) for position, _, now in changes])
     moved: dict[Tag, tuple[set[int], set[int]]] = {}
-    for position, before, now in changes:
-        old, new = _keys(specs, position, before), _keys(specs, position, now)
-        for tag in old.keys() | new.keys():
-            lost, gained = old.get(tag, set()), new.get(tag, set())
-            if lost != gained:
-                held = moved.setdefault(tag, (set(), set()))
-                held[0].update(lost - gained)
-                held[1].update(gained - lost)
+    for tag in old.keys() | new.keys():
+        lost, gained = old.get(tag, set()), new.get(tag, set())
+        if lost != gained:
+            moved[tag] = (lost - gained, gained - lost)
     return moved
 
 
-def _keys(specs: list[str], position: int, values: Values) -> dict[Tag, set[int]]:
-    """One record's keys and codes in each field: what a fresh build's writer makes of it."""
-    writer = TermIndexWriter(specs, 0, first=position)
-    writer.add(position, {column: [held] for column, held in values.items()})
-    keys: dict[Tag, set[int]] = {}
+def _keys(specs: list[str], records: list[tuple[int, Values]]) -> dict[Tag, set[int]]:
+    """Some records' (position, values) keys and codes in each field: what a fresh build's
+    writer makes of them, made at once (a writer of them one after another, its codes taken
+    back to their positions)."""
+    writer = TermIndexWriter(specs, 0)
+    writer.add(0, {column: [values[column] for _, values in records] for column in writer.columns})
+    positions = [position for position, _ in records]
     table = _KeyTable.of(writer.fields, writer.columns)
-    for at in range(len(table)):
-        keys.setdefault((table.key(at), int(table.numbers[at])), set()).update(table.codes_of(at))
+    keys: dict[Tag, set[int]] = {}
+    for at, number in enumerate(table.numbers.tolist()):
+        keys[(table.key(at), number)] = {
+            positions[code >> ELEMENT_BITS] << ELEMENT_BITS | code & ELEMENT_MASK if writer.relations[number]
+            else positions[code] for code in table.codes_of(at)}
     return keys
 
 
