@@ -123,10 +123,13 @@ def wait_for_port(port: int, process: subprocess.Popen, what: str, seconds: floa
             return
         except OSError:
             if process.poll() is not None or time.monotonic() > deadline:
-                if process.poll() is None:
+                ended = process.poll()
+                if ended is None:
                     process.kill()
                 said = process.communicate(timeout=GUARD)
-                raise RuntimeError(f"{what} did not start in {seconds:.0f} s: {said}")
+                how = f"ended (exit code {ended}) before listening" if ended is not None else \
+                    f"did not start in {seconds:.0f} s"
+                raise RuntimeError(f"{what} {how} on port {port}: {said}")
             time.sleep(0.02)
 
 

@@ -118,14 +118,14 @@ def test_white_space_is_what_int_strips():
 # ---- random queries against Django and DRF ----
 
 
-@settings(max_examples=1500, deadline=None)
+@settings(max_examples=1500)
 @given(CASES)
 def test_random_queries_answer_as_django_and_drf(case):
     query, count, default_limit, max_limit = case
     assert answered(query, count, default_limit, max_limit) == reference.answer(query, count, default_limit, max_limit)
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=500)
 @given(QUERIES, st.integers(1, 10 ** 40), st.one_of(st.none(), st.integers(0, 10 ** 40)))
 def test_links_are_drf_s(query, limit, offset):
     assert links_query(query, limit, offset) == reference.link(query, limit, offset)

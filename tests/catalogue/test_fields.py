@@ -40,7 +40,7 @@ _CELLS = st.one_of(st.sampled_from(_NEAR), st.text(alphabet=st.characters(blackl
 
 @pytest.mark.parametrize("coerce", [c for c, q in QUICK.items() if q is not None], ids=lambda c: c.__name__)
 @given(cell=_CELLS)
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 def test_a_quick_coercer_agrees_with_its_coercer(coerce, cell):
     try:
         value = QUICK[coerce](cell)
@@ -65,6 +65,6 @@ def test_the_cells_near_the_edges_include_accepted_ones():
 
 
 @given(collection=st.sampled_from(["books", "images", "categories"]), key=st.text())
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=500)
 def test_a_derived_id_is_the_uuid5_of_its_collection_and_key(collection, key):
     assert derived_id(collection, key) == str(uuid.uuid5(uuid.NAMESPACE_URL, f"{collection}:{key}"))

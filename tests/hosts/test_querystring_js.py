@@ -140,7 +140,7 @@ DECODED = st.text(st.sampled_from("limit=offset&%+#۱۲٣ک😀\u2028\ufeff\xe9 
 
 
 @pytest.mark.parametrize("runtime", RUNTIMES)
-@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+@settings(max_examples=4, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                                                  HealthCheck.function_scoped_fixture])
 @given(pages=st.lists(CASES, min_size=200, max_size=300), parsed=st.lists(st.one_of(QUERIES, DECODED), max_size=100),
        numbers=st.lists(st.one_of(NUMBERISH, st.text(max_size=8), long_numbers()), min_size=100, max_size=150),

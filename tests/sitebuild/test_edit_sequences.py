@@ -106,7 +106,7 @@ ACTIONS = st.sampled_from(["retitle", "delete", "add", "disable", "swap", "repri
                            "page sizes"])
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=30, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.tuples(ACTIONS, st.integers(0, 200)), min_size=1, max_size=4), st.booleans())
 def test_any_edit_sequence_builds_what_a_clean_build_builds(monkeypatch, edits, users_csv):
     # Segments of a few records, so that edits fall in some and not others, and near their ends

@@ -59,7 +59,7 @@ def published(tmp_path_factory) -> Path:
     return out
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(edit=mutations(), processes=st.sampled_from([1, 2]))
 def test_any_edit_builds_or_is_reported_and_never_half_publishes(published: Path, edit, processes: int):
     name, how, start, length, what = edit

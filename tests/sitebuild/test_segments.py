@@ -45,7 +45,7 @@ def check_cuts(table: segments.Table, data: bytes) -> None:
     assert position == len(data) or (not table.segments and position >= len(data))
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=100, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(ROW, max_size=40), st.lists(ROW, max_size=40), st.integers(0, 40), st.integers(0, 5),
        st.sampled_from([32, 64, 200]))
 def test_segments_found_again_hold_their_old_bytes(tmp_path: Path, monkeypatch, rows, inserted, at, deleted, size):

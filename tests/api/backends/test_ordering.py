@@ -37,7 +37,7 @@ def test_records_without_a_value_come_before_the_least_value_not_among_it():
     assert order == {"asc/0.u32": [1, 3, 2, 4, 0], "desc/0.u32": [0, 2, 4, 1, 3]}
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200)
 @given(catalogues(), st.sampled_from(["title", "-title", "pages,-title", "-pages", "nope,-pages,title"]))
 def test_an_ordering_sorts_as_python_does_ties_in_order(books, ordering):
     files = files_of(books, QUERY)
@@ -50,7 +50,7 @@ def test_an_ordering_sorts_as_python_does_ties_in_order(books, ordering):
     assert list(selection.take(0, len(books))) == expected
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200)
 @given(catalogues(), st.sampled_from(["pages,title", "-pages,-title", "title,-pages", "pages", "-pages,title,pages"]),
        st.integers(0, 14), st.integers(1, 14))
 @pytest.mark.parametrize("block", [65536, 3])
@@ -66,7 +66,7 @@ def test_a_whole_collection_in_several_fields_order_a_slice_at_a_time(block, boo
 
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200)
 @given(catalogues(), st.sampled_from(["pages,title", "-pages,-title", "title,-pages", "-title", "-pages,title,pages"]),
        st.data())
 def test_a_few_records_sort_by_their_documents_as_by_their_ranks(books, ordering, data):

@@ -93,7 +93,7 @@ def naive(books: list[dict], terms: list[str], normalise, query: dict = QUERY) -
     return found
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 @given(catalogues(), st.lists(st.sampled_from(WORDS), min_size=1, max_size=3), st.sampled_from([None, "persian"]))
 def test_a_search_selects_what_a_naive_scan_does(books, terms, normalise):
     query_settings = {**QUERY, "search_normalise": normalise} if normalise else QUERY
@@ -107,7 +107,7 @@ def test_a_search_selects_what_a_naive_scan_does(books, terms, normalise):
         assert list(selection.positions) == expected
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 @given(catalogues(), st.lists(st.one_of(TERM, st.sampled_from(WORDS)), min_size=1, max_size=3),
        st.sampled_from([None, "persian"]), st.sampled_from([65536, 2, 1]), st.sampled_from([(32, 10, 16), (32, 10, 2), (0, 0, 1), (0, 1, 1)]))
 def test_the_term_index_selects_what_a_naive_scan_does_with_every_lookup(books, terms, normalise, block, shape):

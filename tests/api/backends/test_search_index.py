@@ -184,7 +184,7 @@ def documents(draw) -> list[dict]:
     return made
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow])
 @given(documents(), st.lists(st.text(VALUE_CHARS, max_size=4), min_size=1, max_size=4),
        st.sampled_from([None, "persian"]), st.sampled_from(PLANS), st.sampled_from(INLINE))
 def test_adversarial_values_and_terms(made, terms, normalise, plan, inline):
@@ -302,7 +302,7 @@ def test_runs_merged_and_ranges_written_by_processes_give_the_same_files(catalog
         assert files == whole
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200)
 @given(st.binary(max_size=200), st.lists(st.binary(max_size=4).map(lambda b: b.replace(b"\x01", b"\x00")),
                                          min_size=1, unique=True))
 def test_keys_front_coded_together_share_what_each_pair_shares(prefix, tails):
@@ -312,7 +312,7 @@ def test_keys_front_coded_together_share_what_each_pair_shares(prefix, tails):
     assert ti._shared_prefixes(keys) == [ti._shared(a, b) for a, b in zip(keys, keys[1:])]
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=150)
 @given(st.sampled_from([5, 50, 3000, 200000, 9_000_000]), st.booleans(), st.data())
 def test_many_short_sets_encoded_together_as_each_alone(count, relation, data):
     """encode_many's bytes and record counts are encode_postings' of each set: lists, bitmaps
@@ -329,7 +329,7 @@ def test_many_short_sets_encoded_together_as_each_alone(count, relation, data):
     assert ti.encode_many(flat, sizes, relation, count) == [ti.encode_postings(codes, relation, count) for codes in sets]
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=100)
 @given(st.lists(st.lists(st.lists(st.integers(0, 5000), min_size=1, max_size=40), min_size=1, max_size=4),
                 min_size=1, max_size=8), st.data())
 def test_entries_codes_united_are_each_code_once_in_order(entries, data):

@@ -47,7 +47,7 @@ def same_index(edited_files: dict[str, bytes], fresh: Built) -> None:
     assert holds(edited_files, fresh.specs) == holds(fresh.files, fresh.specs)
 
 
-@settings(max_examples=60, deadline=None,
+@settings(max_examples=60,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])  # (shape: one a test)
 @given(documents(), st.data())
 def test_any_edit_holds_what_a_fresh_build_holds(shape, made, data):
