@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import os
+import threading
 from pathlib import Path
 
 from ..api.urls import CURRENT, PUBLISHED
@@ -44,9 +45,15 @@ def replace(path: Path, text: str) -> None:
     if path.is_file() and path.read_text(encoding="utf-8") == text:
         return  # unchanged: keep its mtime
     path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(path.name + ".new")
+    temporary = _temporary(path)
     temporary.write_text(text, encoding="utf-8")
     os.replace(temporary, path)
+
+
+def _temporary(path: Path) -> Path:
+    """A name beside `path` that no other writer of it uses: a server writes its host's files
+    as it starts, while a build (a write service's) may be writing them too."""
+    return path.with_name(f".{path.name}.{os.getpid()}-{threading.get_ident()}.new")
 
 
 def link_published(directory: Path, site: Path) -> None:
@@ -59,13 +66,17 @@ def link_published(directory: Path, site: Path) -> None:
         link = directory / name
         if link.is_symlink() and os.readlink(link) == target:
             continue  # unchanged: keep it
-        temporary = directory / f".{name}.new"
+        temporary = _temporary(link)
         temporary.unlink(missing_ok=True)
         temporary.symlink_to(target)
-        os.replace(temporary, link)
+        try:
+            os.replace(temporary, link)
+        except FileNotFoundError:  # (another writer's clean-up below took it: it made the same link)
+            if not (link.is_symlink() and os.readlink(link) == target):
+                raise
     for entry in directory.iterdir():
         if entry.name not in PUBLISHED and (entry.is_symlink() or entry.is_file()):
-            entry.unlink()  # (what an older version linked: never upload it)
+            entry.unlink(missing_ok=True)  # (what an older version linked: never upload it)
 
 
 def replace_bytes(path: Path, data: bytes) -> None:
@@ -73,6 +84,6 @@ def replace_bytes(path: Path, data: bytes) -> None:
     if path.is_file() and path.read_bytes() == data:
         return
     path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(path.name + ".new")
+    temporary = _temporary(path)
     temporary.write_bytes(data)
     os.replace(temporary, path)
