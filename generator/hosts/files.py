@@ -41,13 +41,8 @@ def _compiled(jinja2):
 
 
 def replace(path: Path, text: str) -> None:
-    """Write text to path atomically, unless the file already holds it."""
-    if path.is_file() and path.read_text(encoding="utf-8") == text:
-        return  # unchanged: keep its mtime
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = _temporary(path)
-    temporary.write_text(text, encoding="utf-8")
-    os.replace(temporary, path)
+    """Write text to path atomically (UTF-8), unless the file already holds it."""
+    replace_bytes(path, text.encode("utf-8"))
 
 
 def _temporary(path: Path) -> Path:
@@ -80,9 +75,9 @@ def link_published(directory: Path, site: Path) -> None:
 
 
 def replace_bytes(path: Path, data: bytes) -> None:
-    """replace() for a binary file."""
+    """Write data to path atomically, unless the file already holds it."""
     if path.is_file() and path.read_bytes() == data:
-        return
+        return  # unchanged: keep its mtime
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = _temporary(path)
     temporary.write_bytes(data)
