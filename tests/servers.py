@@ -112,9 +112,11 @@ class Answer:
         return {v.strip() for value in self.headers.get_all("Vary", []) for v in value.split(",")}
 
 
-def wait_for_port(port: int, process: subprocess.Popen, what: str, seconds: float = GUARD) -> None:
+def wait_for_port(port: int, process: subprocess.Popen, what: str, seconds: float = GUARD,
+                  log: Path | None = None) -> None:
     """Until the process listens on the port (then the port is no longer held for it). One
-    that neither listens nor ends in time is killed, so that the test fails, not hangs."""
+    that neither listens nor ends in time is killed, so that the test fails, not hangs, saying
+    what it wrote (its pipes, or the end of the log its output goes to)."""
     deadline = time.monotonic() + seconds
     while True:
         try:
@@ -127,6 +129,8 @@ def wait_for_port(port: int, process: subprocess.Popen, what: str, seconds: floa
                 if ended is None:
                     process.kill()
                 said = process.communicate(timeout=GUARD)
+                if log is not None:
+                    said = log.read_bytes()[-4000:].decode("utf-8", "replace")
                 how = f"ended (exit code {ended}) before listening" if ended is not None else \
                     f"did not start in {seconds:.0f} s"
                 raise RuntimeError(f"{what} {how} on port {port}: {said}")
@@ -152,7 +156,7 @@ class Server:
                                  "--port", str(self.port), "--write-port", str(self.write_port), *extra]),
             stdout=self.log.open("ab"), stderr=subprocess.STDOUT,
             env={**os.environ, **({"TMPDIR": str(scratch)} if scratch else {}), **(env or {})})
-        wait_for_port(self.port, self.process, kind)
+        wait_for_port(self.port, self.process, kind, log=self.log)
 
     def request(self, method: str, path: str, headers: dict | None = None, body: bytes | None = None) -> Answer:
         connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
@@ -210,7 +214,7 @@ class WriteService:
             **dying_with_parent([sys.executable, "-m", "generator", "write-service", "--data", str(data),
                                  "--out", str(site), "--tokens", str(token_file), "--port", str(self.port), *extra]),
             stdout=self.log.open("ab"), stderr=subprocess.STDOUT)
-        wait_for_port(self.port, self.process, "the write service")
+        wait_for_port(self.port, self.process, "the write service", log=self.log)
 
     def create_user(self, token: str, username: str) -> bytes:
         """POST a user to the service itself: the 201's body."""

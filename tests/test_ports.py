@@ -117,3 +117,16 @@ def test_nginx_serves_pages_put_together_through_a_page_service_on_a_port(tmp_pa
         assert not (site / ".run" / "pages.sock").exists()
     finally:
         assert server.stop() == 0
+
+
+def test_a_server_that_ends_before_listening_says_why(tmp_path):
+    import subprocess
+    import sys
+
+    port, log = free_port(), tmp_path / "server.log"
+    process = subprocess.Popen([sys.executable, "-c", "import sys; sys.exit('FileExistsError: the key')"],
+                               stdout=log.open("ab"), stderr=subprocess.STDOUT)
+    with pytest.raises(RuntimeError, match=f"ended \\(exit code 1\\) before listening on port {port}: "
+                                           "FileExistsError: the key"):
+        wait_for_port(port, process, "the server", log=log)
+    release(port)

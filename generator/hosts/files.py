@@ -1,6 +1,7 @@
 """What every host's generated file shares: the templates they are rendered from, writing
 one so that an unchanged file keeps its mtime and a reader never sees half of it, and a
-directory that holds only what a host serves of the published generation."""
+directory that holds only what a host serves of the published generation, and a file made once
+and kept."""
 from __future__ import annotations
 
 import functools
@@ -72,6 +73,28 @@ def link_published(directory: Path, site: Path) -> None:
     for entry in directory.iterdir():
         if entry.name not in PUBLISHED and (entry.is_symlink() or entry.is_file()):
             entry.unlink(missing_ok=True)  # (what an older version linked: never upload it)
+
+
+def made_once(path: Path, make, mode: int = 0o600) -> bytes:
+    """The file's bytes; where there is none yet, make()'s, written whole under a temporary name
+    and linked into place (a link never replaces a file): of writers at once (a server writing
+    its host's files as it starts, a write service's build) each gets the first one's bytes,
+    and no reader sees a file half-written."""
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        pass
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = _temporary(path)
+    with os.fdopen(os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode), "wb") as out:
+        out.write(make())
+    try:
+        os.link(temporary, path)
+    except FileExistsError:
+        pass  # (another writer's came first: theirs is the file)
+    finally:
+        temporary.unlink()
+    return path.read_bytes()
 
 
 def replace_bytes(path: Path, data: bytes) -> None:

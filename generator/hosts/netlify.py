@@ -37,7 +37,7 @@ from ..api.urls import ACCEPTED, API, CURRENT, HOSTS, PUBLISHED
 from ..errors import CatalogueError
 from ..system import foreground
 from .contract import Host, Limits, Local
-from .files import replace, templates
+from .files import made_once, replace, templates
 from . import router
 from .router import answer_values, javascript, js_regex
 
@@ -112,15 +112,9 @@ def fill(site: Path) -> int:
 
 
 def file_key(path: Path) -> str:
-    """The site's key, made once and kept (rebuilds leave the function unchanged)."""
-    if path.is_file():
-        return path.read_text(encoding="ascii").strip()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    key = secrets.token_hex(16)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w", encoding="ascii") as out:
-        out.write(key + "\n")
-    return key
+    """The site's key, made once and kept (rebuilds leave the function unchanged); readable by
+    its owner only."""
+    return made_once(path, lambda: (secrets.token_hex(16) + "\n").encode("ascii")).decode("ascii").strip()
 
 
 def edge_function(info: SiteInfo, key: str) -> str:

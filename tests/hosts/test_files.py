@@ -1,12 +1,14 @@
 """hosts/files.py writes a host's file whole under a temporary name of its own writer: a server
 writing its Worker's files as it starts and a build writing them at the same moment both
-succeed, and neither leaves a temporary file behind."""
+succeed, and neither leaves a temporary file behind; a file made once (the Netlify function's
+key) is the same for every maker at once, never half-written."""
 from __future__ import annotations
 
+import os
 import threading
 
 from generator.api.urls import PUBLISHED
-from generator.hosts import files
+from generator.hosts import files, netlify
 
 
 def at_once(write, writers: int = 4) -> list[BaseException]:
@@ -55,3 +57,24 @@ def test_linkers_of_the_published_directories_at_once_each_link_them(tmp_path):
     assert at_once(link, writers) == []
     for round_ in range(rounds):
         assert sorted(p.name for p in (tmp_path / f"publish-{round_}").iterdir()) == sorted(PUBLISHED)
+
+
+def test_makers_of_the_netlify_key_at_once_each_get_the_one_kept(tmp_path):
+    rounds, writers = 100, 4
+    together = threading.Barrier(writers)
+    keys: dict[int, set[str]] = {round_: set() for round_ in range(rounds)}
+
+    def make(_: int) -> None:
+        try:
+            for round_ in range(rounds):
+                together.wait()  # (every writer makes a new site's key at the same moment)
+                keys[round_].add(netlify.file_key(tmp_path / str(round_) / netlify.KEY_FILE))
+        except BaseException:
+            together.abort()
+            raise
+    assert at_once(make, writers) == []
+    for round_ in range(rounds):
+        kept = (tmp_path / str(round_) / netlify.KEY_FILE).read_text(encoding="ascii").strip()
+        assert keys[round_] == {kept} and len(kept) == 32
+        assert os.listdir(tmp_path / str(round_)) == [netlify.KEY_FILE]
+        assert (tmp_path / str(round_) / netlify.KEY_FILE).stat().st_mode & 0o777 == 0o600

@@ -435,7 +435,7 @@ def test_serve_with_data_serves_a_local_build_and_takes_writes(serving):
     """`make serve`: a local build of the data, links where it is served; writes published."""
     server = serving.server
     local = f"http://127.0.0.1:{server.port}"
-    wait_for_port(server.write_port, server.process, "the write service")
+    wait_for_port(server.write_port, server.process, "the write service", log=server.log)
     assert json.loads(server.get("/api/v1/books/").body)["next"] == f"{local}/api/v1/books/?limit=12&offset=12"
     answer = post(serving, "user", {"username": "served.user"})
     assert answer.status == 201
@@ -446,7 +446,7 @@ def test_serve_with_data_serves_a_local_build_and_takes_writes(serving):
 
 def test_serve_starts_the_write_service_again_when_it_dies(serving):
     server = serving.server
-    wait_for_port(server.write_port, server.process, "the write service")
+    wait_for_port(server.write_port, server.process, "the write service", log=server.log)
     # (twice for one kind, the pause growing between; once for the others, whose servers
     # each carry the POST to the service started again: `serve` supervises it alike for all)
     rounds = 2 if server.kind == "builtin" else 1
