@@ -155,10 +155,6 @@ EXPLAINED: dict[tuple[str, str, str], str] = {
     (f"{BACKENDS}/common.js.j2", "while (start < stop && chars.has(list[start])) start++;",
      "while (start <= stop && chars.has(list[start])) start++;"):
         "equivalent: stop is still the list's length in that loop, and list[length] is undefined, never in chars",
-    (f"{BACKENDS}/common.js.j2", "return new QyRecords(new Uint32Array((count + 31) >>> 5), count);",
-     "return new QyRecords(new Uint32Array((count + 32) >>> 5), count);"):
-        "equivalent: a spare last word, always 0 (no position reaches it, and every QyRecords is made by none(), so "
-        "and/or join words of one length): counted and listed as no record",
     (f"{BACKENDS}/common.js.j2", "for (let i = 0; i < words.length; i++) {",
      "for (let i = 0; i <= words.length; i++) {"):
         "equivalent: words[length] is undefined: one pass writes past the end of `out`, which a Uint32Array "

@@ -371,7 +371,8 @@ const out = cases.map(([count, first, second]) => {
   const a = QyRecords.of(first, count), b = QyRecords.none(count);
   b.set(second);
   const held = [...Array(count).keys()].filter((p) => a.has(p));
-  return [a.size, Array.from(a), a.and(b).slice(0, count), a.or(b).slice(0, count), a.slice(1, 4), held];
+  return [a.size, Array.from(a), a.and(b).slice(0, count), a.or(b).slice(0, count), a.slice(1, 4), held,
+          a.words.byteLength];
 });
 process.stdout.write(JSON.stringify(out));
 """
@@ -379,8 +380,9 @@ process.stdout.write(JSON.stringify(out));
 
 def test_javascript_records_as_python_does(tmp_path):
     """QyRecords (common.js.j2), the bitmap every backend narrows to, counts, lists, joins,
-    slices and asks as common.Records does: collections of every count around a word's 32
-    records (none, one, a word, a word and one...), sets empty, full, random, the last record
+    slices and asks as common.Records does, in the bytes Python's takes rounded up to a word (a
+    Worker has 128 MB; a request holds a few bitmaps of a million records): collections of
+    every count around a word's 32 records (none, one, a word, a word and one...), sets empty, full, random, the last record
     and each word's highest bit (a sign bit to JavaScript's `1 << 31`) among them. One Node
     run a count, the largest first: a bitmap made a word short is seen as wrong answers there
     before a small count's could make it huge."""
@@ -395,7 +397,8 @@ def test_javascript_records_as_python_does(tmp_path):
         expected = []
         for _, first, second in cases:
             a, b = Records.of(first, count), Records.of(second, count)
-            expected.append([len(a), list(a), (a & b)[:], (a | b)[:], a[1:4], [p for p in range(count) if p in a]])
+            expected.append([len(a), list(a), (a & b)[:], (a | b)[:], a[1:4], [p for p in range(count) if p in a],
+                             -(-a.bits.nbytes // 4) * 4])
         assert run_harness(tmp_path, RECORDS_HARNESS, json.dumps(cases)) == expected, count
 
 

@@ -646,50 +646,38 @@ class TermIndexWriter:
             -> list[tuple[bytes, int]]:
         """The table's entries start..stop (a range of the keys ending where a postings file
         ends), their sets encoded, put in leaves and postings files (to `flush`) named apart
-        from `names`' (which takes theirs); the leaves' first keys and names."""
-        leaves = []
+        from `names`' (which takes theirs); the leaves' first keys and names. A batch of
+        KEY_BATCH keys at a time: the sets too long for a leaf given to the postings files in
+        order, then every key's and entry's bytes laid out at once (_Layout), cut in leaves."""
+        leaves: list[tuple[bytes, int]] = []
         chunks = _Chunks(flush, names.postings)
-        out, first = _KeyList(), None
-        starts = table.key_starts(start, stop).tolist()
+        leaf = _Leaf()
+        starts = table.key_starts(start, stop)
         for batch in range(0, len(starts) - 1, KEY_BATCH):
             bounds = starts[batch:batch + KEY_BATCH + 1]
             keys = table.keys(bounds[:-1])
-            numbers = table.numbers[bounds[0]:bounds[-1]].tolist()
+            numbers = table.numbers[bounds[0]:bounds[-1]]
             sets = self._sets(table, bounds[0], bounds[-1])
-            for key, shared, low, high in zip(keys, [None, *_shared_prefixes(keys)], bounds, bounds[1:]):
-                if first is None:
-                    first = key
-                within = slice(low - bounds[0], high - bounds[0])
-                self._put_entry(out.put(key, shared), key, numbers[within], sets[within], chunks)
-                crc = zlib.crc32(key)
-                if crc & SPLIT_MASK == 0:
-                    chunks.close()
-                if crc & LEAF_MASK == 0 or high == stop:
-                    name = _name(names.leaves, first)
-                    flush(leaf_file(name), LEAF_MAGIC + out.encoded())
-                    leaves.append((first, name))
-                    out, first = _KeyList(), None
+            data = [encoded for encoded, _ in sets]
+            sizes = numpy.fromiter(map(len, data), numpy.int64, len(data))
+            crcs = numpy.fromiter(map(zlib.crc32, keys), numpy.int64, len(keys))
+            owners = numpy.repeat(numpy.arange(len(keys)), numpy.diff(bounds))
+            inline = sizes <= self.inline_max
+            placed = _postings(chunks, keys, numbers, data, owners, ~inline, numpy.flatnonzero(crcs & SPLIT_MASK == 0))
+            ends = crcs & LEAF_MASK == 0
+            ends[-1] |= bounds[-1] == stop
+            held = numpy.fromiter((records for _, records in sets), numpy.float64, len(sets))
+            layout = _Layout(table, bounds, keys, leaf, ends)
+            layout.entries(numbers, numpy.frexp(held)[1],  # (each set's size class: its records' bit length)
+                           inline, sizes, b"".join(itertools.compress(data, inline.tolist())), placed)
+            for at in numpy.flatnonzero(ends).tolist():
+                first, encoded = leaf.cut(layout, at, keys)
+                name = _name(names.leaves, first)
+                flush(leaf_file(name), encoded)
+                leaves.append((first, name))
+            leaf.carry(layout, keys)
         chunks.close()
         return leaves
-
-    def _put_entry(self, out: bytearray, key: bytes, numbers: list[int], sets: list[tuple[bytes, int]],
-                   chunks: "_Chunks") -> None:
-        """A key's entry: its sets (bytes, records) in the fields `numbers`, in field order."""
-        put_varint(out, len(numbers))
-        for number, (data, records) in zip(numbers, sets):
-            if len(data) <= self.inline_max:
-                if number < 0x80 and len(data) < 0x80:  # (one byte a varint: most entries)
-                    out += bytes((number, records.bit_length(), INLINE, len(data)))
-                else:
-                    for value in (number, records.bit_length(), INLINE, len(data)):
-                        put_varint(out, value)
-                out += data
-                continue
-            tag = bytearray(key + b"\x00")
-            put_varint(tag, number)
-            name, ordinal = chunks.put(bytes(tag), data)
-            for value in (number, records.bit_length(), FILE, name, ordinal):
-                put_varint(out, value)
 
     def _sets(self, table: "_KeyTable", start: int, stop: int) -> list[tuple[bytes, int]]:
         """The sets of entries start..stop, encoded (bytes, records): each entry's sources'
@@ -1065,8 +1053,9 @@ _DTYPES = {"I": numpy.uint32, "Q": numpy.uint64}
 
 
 class _KeyList:
-    """A key list as it is written (the module's docstring): `put(key)` puts the next key
-    and gives the bytes to append what is said of it to."""
+    """A key list as it is written a key at a time (the module's docstring): `put(key)` puts
+    the next key and gives the bytes to append what is said of it to. (A build's leaves are
+    laid out a batch at a time, _Layout: the same bytes.)"""
 
     def __init__(self) -> None:
         self.body = bytearray()
@@ -1074,13 +1063,12 @@ class _KeyList:
         self.previous = b""
         self.keys = 0
 
-    def put(self, key: bytes, shared: int | None = None) -> bytearray:
-        """`shared`: the bytes the key shares with the one put before it, where known."""
+    def put(self, key: bytes) -> bytearray:
         if self.keys % RESTART == 0:
             self.restarts.append(len(self.body))
             self.previous = b""
             shared = 0
-        elif shared is None:
+        else:
             shared = _shared(self.previous, key)
         rest = len(key) - shared
         if shared < 0x80 and rest < 0x80:
@@ -1099,6 +1087,152 @@ class _KeyList:
         if _BIG_ENDIAN:
             restarts.byteswap()
         return bytes(head + restarts.tobytes() + self.body)
+
+
+def _postings(chunks: "_Chunks", keys: list[bytes], numbers: numpy.ndarray, data: list[bytes],
+              owners: numpy.ndarray, long: numpy.ndarray, splits: numpy.ndarray) -> numpy.ndarray:
+    """The sets of a batch too long for a leaf (`long`) put in postings files in order (the
+    file closed after the sets of each key in `splits`): each one's file name and ordinal,
+    two columns (the other rows zero)."""
+    placed = numpy.zeros((len(data), 2), numpy.int64)
+    splits = splits.tolist()
+    passed = 0
+    for at in numpy.flatnonzero(long).tolist():
+        key = int(owners[at])
+        while passed < len(splits) and splits[passed] < key:
+            chunks.close()
+            passed += 1
+        number = int(numbers[at])
+        placed[at] = chunks.put(keys[key] + (_FIELD_TAGS[number] if number < 0x80 else b"\x00" + _varint(number)),
+                                data[at])
+    if passed < len(splits):
+        chunks.close()
+    return placed
+
+
+_FIELD_TAGS = [bytes((0, number)) for number in range(0x80)]  # (a set's tag after its key: NUL, varint field)
+
+
+class _Layout:
+    """A batch of keys' bytes in a leaf's key list (the module's docstring), laid out at
+    once with vector operations: each key's front coding, its rest of bytes and its number
+    of entries, each entry's field, size class, where, and its inline set's bytes or its
+    postings file's name and ordinal: 4 items a key, 5 an entry, each a varint or a copy
+    of bytes; `at(k)`: where key k's bytes start in `data`."""
+
+    def __init__(self, table: "_KeyTable", bounds: numpy.ndarray, keys: list[bytes], leaf: "_Leaf",
+                 ends: numpy.ndarray) -> None:
+        count = len(bounds) - 1
+        self.firsts = bounds[:-1] - bounds[0]  # (each key's first entry)
+        self.base = 4 * numpy.arange(count) + 5 * self.firsts  # (each key's first item)
+        self.items = 4 * count + 5 * int(bounds[-1] - bounds[0])
+        self.kinds = numpy.zeros(self.items, numpy.int8)
+        self.values = numpy.zeros(self.items, numpy.int64)
+        self.sizes = numpy.zeros(self.items, numpy.int64)
+        # each key's place in its leaf: after the previous batch's keys for the leaf it continues
+        begins = numpy.zeros(count, bool)
+        begins[1:] = ends[:-1]
+        run = numpy.maximum.accumulate(numpy.where(begins, numpy.arange(count), -1))
+        self.placed = numpy.where(run < 0, numpy.arange(count) + leaf.keys, numpy.arange(count) - run)
+        self.restarts = self.placed % RESTART == 0
+        starts, stops = table.bounds[bounds[:-1]], table.bounds[bounds[:-1] + 1]
+        shared = numpy.zeros(count, numpy.int64)
+        if count > 1:
+            shared[1:] = _shared_prefixes(keys)
+        if leaf.keys % RESTART:
+            shared[0] = _shared(leaf.last, keys[0])
+        shared[self.restarts] = 0
+        self._put(self.base, 0, shared)
+        self._put(self.base + 1, 0, stops - starts - shared)
+        self._put(self.base + 2, _TEXT, starts + shared, stops - starts - shared)
+        self._put(self.base + 3, 0, numpy.diff(bounds))
+        self.table = table
+
+    def _put(self, items: numpy.ndarray, kind: int, values, sizes=None) -> None:
+        self.kinds[items] = kind
+        self.values[items] = values
+        if sizes is not None:
+            self.sizes[items] = sizes
+
+    def entries(self, numbers: numpy.ndarray, classes: numpy.ndarray, inline: numpy.ndarray,
+                sizes: numpy.ndarray, joined: bytes, placed: numpy.ndarray) -> None:
+        """The entries' items, then every item's bytes (`data`)."""
+        owners = numpy.repeat(numpy.arange(len(self.firsts)), numpy.diff(numpy.append(self.firsts, len(numbers))))
+        items = self.base[owners] + 4 + 5 * (numpy.arange(len(numbers)) - self.firsts[owners])
+        self._put(items, 0, numbers)
+        self._put(items + 1, 0, classes)
+        self._put(items + 2, 0, numpy.where(inline, INLINE, FILE))
+        self._put(items + 3, 0, numpy.where(inline, sizes, placed[:, 0]))
+        self._put(items[~inline] + 4, 0, placed[~inline, 1])
+        kept = sizes[inline]
+        self._put(items[inline] + 4, _SETS, numpy.cumsum(kept) - kept, kept)
+        self.data = self._bytes(joined)
+
+    def _bytes(self, joined: bytes) -> numpy.ndarray:
+        varint = self.kinds == 0
+        values = self.values[varint]
+        widths = numpy.ones(len(values), numpy.int64)
+        for bits in range(7, 64, 7):
+            widths += values >= 1 << bits
+        self.sizes[varint] = widths
+        self.offsets = numpy.concatenate(([0], numpy.cumsum(self.sizes)))
+        out = numpy.empty(int(self.offsets[-1]), numpy.uint8)
+        where = _ranges_of(self.offsets[:-1][varint], widths)
+        byte = where - numpy.repeat(self.offsets[:-1][varint], widths)
+        last = byte == numpy.repeat(widths, widths) - 1
+        out[where] = (numpy.repeat(values, widths) >> 7 * byte) & 0x7F | numpy.where(last, 0, 0x80)
+        for kind, source in ((_TEXT, self.table.text), (_SETS, joined)):
+            copies = self.kinds == kind
+            sizes = self.sizes[copies]
+            out[_ranges_of(self.offsets[:-1][copies], sizes)] = \
+                numpy.frombuffer(source, numpy.uint8)[_ranges_of(self.values[copies], sizes)]
+        return out
+
+    def at(self, key: int) -> int:
+        return int(self.offsets[self.base[key]]) if key < len(self.base) else int(self.offsets[-1])
+
+
+_TEXT, _SETS = 1, 2  # (a _Layout item copied from the keys' text, or from the inline sets joined)
+
+
+class _Leaf:
+    """The leaf being filled as the batches are laid out: its keys' bytes so far (parts),
+    where its restarts are, how many keys it has, its first and last key."""
+
+    def __init__(self) -> None:
+        self.parts: list[bytes] = []
+        self.size = 0
+        self.restarts: list[int] = []
+        self.keys = 0
+        self.first = self.last = b""
+        self.taken = 0  # (the batch's keys before this leaf's: in an earlier leaf)
+
+    def cut(self, layout: _Layout, at: int, keys: list[bytes]) -> tuple[bytes, bytes]:
+        """The leaf ending with the batch's key `at`: its first key and bytes; the next begins."""
+        self._take(layout, at + 1, keys)
+        restarts = numpy.array(self.restarts, dtype="<u4").tobytes()
+        data = LEAF_MAGIC + bytes(_varint(len(self.restarts))) + restarts + b"".join(self.parts)
+        first = self.first
+        self.__init__()
+        self.taken = at + 1
+        return first, data
+
+    def carry(self, layout: _Layout, keys: list[bytes]) -> None:
+        """The batch's keys after its last leaf's, kept for the next batch's."""
+        if self.taken < len(keys):
+            self._take(layout, len(keys), keys)
+        self.taken = 0
+
+    def _take(self, layout: _Layout, stop: int, keys: list[bytes]) -> None:
+        begin, end = layout.at(self.taken), layout.at(stop)
+        if self.keys == 0:
+            self.first = keys[self.taken]
+        restarts = numpy.flatnonzero(layout.restarts[self.taken:stop]) + self.taken
+        self.restarts += (layout.offsets[layout.base[restarts]] - begin + self.size).tolist()
+        self.parts.append(layout.data[begin:end].tobytes())
+        self.size += end - begin
+        self.keys += stop - self.taken
+        self.last = keys[stop - 1]
 
 
 def _shared_prefixes(keys: list[bytes]) -> list[int]:

@@ -329,6 +329,15 @@ def test_many_short_sets_encoded_together_as_each_alone(count, relation, data):
     assert ti.encode_many(flat, sizes, relation, count) == [ti.encode_postings(codes, relation, count) for codes in sets]
 
 
+@settings(max_examples=200)
+@given(st.integers(0, 16_000_000), st.sampled_from([0, 1, 5, 130]), st.booleans())
+def test_a_set_of_one_record_an_edit_makes_is_a_fresh_builds(position, element, relation):
+    """_one_set (an edit's set of one record) is encode_postings' bytes of that one code:
+    positions past 2**23 (a varint high of two bytes) and elements past 126 included."""
+    code = position << ti.ELEMENT_BITS | element if relation else position
+    assert ti._one_set(code, relation) == ti.encode_postings([code], relation, 16_000_001)[0]
+
+
 @settings(max_examples=100)
 @given(st.lists(st.lists(st.lists(st.integers(0, 5000), min_size=1, max_size=40), min_size=1, max_size=4),
                 min_size=1, max_size=8), st.data())
