@@ -197,6 +197,25 @@ EXPLAINED: dict[tuple[str, str, str], str] = {
         "equivalent: the format's number, written by the writer and compared by its readers (the Python, and the "
         "JavaScript's rendered from it) and the build's index_format: any number tells this format from another; "
         "an index of version 4 a previous build wrote is only made again whole",
+    (f"{BACKENDS}/search_index.py",
+     "VECTOR_MIN = 64  # positions of a set encoded or decoded with vector operations (fewer: a loop is quicker)",
+     "VECTOR_MIN = 65  # positions of a set encoded or decoded with vector operations (fewer: a loop is quicker)"):
+        "equivalent: where a set's encoding turns from a loop to vector operations, which give the same bytes "
+        "(test_many_short_sets_encoded_together_as_each_alone, and VECTOR_MIN 0 in the writers' test)",
+    (f"{BACKENDS}/search_index.py",
+     "_OWNER_SHIFT = 40  # (an entry's codes united, sorted with it in the bits above: up to 2**24 records)",
+     "_OWNER_SHIFT = 41  # (an entry's codes united, sorted with it in the bits above: up to 2**24 records)"):
+        "equivalent: any shift above the codes' 40 bits keeps each entry's codes apart and in order, while the "
+        "entries of a batch (KEY_BATCH keys) stay under 2**22",
+    (f"{BACKENDS}/search_index.py", "return False", "return None"):
+        "equivalent: _check_instead's answer is only asked by `if`, alike for None and False",
+    (f"{BACKENDS}/search_index.py", "if len(one) <= INLINE_MAX:", "if len(one) < INLINE_MAX:"):
+        "equivalent: a set of one code of INLINE_MAX bytes is then made by encode_postings, whose bytes are "
+        "_one_set's (test_a_set_of_one_record_an_edit_makes_is_a_fresh_builds)",
+    (f"{BACKENDS}/search_index.py",
+     "return [Piece(held.field, (1 << held.size_class) - 1, held.data, 0, 0) if held.data is not None else",
+     "return [Piece(held.field, (1 << held.size_class) - 1, held.data, 0, 1) if held.data is not None else"):
+        "equivalent: an inline piece's postings file name is never read (its set is in `data`)",
     (f"{BACKENDS}/search_index.js.j2", "while (high - low > 1) {", "while (high - low > 2) {"):
         "equivalent in answers and reads: the search for a restart may stop one restart early, and the scan "
         "from there decodes the keys before it (at most RESTART more, in the file already read) to the same key",
