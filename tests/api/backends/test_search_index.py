@@ -363,3 +363,14 @@ def test_entries_codes_united_are_each_code_once_in_order(entries, data):
         [sorted(set(run)) for run in sources] for sources in entries[start:stop]]]
     for at, sources in enumerate(entries[start:stop], start):
         assert table.union(at, False).tolist() == sorted({code for run in sources for code in run})
+
+
+def test_a_term_is_checked_on_documents_where_that_reads_fewer_files():
+    """The plan's rule (_check_instead): a term is checked on the candidates' documents when
+    they are a page's worth or fewer, or lie on no more pages than the term has files to read;
+    read from its sets otherwise, and never when it has nothing left to read."""
+    unread = {"post/00000001.bin", "post/00000002.bin"}
+    assert ti._check_instead(unread, ti.Records.of(range(12), 1000), 12, 12)  # (a page's worth)
+    assert ti._check_instead(unread, ti.Records.of(range(24), 1000), 12, 12)  # (two pages: two files)
+    assert not ti._check_instead(unread, ti.Records.of(range(0, 36), 1000), 12, 12)  # (three pages)
+    assert not ti._check_instead(set(), ti.Records.of(range(3), 1000), 12, 12)
