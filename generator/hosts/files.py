@@ -1,13 +1,14 @@
 """What every host's generated file shares: the templates they are rendered from, writing
-one so that an unchanged file keeps its mtime and a reader never sees half of it, and a
-directory that holds only what a host serves of the published generation, and a file made once
-and kept."""
+one so that an unchanged file keeps its mtime and a reader never sees half of it, a
+directory that holds only what a host serves of the published generation, and a file made
+once and kept."""
 from __future__ import annotations
 
 import functools
 import os
 import threading
 from pathlib import Path
+from typing import Callable
 
 from ..api.urls import CURRENT, PUBLISHED
 
@@ -75,7 +76,7 @@ def link_published(directory: Path, site: Path) -> None:
             entry.unlink(missing_ok=True)  # (what an older version linked: never upload it)
 
 
-def made_once(path: Path, make, mode: int = 0o600) -> bytes:
+def made_once(path: Path, make: Callable[[], bytes], mode: int = 0o600) -> bytes:
     """The file's bytes; where there is none yet, make()'s, written whole under a temporary name
     and linked into place (a link never replaces a file): of writers at once (a server writing
     its host's files as it starts, a write service's build) each gets the first one's bytes,
