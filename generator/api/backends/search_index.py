@@ -1111,6 +1111,7 @@ def _postings(chunks: "_Chunks", keys: list[bytes], numbers: numpy.ndarray, data
 
 
 _FIELD_TAGS = [bytes((0, number)) for number in range(0x80)]  # (a set's tag after its key: NUL, varint field)
+_VARINT, _TEXT, _SETS = 0, 1, 2  # (a _Layout item: a varint, or bytes copied from the keys' text or the inline sets)
 
 
 class _Layout:
@@ -1125,16 +1126,16 @@ class _Layout:
         count = len(bounds) - 1
         self.firsts = bounds[:-1] - bounds[0]  # (each key's first entry)
         self.base = 4 * numpy.arange(count) + 5 * self.firsts  # (each key's first item)
-        self.items = 4 * count + 5 * int(bounds[-1] - bounds[0])
-        self.kinds = numpy.zeros(self.items, numpy.int8)
-        self.values = numpy.zeros(self.items, numpy.int64)
-        self.sizes = numpy.zeros(self.items, numpy.int64)
+        items = 4 * count + 5 * int(bounds[-1] - bounds[0])
+        self.kinds = numpy.zeros(items, numpy.int8)
+        self.values = numpy.zeros(items, numpy.int64)
+        self.sizes = numpy.zeros(items, numpy.int64)
         # each key's place in its leaf: after the previous batch's keys for the leaf it continues
         begins = numpy.zeros(count, bool)
         begins[1:] = ends[:-1]
         run = numpy.maximum.accumulate(numpy.where(begins, numpy.arange(count), -1))
-        self.placed = numpy.where(run < 0, numpy.arange(count) + leaf.keys, numpy.arange(count) - run)
-        self.restarts = self.placed % RESTART == 0
+        placed = numpy.where(run < 0, numpy.arange(count) + leaf.keys, numpy.arange(count) - run)
+        self.restarts = placed % RESTART == 0
         starts, stops = table.bounds[bounds[:-1]], table.bounds[bounds[:-1] + 1]
         shared = numpy.zeros(count, numpy.int64)
         if count > 1:
@@ -1142,13 +1143,13 @@ class _Layout:
         if leaf.keys % RESTART:
             shared[0] = _shared(leaf.last, keys[0])
         shared[self.restarts] = 0
-        self._put(self.base, 0, shared)
-        self._put(self.base + 1, 0, stops - starts - shared)
+        self._put(self.base, _VARINT, shared)
+        self._put(self.base + 1, _VARINT, stops - starts - shared)
         self._put(self.base + 2, _TEXT, starts + shared, stops - starts - shared)
-        self._put(self.base + 3, 0, numpy.diff(bounds))
+        self._put(self.base + 3, _VARINT, numpy.diff(bounds))
         self.table = table
 
-    def _put(self, items: numpy.ndarray, kind: int, values, sizes=None) -> None:
+    def _put(self, items: numpy.ndarray, kind: int, values: Any, sizes: Any = None) -> None:
         self.kinds[items] = kind
         self.values[items] = values
         if sizes is not None:
@@ -1159,17 +1160,17 @@ class _Layout:
         """The entries' items, then every item's bytes (`data`)."""
         owners = numpy.repeat(numpy.arange(len(self.firsts)), numpy.diff(numpy.append(self.firsts, len(numbers))))
         items = self.base[owners] + 4 + 5 * (numpy.arange(len(numbers)) - self.firsts[owners])
-        self._put(items, 0, numbers)
-        self._put(items + 1, 0, classes)
-        self._put(items + 2, 0, numpy.where(inline, INLINE, FILE))
-        self._put(items + 3, 0, numpy.where(inline, sizes, placed[:, 0]))
-        self._put(items[~inline] + 4, 0, placed[~inline, 1])
+        self._put(items, _VARINT, numbers)
+        self._put(items + 1, _VARINT, classes)
+        self._put(items + 2, _VARINT, numpy.where(inline, INLINE, FILE))
+        self._put(items + 3, _VARINT, numpy.where(inline, sizes, placed[:, 0]))
+        self._put(items[~inline] + 4, _VARINT, placed[~inline, 1])
         kept = sizes[inline]
         self._put(items[inline] + 4, _SETS, numpy.cumsum(kept) - kept, kept)
         self.data = self._bytes(joined)
 
     def _bytes(self, joined: bytes) -> numpy.ndarray:
-        varint = self.kinds == 0
+        varint = self.kinds == _VARINT
         values = self.values[varint]
         widths = numpy.ones(len(values), numpy.int64)
         for bits in range(7, 64, 7):
@@ -1190,9 +1191,6 @@ class _Layout:
 
     def at(self, key: int) -> int:
         return int(self.offsets[self.base[key]]) if key < len(self.base) else int(self.offsets[-1])
-
-
-_TEXT, _SETS = 1, 2  # (a _Layout item copied from the keys' text, or from the inline sets joined)
 
 
 class _Leaf:
