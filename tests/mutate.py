@@ -207,6 +207,10 @@ EXPLAINED: dict[tuple[str, str, str], str] = {
      "_OWNER_SHIFT = 41  # (an entry's codes united, sorted with it in the bits above: up to 2**24 records)"):
         "equivalent: any shift above the codes' 40 bits keeps each entry's codes apart and in order, while the "
         "entries of a batch (KEY_BATCH keys) stay under 2**22",
+    (f"{BACKENDS}/search_index.py", "self.writer = TermIndexWriter(query[SEARCH][name], 0, first=first)",
+     "self.writer = TermIndexWriter(query[SEARCH][name], 1, first=first)"):
+        "equivalent: a run's writer only gathers its records' columns (close() gives them to the collection's "
+        "writer, made with the collection's count); its own count is never read",
     (f"{BACKENDS}/search_index.py", "return False", "return None"):
         "equivalent: _check_instead's answer is only asked by `if`, alike for None and False",
     (f"{BACKENDS}/search_index.py", "if len(one) <= INLINE_MAX:", "if len(one) < INLINE_MAX:"):

@@ -25,8 +25,9 @@ def edited(before: Built, now: list[dict]) -> dict[str, bytes]:
     return {path: data for path, data in made.items() if data is not None}
 
 
-def holds(files: dict[str, bytes], specs: list[str]) -> dict[tuple[bytes, int], tuple[int, list[int]]]:
-    """Every key's set in every field (its size class, its codes), read through the root and leaves."""
+def holds(files: dict[str, bytes], specs: list[str]) -> dict[tuple[bytes, int], tuple[int, list[int], bool]]:
+    """Every key's set in every field (its size class, its codes, whether its leaf holds it),
+    read through the root and leaves."""
     root = ti.Root.decode(files[ti.ROOT])
     editor = ti._Editor(files.get, ti.index_fields(specs), root.count)
     found = {}
@@ -34,7 +35,8 @@ def holds(files: dict[str, bytes], specs: list[str]) -> dict[tuple[bytes, int], 
         for key, pieces in ti._key_list(files[ti.leaf_file(name)], len(ti.LEAF_MAGIC), ti._stored_pieces):
             for piece in pieces:
                 relation = editor.fields[piece.field].relation is not None
-                found[key, piece.field] = (piece.size_class, editor.codes(piece, relation).tolist())
+                found[key, piece.field] = (piece.size_class, editor.codes(piece, relation).tolist(),
+                                           piece.data is not None)
     return found
 
 
@@ -124,3 +126,17 @@ def test_a_missing_branch_is_made_again(monkeypatch):
     branchless = {path: data for path, data in before.files.items() if not path.startswith(ti.BRANCH_DIR)}
     assert len(branchless) < len(before.files)
     assert ti.edit(branchless.get, SPECS, 3, change) is None
+
+
+def test_an_edited_set_of_inline_max_bytes_stays_in_its_leaf_as_a_fresh_build_s():
+    """A set of exactly INLINE_MAX bytes is in its leaf, edited as built: here a word's
+    bitmap (of 248 records: 32 bytes) that an edit grows by a record."""
+    made = [{"title": f"w{n} " + ("common" if n < 20 else "rare"), "isbn": None, "authors": [], "publishers": []}
+            for n in range(248)]
+    before = Built(made, ["title"])
+    now = [*made[:30], dict(made[30], title="w30 common"), *made[31:]]
+    fresh = Built(now, ["title"])
+    key = (b"S" + "common".encode(), 0)
+    assert len(ti._Editor(fresh.files.get, ti.index_fields(["title"]), 248).encoded(list(range(20)) + [30], False)[0]) \
+        == ti.INLINE_MAX and holds(fresh.files, ["title"])[key][2]
+    same_index(edited(before, now), fresh)
