@@ -211,6 +211,11 @@ EXPLAINED: dict[tuple[str, str, str], str] = {
      "self.writer = TermIndexWriter(query[SEARCH][name], 1, first=first)"):
         "equivalent: a run's writer only gathers its records' columns (close() gives them to the collection's "
         "writer, made with the collection's count); its own count is never read",
+    (f"{BACKENDS}/search_index.py",
+     "looked = [(ANY, False) if text[0].isspace() else (HEAD + words[0], False)]  # (its first token)",
+     "looked = [(ANY, True) if text[0].isspace() else (HEAD + words[0], False)]  # (its first token)"):
+        "equivalent: the `A` key is the only key starting with `A` (every other kind's letter differs), so "
+        "every key starting with it is that key",
     (f"{BACKENDS}/search_index.py", "return False", "return None"):
         "equivalent: _check_instead's answer is only asked by `if`, alike for None and False",
     (f"{BACKENDS}/search_index.py", "if len(one) <= INLINE_MAX:", "if len(one) < INLINE_MAX:"):
