@@ -4,6 +4,8 @@ process included, is handed it meanwhile."""
 from __future__ import annotations
 
 import socket
+import subprocess
+import sys
 from types import SimpleNamespace
 
 import pytest
@@ -57,9 +59,6 @@ sys.stdin.read()  # (held until told to go)
 def test_ports_held_by_one_process_are_never_handed_to_another():
     """As pytest-xdist's workers ask at once: what one worker holds, the kernel offers no other,
     however many it asks for (the probes all set SO_REUSEADDR, as the servers do)."""
-    import subprocess
-    import sys
-
     from conftest import ROOT
 
     mine = {free_port() for _ in range(50)}
@@ -120,9 +119,6 @@ def test_nginx_serves_pages_put_together_through_a_page_service_on_a_port(tmp_pa
 
 
 def test_a_server_that_ends_before_listening_says_why(tmp_path):
-    import subprocess
-    import sys
-
     port, log = free_port(), tmp_path / "server.log"
     process = subprocess.Popen([sys.executable, "-c", "import sys; sys.exit('FileExistsError: the key')"],
                                stdout=log.open("ab"), stderr=subprocess.STDOUT)

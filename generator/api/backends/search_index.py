@@ -661,13 +661,13 @@ class TermIndexWriter:
             data = [encoded for encoded, _ in sets]
             sizes = numpy.fromiter(map(len, data), numpy.int64, len(data))
             crcs = numpy.fromiter(map(zlib.crc32, keys), numpy.int64, len(keys))
-            owners = numpy.repeat(numpy.arange(len(keys)), numpy.diff(bounds))
-            inline = sizes <= self.inline_max
-            placed = _postings(chunks, keys, numbers, data, owners, ~inline, numpy.flatnonzero(crcs & SPLIT_MASK == 0))
             ends = crcs & LEAF_MASK == 0
             ends[-1] |= bounds[-1] == stop
-            held = numpy.fromiter((records for _, records in sets), numpy.float64, len(sets))
             layout = _Layout(table, bounds, keys, leaf, ends)
+            inline = sizes <= self.inline_max
+            placed = _postings(chunks, keys, numbers, data, layout.owners, ~inline,
+                               numpy.flatnonzero(crcs & SPLIT_MASK == 0))
+            held = numpy.fromiter((records for _, records in sets), numpy.float64, len(sets))
             layout.entries(numbers, numpy.frexp(held)[1],  # (each set's size class: its records' bit length)
                            inline, sizes, b"".join(itertools.compress(data, inline.tolist())), placed)
             for at in numpy.flatnonzero(ends).tolist():
@@ -1091,9 +1091,9 @@ class _KeyList:
 
 def _postings(chunks: "_Chunks", keys: list[bytes], numbers: numpy.ndarray, data: list[bytes],
               owners: numpy.ndarray, long: numpy.ndarray, splits: numpy.ndarray) -> numpy.ndarray:
-    """The sets of a batch too long for a leaf (`long`) put in postings files in order (the
-    file closed after the sets of each key in `splits`): each one's file name and ordinal,
-    two columns (the other rows zero)."""
+    """The sets of a batch too long for a leaf (`long`; `owners`: each set's key) put in
+    postings files in order (the file closed after the sets of each key in `splits`): each
+    one's file name and ordinal, two columns (the other rows zero)."""
     placed = numpy.zeros((len(data), 2), numpy.int64)
     splits = splits.tolist()
     passed = 0
@@ -1102,15 +1102,18 @@ def _postings(chunks: "_Chunks", keys: list[bytes], numbers: numpy.ndarray, data
         while passed < len(splits) and splits[passed] < key:
             chunks.close()
             passed += 1
-        number = int(numbers[at])
-        placed[at] = chunks.put(keys[key] + (_FIELD_TAGS[number] if number < 0x80 else b"\x00" + _varint(number)),
-                                data[at])
+        placed[at] = chunks.put(_set_tag(keys[key], int(numbers[at])), data[at])
     if passed < len(splits):
         chunks.close()
     return placed
 
 
-_FIELD_TAGS = [bytes((0, number)) for number in range(0x80)]  # (a set's tag after its key: NUL, varint field)
+def _set_tag(key: bytes, field: int) -> bytes:
+    """What names a set in the postings files (_Chunks): its key, NUL, varint field."""
+    return key + (_FIELD_TAGS[field] if field < 0x80 else b"\x00" + _varint(field))
+
+
+_FIELD_TAGS = [bytes((0, field)) for field in range(0x80)]  # (NUL and a field of one byte: most)
 _VARINT, _TEXT, _SETS = 0, 1, 2  # (a _Layout item: a varint, or bytes copied from the keys' text or the inline sets)
 
 
@@ -1125,6 +1128,7 @@ class _Layout:
                  ends: numpy.ndarray) -> None:
         count = len(bounds) - 1
         self.firsts = bounds[:-1] - bounds[0]  # (each key's first entry)
+        self.owners = numpy.repeat(numpy.arange(count), numpy.diff(bounds))  # (each entry's key)
         self.base = 4 * numpy.arange(count) + 5 * self.firsts  # (each key's first item)
         items = 4 * count + 5 * int(bounds[-1] - bounds[0])
         self.kinds = numpy.zeros(items, numpy.int8)
@@ -1158,7 +1162,7 @@ class _Layout:
     def entries(self, numbers: numpy.ndarray, classes: numpy.ndarray, inline: numpy.ndarray,
                 sizes: numpy.ndarray, joined: bytes, placed: numpy.ndarray) -> None:
         """The entries' items, then every item's bytes (`data`)."""
-        owners = numpy.repeat(numpy.arange(len(self.firsts)), numpy.diff(numpy.append(self.firsts, len(numbers))))
+        owners = self.owners
         items = self.base[owners] + 4 + 5 * (numpy.arange(len(numbers)) - self.firsts[owners])
         self._put(items, _VARINT, numbers)
         self._put(items + 1, _VARINT, classes)
@@ -1840,7 +1844,7 @@ class _Editor:
         if piece is not None and piece.data is None:
             self.put(piece.name, piece.ordinal, data)
             return piece._replace(size_class=records.bit_length())
-        return _Stored(number, records.bit_length(), None, self.alone(key + b"\x00" + _varint(number), data), 0)
+        return _Stored(number, records.bit_length(), None, self.alone(_set_tag(key, number), data), 0)
 
     def codes(self, piece: _Stored, relation: bool) -> numpy.ndarray:
         """A piece's set as codes, in order."""

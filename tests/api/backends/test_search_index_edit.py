@@ -136,7 +136,7 @@ def test_an_edited_set_of_inline_max_bytes_stays_in_its_leaf_as_a_fresh_build_s(
     before = Built(made, ["title"])
     now = [*made[:30], dict(made[30], title="w30 common"), *made[31:]]
     fresh = Built(now, ["title"])
-    key = (b"S" + "common".encode(), 0)
+    key = (b"Scommon", 0)  # (the word's suffix key in the title, field 0)
     assert len(ti._Editor(fresh.files.get, ti.index_fields(["title"]), 248).encoded(list(range(20)) + [30], False)[0]) \
         == ti.INLINE_MAX and holds(fresh.files, ["title"])[key][2]
     same_index(edited(before, now), fresh)
