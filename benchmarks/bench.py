@@ -64,12 +64,11 @@ TRASH = Path(".build/trash")  # where a build moves what it throws away, emptied
 
 
 class Quiet:
-    """Waits until the disk is quiet: on a disk mounted with online discard, for minutes after
-    a large deletion (another's, or a collector's) every write waits behind TRIMs, and the
-    same 100K build took 14 s or 60 s. Quiet: the share of time some task waited for I/O
-    (/proc/pressure/io, "some" avg10) under `below` percent in `calm` readings in a row,
-    `every` seconds apart; waited for at most `most` seconds (then the step runs anyway, and
-    the table says how long the disk was not quiet)."""
+    """Waits until the disk is quiet: no writeback of another step's files still under way.
+    Quiet: the share of time some task waited for I/O (/proc/pressure/io, "some" avg10) under
+    `below` percent in `calm` readings in a row, `every` seconds apart; waited for at most
+    `most` seconds (then the step runs anyway, and the table says how long the disk was not
+    quiet). A recent deletion slows file creation without any I/O pressure: see SETTLE."""
 
     def __init__(self, below: float = 1.0, calm: int = 3, every: float = 5.0, most: float = 600.0) -> None:
         self.below, self.calm, self.every, self.most = below, calm, every, most
@@ -240,6 +239,14 @@ def other_floor(writer: Path, tree: Path, target: Path, processes: int, quiet: Q
     done = subprocess.run([sys.executable, str(writer), str(tree), str(target), "--procs", str(processes)],
                           capture_output=True, text=True, check=True)
     return float(done.stdout.split()[-1])
+
+
+def settled_deletion(tree: Path) -> None:
+    """Delete a tree between two timed steps, then wait until the deletion is SETTLE seconds old."""
+    shutil.rmtree(tree)
+    os.sync()
+    print(f"waiting {SETTLE} s for the disk to settle after deleting {tree.name}", file=sys.stderr, flush=True)
+    time.sleep(SETTLE)
 
 
 def settle(work: Path) -> None:

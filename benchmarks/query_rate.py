@@ -37,7 +37,7 @@ from urllib.parse import urlencode
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
-from bench import Quiet, edit_one_title, run_build  # noqa: E402
+from bench import Quiet, edit_one_title, run_build, settled_deletion  # noqa: E402
 from workload import catalogue  # noqa: E402
 from servers import Server  # noqa: E402
 from generator.api.urls import CURRENT, QUERY_DIR  # noqa: E402
@@ -183,7 +183,7 @@ def main() -> None:
     parser.add_argument("--no-serve", action="store_true", help="the builds and the edit only")
     parser.add_argument("--one-site", action="store_true",
                         help="delete the site without the settings before building the other (a million books' "
-                             "site takes some 20 GB of disk)")
+                             "site takes some 20 GB of disk), and wait for the deletion to settle (bench.SETTLE)")
     parser.add_argument("--edit-site", type=Path, help="only the edit, on this site a run with --keep left")
     args = parser.parse_args()
     args.workdir = args.workdir.absolute()
@@ -206,7 +206,7 @@ def main() -> None:
         if not args.no_serve:
             print(streamed(plain_site, args.books), flush=True)
         if args.one_site:
-            shutil.rmtree(plain_site)
+            settled_deletion(plain_site)
         with_query = run_build(data, site, quiet)
         report_builds(args.books, without, with_query, site)
         report_edit(*edit(data, site, quiet))
