@@ -383,9 +383,9 @@ def test_javascript_records_as_python_does(tmp_path):
     slices and asks as common.Records does, in the bytes Python's takes rounded up to a word (a
     Worker has 128 MB; a request holds a few bitmaps of a million records): collections of
     every count around a word's 32 records (none, one, a word, a word and one...), sets
-    empty, full, random, the last record and each word's highest bit (a sign bit to JavaScript's `1 << 31`) among them. One Node
-    run a count, the largest first: a bitmap made a word short is seen as wrong answers there
-    before a small count's could make it huge."""
+    empty, full, random, the last record and each word's highest bit (a sign bit to
+    JavaScript's `1 << 31`) among them. One Node run a count, the largest first: a bitmap made
+    a word short is seen as wrong answers there before a small count's could make it huge."""
     from generator.api.backends.common import Records
 
     rng = random.Random(45)
