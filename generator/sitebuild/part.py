@@ -10,7 +10,6 @@ Last, it cuts its share of the pages from the spools of all parts.
 from __future__ import annotations
 
 import bisect
-import gc
 import time
 from array import array
 from contextlib import contextmanager
@@ -31,6 +30,7 @@ from ..catalogue.load import Source
 from ..catalogue.records import REUSED, ROW, Known, Unique, category_tree, records, references
 from ..catalogue.settings import Settings
 from ..errors import Problem, Problems
+from ..system import no_cycle_collector
 from . import paging, state
 from .keys import Keys
 from .publish import Output, same_bytes
@@ -195,16 +195,10 @@ class Part:
         self.phases = Phases()
 
     def run(self) -> PartResult:
-        """The records make no reference cycles, so the cyclic garbage collector, which
-        walks every object held (hundreds of thousands of embedded records) again and
-        again, is off while a part works."""
-        collecting = gc.isenabled()
-        gc.disable()
-        try:
+        """The records make no reference cycles: the cyclic garbage collector is off while
+        a part works."""
+        with no_cycle_collector():
             return self._run()
-        finally:
-            if collecting:
-                gc.enable()
 
     def _run(self) -> PartResult:
         for collection in COLLECTIONS:

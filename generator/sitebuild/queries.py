@@ -35,6 +35,7 @@ import orjson
 from ..api.backends import common, configured, indexing
 from ..api.urls import PAGE_BUCKET, page_file
 from ..catalogue.settings import Settings
+from ..system import no_cycle_collector
 from .publish import Generation, Site, same_bytes
 from .state import VERSION as STATE_VERSION, state_dir
 
@@ -98,7 +99,13 @@ class Job:
 
 
 def write_query_indexes(job: Job, processes: int) -> None:
-    """Every index file of the collections site.yaml configures a query backend for."""
+    """Every index file of the collections site.yaml configures a query backend for (the
+    cyclic garbage collector off: the parts, keys and sets make no reference cycles)."""
+    with no_cycle_collector():
+        _write_query_indexes(job, processes)
+
+
+def _write_query_indexes(job: Job, processes: int) -> None:
     query = job.settings.query
     ids: dict[str, list[str]] = {}
 
