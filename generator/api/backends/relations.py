@@ -17,6 +17,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
+import numpy
 import orjson
 
 from ...catalogue.querying import FILTERS, is_to_many, relations
@@ -122,37 +123,64 @@ def referring(request: Request, relation: str, id: str) -> list[int] | None:
 
 
 class Referred:
-    """A run of records' references: each filter's records by related id, in order."""
+    """A run of records' references, by relation: the related ids one after another, joined by
+    NUL (no id holds one), and the position of the record referring with each, in order (a
+    record's repeats of an id once). Flat, so that the finish groups millions of them by
+    columns, not an id at a time."""
 
     def __init__(self, relations: list[str], first: int) -> None:
-        self.referred: dict[str, dict[str, array]] = {r: {} for r in relations}
+        self.ids: dict[str, list[str]] = {relation: [] for relation in relations}
+        self.positions: dict[str, array] = {relation: array("I") for relation in relations}
+        self.url_ids: dict[str, str] = {}  # (an embedded record's url, its id: a few thousand urls, a million references)
         self.count = first
 
     def add(self, documents: list[dict]) -> None:
         start = self.count
-        for relation, referred in self.referred.items():
+        for relation, ids in self.ids.items():
+            positions = self.positions[relation]
             for position, document in enumerate(documents, start):
                 related = related_records(document, relation)
-                ids = map(related_id, related) if len(related) < 2 else dict.fromkeys(map(related_id, related))
-                for id in ids:
-                    held = referred.get(id)
-                    if held is None:
-                        held = referred[id] = array("I")
-                    held.append(position)
+                if related:
+                    found = [self._id(record) for record in related]
+                    if len(found) > 1:
+                        found = list(dict.fromkeys(found))
+                    ids += found
+                    positions.extend([position] * len(found))
         self.count += len(documents)
 
-    def close(self) -> dict[str, dict[str, array]]:
-        return self.referred
+    def _id(self, record: dict) -> str:
+        if "id" in record:
+            return record["id"]
+        url = record["url"]
+        id = self.url_ids.get(url)
+        if id is None:
+            id = self.url_ids[url] = related_id(record)
+        return id
+
+    def close(self) -> dict[str, tuple[bytes, array]]:
+        return {relation: ("\0".join(ids).encode(), self.positions[relation]) for relation, ids in self.ids.items()}
 
 
-def write_filter(name: str, flush: Flush, relation: str, referred: dict[str, array], ids: Iterable[str]) -> None:
-    shards: dict[str, dict[str, list[int]]] = defaultdict(dict)
-    for id in ids:
-        referred.setdefault(id, array("I"))
-    for id in sorted(referred):
-        shards[id[:ID_PREFIX]][id] = referred[id].tolist()
-    for prefix, shard in shards.items():
-        flush(filter_file(name, relation, prefix), orjson.dumps(shard))
+def write_filter(name: str, flush: Flush, relation: str, parts: list[tuple[bytes, array]], ids: Iterable[str]) -> None:
+    """A filter's files from its runs' references (Referred's, in order) and the ids of the
+    related collection: for each id, the positions referring to it, in order (none: `[]`),
+    the ids in order, as orjson writes {id: [positions]} (the JSON made by columns)."""
+    import polars as pl  # (here: a request, and a build without filters, do without it)
+
+    referring = pl.DataFrame({
+        "id": pl.Series([data for data, positions in parts if positions], dtype=pl.Binary).cast(pl.String)
+        .str.split("\0").explode(),
+        "positions": numpy.concatenate([numpy.zeros(0, numpy.int64)] + [numpy.frombuffer(positions, numpy.uint32)
+                                                                         for _, positions in parts if positions])})
+    every = pl.DataFrame({"id": pl.Series(list(ids), dtype=pl.String)})
+    # (within a group polars keeps the rows' order: each id's positions in order)
+    listed = (referring.group_by("id").agg(pl.col("positions").cast(pl.String).str.join(","))
+              .join(every, on="id", how="full", coalesce=True).sort("id")
+              .select(prefix=pl.col("id").str.slice(0, ID_PREFIX),
+                      entry=pl.format('"{}":[{}]', "id", pl.col("positions").fill_null("")))
+              .group_by("prefix", maintain_order=True).agg(pl.col("entry").str.join(",")))
+    for prefix, entries in listed.iter_rows():
+        flush(filter_file(name, relation, prefix), f"{{{entries}}}".encode())
 
 
 def edit_filter(name: str, relation: str, previous: Reader, changes: list[Change]) -> dict[str, bytes]:
@@ -229,15 +257,7 @@ class Relations(Backend):
     def finish(self, name: str, query: dict, flush: Flush, parts: list, ids: Callable[[str], Iterable[str]],
                processes: int = 1) -> None:
         for relation, target in targets(name, query).items():
-            referred = parts[0][relation]
-            for part in parts[1:]:
-                for id, positions in part[relation].items():
-                    held = referred.get(id)
-                    if held is None:
-                        referred[id] = positions
-                    else:
-                        held.extend(positions)
-            write_filter(name, flush, relation, referred, ids(target))
+            write_filter(name, flush, relation, [part[relation] for part in parts], ids(target))
 
     def edit(self, name: str, query: dict, previous: Reader, changes: list[Change], count: int, parts) -> Edit:
         """Every filter's files where some records changed (the related collections' ids as

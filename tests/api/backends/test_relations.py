@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import uuid
 
+import orjson
 import pytest
 from hypothesis import given, strategies as st
 
 from generator.api.backends import Rejected
 from generator.api.backends.common import related_id
-from generator.api.backends.relations import Referred, RelationFilter, uuid_text
+from generator.api.backends.relations import Referred, RelationFilter, uuid_text, write_filter
 
 UUIDISH = st.text(st.sampled_from("0123456789abcdefABCDEF-{}urn:uid_ +٠۱\u3000x"), min_size=28, max_size=44)
 
@@ -55,7 +56,11 @@ def test_a_record_listing_a_related_id_twice_is_listed_once_under_it():
     """The filter's index lists each record once under each id it refers to (data may list an
     author twice; a to-many filter answers each record once)."""
     a, b = "0a0b0c0d-0e0f-4000-8a00-000000000001", "ffffffff-ffff-4fff-bfff-ffffffffffff"
+    none = "0a000000-0000-4000-8000-000000000000"  # (an id no record refers to: listed, with none)
     referred = Referred(["authors"], 5)
     referred.add([{"authors": [{"id": a}, {"id": a}]}, {"authors": [{"id": b}]},
                   {"authors": [{"id": a}, {"id": b}, {"id": a}]}])
-    assert {id: list(positions) for id, positions in referred.close()["authors"].items()} == {a: [5, 7], b: [6, 7]}
+    files: dict[str, bytes] = {}
+    write_filter("books", files.__setitem__, "authors", [referred.close()["authors"]], [b, a, none])
+    assert {path.rsplit("/", 1)[1]: orjson.loads(data) for path, data in files.items()} == \
+        {"0a.json": {a: [5, 7], none: []}, "ff.json": {b: [6, 7]}}
