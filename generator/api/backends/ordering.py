@@ -160,10 +160,7 @@ def sort_key(kind: str, value: Any) -> Any:
 
 
 def write_order(name: str, flush: Flush, field: str, keys: list) -> None:
-    distinct = sorted({key for key in keys if key is not None})
-    rank_of = {key: rank for rank, key in enumerate(distinct, 1)}
-    ranks = numpy.fromiter((0 if key is None else rank_of[key] for key in keys), dtype=numpy.int64, count=len(keys))
-    del rank_of, distinct
+    ranks = _ranks(keys)
     ascending = numpy.argsort(ranks, kind="stable")  # (a stable sort: ties keep their order)
     descending = numpy.argsort(-ranks, kind="stable")
     in_order = ranks[ascending]
@@ -175,6 +172,25 @@ def write_order(name: str, flush: Flush, field: str, keys: list) -> None:
         flush(sorted_file(name, field, False, block), _u32(ascending[part]))
         flush(sorted_file(name, field, True, block), _u32(descending[part]))
         flush(ties_file(name, field, block), numpy.packbits(starts[part], bitorder="little").tobytes())
+
+
+def _ranks(keys: list) -> numpy.ndarray:
+    """Each key's rank among the distinct keys (1 the smallest; 0 for None): by vectors where
+    the keys are whole numbers (instants among them) or texts (a text's order, its code
+    points', is its UTF-8 bytes' order), else as Python orders them (exact numbers)."""
+    present = [key for key in keys if key is not None]
+    kinds = set(map(type, present))
+    ranks = numpy.zeros(len(keys), numpy.int64)
+    where = numpy.fromiter((key is not None for key in keys), bool, len(keys))
+    if kinds == {str}:
+        import polars  # (here: a request, and a build without ordering, do without it)
+        ranks[where] = polars.Series(present, dtype=polars.String).rank("dense").to_numpy()
+    elif kinds == {int} and -2 ** 63 < min(present) and max(present) < 2 ** 63:
+        ranks[where] = numpy.unique(numpy.array(present, numpy.int64), return_inverse=True)[1] + 1
+    elif present:
+        rank_of = {key: rank for rank, key in enumerate(sorted(set(present)), 1)}
+        ranks[where] = numpy.fromiter(map(rank_of.__getitem__, present), numpy.int64, len(present))
+    return ranks
 
 
 def _u32(values: numpy.ndarray) -> bytes:
