@@ -11,7 +11,7 @@ from hypothesis import given, settings, strategies as st
 from backend_cases import QUERY, blocks_of, catalogues, documents_of, files_of
 from generator.api.backends import select
 from generator.api.backends.common import Request
-from generator.api.backends.ordering import Ordering, by_documents, ordered, sort_key, write_order
+from generator.api.backends.ordering import Ordering, _ranks, by_documents, ordered, sort_key, write_order
 
 
 def test_orderings_drop_names_not_allowed():
@@ -25,6 +25,19 @@ def test_numbers_sort_by_their_exact_values():
     values = [2.5, 2, 2.25, 10, 0.1, 2.0]
     assert sorted(range(len(values)), key=lambda at: sort_key("number", values[at])) == [4, 1, 5, 2, 0, 3]
     assert sort_key("number", 0.1) == Decimal("0.1") and sort_key("number", 2.0) == 2
+
+KEYS = st.one_of(st.lists(st.none() | st.text(max_size=3)),  # (astral, combining, surrogate-free: any code point)
+                 st.lists(st.none() | st.integers(-2 ** 64, 2 ** 64)),  # (past int64's ends: Python's path)
+                 st.lists(st.none() | st.integers(-9, 9) | st.decimals(allow_nan=False, allow_infinity=False, places=2)))
+
+
+@given(KEYS)
+def test_ranks_made_by_vectors_are_pythons(keys):
+    """Whole numbers (numpy) and texts (polars) ranked as Python's sort of the distinct keys
+    ranks them: 1 the least, None 0."""
+    rank = {key: at for at, key in enumerate(sorted({key for key in keys if key is not None}), 1)}
+    assert _ranks(keys).tolist() == [0 if key is None else rank[key] for key in keys]
+
 
 def test_records_without_a_value_come_before_the_least_value_not_among_it():
     """As SQLite orders NULL: first ascending, last descending; the least value's records
