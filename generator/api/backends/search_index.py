@@ -614,7 +614,9 @@ class TermIndexWriter:
         """Every file, to `flush`: the entries in order (_KeyTable, made here, before any fork),
         cut in ranges where a postings file ends (_ranges), each range's sets encoded and put
         in leaves and postings files by one of `processes` processes (forked: they read the
-        table where it is) as it comes free, their files flushed in key order; then the root."""
+        table where it is, with numpy alone: polars' threads do not survive a fork, and a forked
+        process that used it would hang) as it comes free, their files flushed in key order;
+        then the root."""
         table = _KeyTable.of(self.fields, self.columns)
         names = _Names(set(), set())
         ranges = _ranges(table, processes * SHARES) if processes > 1 else [(0, len(table))]
