@@ -844,7 +844,7 @@ def _sorted_run(pl, frames: list) -> tuple:
     from the one before it, the fields, the number of sources of each, the sources."""
     found = pl.concat(frames).group_by("key", "number").agg(pl.col("src").unique()).sort("key", "number").collect()
     keys = found["key"]
-    return (keys.str.join("").item().encode(), keys.str.len_bytes().to_numpy().astype(numpy.int64),
+    return (keys.str.join("").cast(pl.Binary).item(), keys.str.len_bytes().to_numpy().astype(numpy.int64),
             (keys != keys.shift(1)).fill_null(True).to_numpy().astype(bool),
             found["number"].to_numpy().astype(numpy.int64), found["src"].list.len().to_numpy().astype(numpy.int64),
             found["src"].explode().to_numpy().astype(numpy.int64))
