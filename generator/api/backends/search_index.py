@@ -170,7 +170,7 @@ from typing import Any, Callable, Iterable, Iterator, NamedTuple, Sequence
 import numpy
 
 from ...catalogue.querying import NORMALISE, SEARCH, SearchField, search_field
-from .common import SPACES, Flush, Missing, Reader, Records, Request, fold, query_dir, related_records
+from .common import NUL, SPACES, Flush, Missing, Reader, Records, Request, fold, query_dir, related_records
 
 ROOT, BRANCH_DIR, LEAF_DIR, POSTINGS_DIR = "root.bin", "branch", "leaf", "post"
 ROOT_MAGIC, BRANCH_MAGIC, LEAF_MAGIC, POSTINGS_MAGIC = b"TIR1", b"TIB1", b"TIL2", b"TIP1"
@@ -509,9 +509,10 @@ class Postings:
 class _Column:
     """What a run of records holds in one column, as it comes (a million records pass here:
     appended, not looked up): each token, adjacent pair, head and whole value of its values
-    (`texts` of each kind) with its code (`codes`: a position, or of a relation column record
-    << ELEMENT_BITS | element), in the records' order; the codes of the values there are at
-    all. The writer groups them (_KeyTable)."""
+    (`texts` of each kind, after those of the runs taken in, `joined`) with its code
+    (`codes`: a position, or of a relation column record << ELEMENT_BITS | element), in the
+    records' order; the codes of the values there are at all. The writer groups them
+    (_KeyTable), by columns: `series` gives a kind's texts as polars reads them."""
 
     KINDS = ("tokens", "pairs", "heads", "wholes")
 
@@ -520,6 +521,7 @@ class _Column:
         self.lookups: set[str] = set()
         self.any = array("Q" if relation else "I")
         self.texts: dict[str, list[str]] = {kind: [] for kind in self.KINDS}
+        self.joined: dict[str, list[_Joined]] = {kind: [] for kind in self.KINDS}
         self.codes: dict[str, array] = {kind: array(self.any.typecode) for kind in self.KINDS}
 
     def add(self, first: int, run: list[list[str | None]]) -> None:
@@ -546,28 +548,45 @@ class _Column:
         """The column of the run of records that follows this one's, taken in."""
         self.any.extend(later.any)
         for kind in self.KINDS:
-            self.texts[kind] += later.texts[kind]
+            self.joined[kind] = self._joined(kind) + later._joined(kind)
+            self.texts[kind] = []
             self.codes[kind].extend(later.codes[kind])
+
+    def series(self, pl, kind: str) -> "Any":
+        """A kind's texts, in order, as a polars String series: the runs' joined texts cut apart
+        there (a million books' tens of millions of texts never Python strings again)."""
+        runs = [run for run in self._joined(kind) if run.count]
+        if all(isinstance(run.texts, bytes) for run in runs):
+            return pl.Series([run.texts for run in runs], dtype=pl.Binary).cast(pl.String).str.split(NUL).explode()
+        return pl.Series([text for run in runs for text in run.apart()], dtype=pl.String)
+
+    def _joined(self, kind: str) -> "list[_Joined]":
+        return self.joined[kind] + [_Joined.of(self.texts[kind])] if self.texts[kind] else self.joined[kind]
 
     def _post(self, kind: str, coded: list[tuple[int, str]]) -> None:
         self.texts[kind] += [text for _, text in coded]
         self.codes[kind].extend([code for code, _ in coded])
 
     def __getstate__(self) -> dict:
-        """Each kind's texts as one string and their lengths (pickled a string each, a run's
-        million strings cost more than their characters)."""
-        texts = {kind: ("".join(held), array("I", map(len, held))) for kind, held in self.texts.items()}
-        return {**self.__dict__, "texts": texts}
-
-    def __setstate__(self, state: dict) -> None:
-        self.__dict__.update(state)
-        self.texts = {kind: _lengths_apart(joined, lengths) for kind, (joined, lengths) in state["texts"].items()}
+        """Each kind's texts joined (pickled a string each, a run's million strings cost more
+        than their characters)."""
+        return {**self.__dict__, "texts": {kind: [] for kind in self.KINDS},
+                "joined": {kind: self._joined(kind) for kind in self.KINDS}}
 
 
-def _lengths_apart(joined: str, lengths: array) -> list[str]:
-    """The strings of those lengths that make `joined`, one after another."""
-    ends = list(itertools.accumulate(lengths))
-    return [joined[start:end] for start, end in zip([0, *ends], ends)]
+class _Joined(NamedTuple):
+    """Texts one after another: NUL between them, in UTF-8, or (where some text holds a NUL:
+    not the catalogue's, which refuses it) the list of them; and how many."""
+    texts: bytes | list[str]
+    count: int
+
+    @classmethod
+    def of(cls, texts: list[str]) -> "_Joined":
+        joined = NUL.join(texts)
+        return cls(joined.encode() if joined.count(NUL) == len(texts) - 1 else texts, len(texts))
+
+    def apart(self) -> list[str]:
+        return self.texts.decode().split(NUL) if isinstance(self.texts, bytes) else self.texts
 
 
 class TermIndexWriter:
@@ -859,10 +878,11 @@ class _Sources:
         self.held: list = []  # (each run's codes, a list of them a source)
         self.count = 0
 
-    def of(self, texts: list[str], codes: array) -> "Any":
-        """A lazy frame of the distinct texts (t) and their sources' numbers (src)."""
+    def of(self, texts: "Any", codes: array) -> "Any":
+        """A lazy frame of the distinct texts (t: a polars String series) and their sources'
+        numbers (src)."""
         pl = self.pl
-        grouped = pl.DataFrame({"t": pl.Series(texts, dtype=pl.String), "code": _int64(codes)}).group_by("t").agg("code")
+        grouped = pl.DataFrame({"t": texts, "code": _int64(codes)}).group_by("t").agg("code")
         # (within a group polars keeps the rows' order: each text's codes in the records' order, each once)
         first, self.count = self.count, self.count + grouped.height
         self.held.append(grouped["code"])
@@ -891,7 +911,7 @@ def _field_keys(pl, number: int, field: SearchField, column: _Column, sources: _
     docstring): `E` of an `=` field; `A`, then `S`, `G` and `P` of a `contains` field, `H`
     and `G` of a `^` field."""
     def frame(kind: str) -> "pl.LazyFrame":
-        return sources.of(column.texts[kind], column.codes[kind])
+        return sources.of(column.series(pl, kind), column.codes[kind])
 
     def keyed(found: "pl.LazyFrame", kind: str, text: "pl.Expr") -> tuple[str, "pl.LazyFrame"]:
         return kind, found.select(key=pl.lit(kind) + text, number=pl.lit(number, pl.UInt16), src="src")
@@ -903,7 +923,8 @@ def _field_keys(pl, number: int, field: SearchField, column: _Column, sources: _
         return [keyed(frame("wholes"), EXACT, pl.col("t"))]
     found = []
     if len(column.any):
-        found.append(keyed(sources.of([""] * len(column.any), column.any), ANY, pl.lit("")))
+        found.append(keyed(sources.of(pl.repeat("", len(column.any), dtype=pl.String, eager=True), column.any),
+                           ANY, pl.lit("")))
     text, at = pl.col("t"), pl.col("at")
     length = text.str.len_chars().cast(pl.Int64)  # (unsigned, it would wrap below zero)
     if field.lookup == "startswith":
