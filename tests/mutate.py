@@ -183,10 +183,6 @@ EXPLAINED: dict[tuple[str, str, str], str] = {
     (f"{BACKENDS}/relations.py", "processes: int = 1) -> None:", "processes: int = 2) -> None:"):
         "equivalent: the default of Relations.finish, which never reads `processes` (it joins the runs' parts "
         "and writes each filter's files in the build's own process)",
-    (f"{BACKENDS}/ordering.py", "rank_of = {key: rank for rank, key in enumerate(distinct, 1)}",
-     "rank_of = {key: rank for rank, key in enumerate(distinct, 2)}"):
-        "equivalent: ranks are only compared (the sorted and ties files are made from them, the hosts compare "
-        "them): numbered from 2 they keep every order, None's 0 still first",
     (f"{BACKENDS}/ordering.py", "return (0,) if value is None else (1, sort_key(kind, value))",
      "return (1,) if value is None else (1, sort_key(kind, value))"):
         "equivalent: (1,) is a prefix of every value's key (1, k), so a record without a value still sorts first",

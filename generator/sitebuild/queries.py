@@ -119,7 +119,8 @@ def _write_query_indexes(job: Job, processes: int) -> None:
         before = _made(job.previous, name)
         runs = _runs(job.counts[name], processes)
         parts = _parts_by_bounds(before, made_with)
-        if len(runs) > 1:  # (forked: a run's indexers use no polars, whose threads a fork leaves behind: it would hang)
+        # (forked: a run's indexers use no polars, whose threads a fork leaves behind: it would hang)
+        if len(runs) > 1:
             with ProcessPoolExecutor(len(runs), mp_context=multiprocessing.get_context("fork")) as pool:
                 kept = [path for run in pool.map(_collect, *zip(*[(job, name, run, parts) for run in runs])) for path in run]
         else:
