@@ -33,8 +33,7 @@ def fsync_dir(path: Path) -> None:
 def no_cycle_collector() -> Iterator[None]:
     """Python's cyclic garbage collector off within (and in the processes forked there): a
     build's records, keys and parts make no reference cycles, and the collector, run again
-    and again as millions of objects are made, walks every object held each time (at a
-    million books, the query indexes' parts unpickled in 9.3 s with it, 3.6 s without)."""
+    and again as millions of objects are made, walks every object held each time."""
     collecting = gc.isenabled()
     gc.disable()
     try:
