@@ -26,6 +26,7 @@ def test_numbers_sort_by_their_exact_values():
     assert sorted(range(len(values)), key=lambda at: sort_key("number", values[at])) == [4, 1, 5, 2, 0, 3]
     assert sort_key("number", 0.1) == Decimal("0.1") and sort_key("number", 2.0) == 2
 
+
 KEYS = st.one_of(st.lists(st.none() | st.text(max_size=3)),  # (astral, combining, surrogate-free: any code point)
                  st.lists(st.none() | st.integers(-2 ** 64, 2 ** 64)),  # (past int64's ends: Python's path)
                  st.lists(st.none() | st.integers(-9, 9) | st.decimals(allow_nan=False, allow_infinity=False, places=2)))
