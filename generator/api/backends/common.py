@@ -173,6 +173,18 @@ def related_records(document: dict, relation: str) -> list[dict]:
     return [] if related is None else related if isinstance(related, list) else [related]
 
 
+def joined_texts(texts: list[str]) -> bytes:
+    """Texts kept for a build's later step as one run: NUL between them, in UTF-8 (the
+    catalogue's texts hold no NUL), cut apart again by texts_apart."""
+    return NUL.join(texts).encode()
+
+
+def texts_apart(pl, runs: list[bytes]) -> Any:
+    """Runs of joined_texts (each of one text or more), their texts in order as one polars
+    String series: cut apart by polars, never made Python strings again."""
+    return pl.Series(runs, dtype=pl.Binary).cast(pl.String).str.split(NUL).explode()
+
+
 def related_id(document: dict) -> str:
     """The id of an embedded record: its `id`, else the last UUID in its `url`."""
     return document["id"] if "id" in document else UUID_IN_URL.findall(document["url"])[-1]

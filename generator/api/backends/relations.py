@@ -23,8 +23,8 @@ import orjson
 from ...catalogue.querying import FILTERS, is_to_many, relations
 from ...catalogue.resources import BY_NAME, RESOURCES, Resource
 from ..querystring import digit_value, trimmed
-from .common import (NUL, Backend, Change, Edit, NUL_MESSAGE, Flush, Reader, Records, Rejected, Request, query_dir,
-                     related_id, related_records)
+from .common import (NUL, Backend, Change, Edit, NUL_MESSAGE, Flush, Reader, Records, Rejected, Request, joined_texts,
+                     query_dir, related_id, related_records, texts_apart)
 
 ID_PREFIX = 2  # characters of an id that name its filter file
 # Django's and django-filter's words, with {value} for the value as given.
@@ -123,8 +123,8 @@ def referring(request: Request, relation: str, id: str) -> list[int] | None:
 
 
 class Referred:
-    """A run of records' references, by relation: the related ids one after another, joined by
-    NUL (no id holds one), and the position of the record referring with each, in order (a
+    """A run of records' references, by relation: the related ids one after another (joined:
+    common.joined_texts), and the position of the record referring with each, in order (a
     record's repeats of an id once). Flat, so that the finish groups millions of them by
     columns, not an id at a time."""
 
@@ -158,7 +158,7 @@ class Referred:
         return id
 
     def close(self) -> dict[str, tuple[bytes, array]]:
-        return {relation: ("\0".join(ids).encode(), self.positions[relation]) for relation, ids in self.ids.items()}
+        return {relation: (joined_texts(ids), self.positions[relation]) for relation, ids in self.ids.items()}
 
 
 def write_filter(name: str, flush: Flush, relation: str, parts: list[tuple[bytes, array]], ids: Iterable[str]) -> None:
@@ -168,8 +168,7 @@ def write_filter(name: str, flush: Flush, relation: str, parts: list[tuple[bytes
     import polars as pl  # (here: a request, and a build without filters, do without it)
 
     referring = pl.DataFrame({
-        "id": pl.Series([data for data, positions in parts if positions], dtype=pl.Binary).cast(pl.String)
-        .str.split("\0").explode(),
+        "id": texts_apart(pl, [data for data, positions in parts if positions]),
         "positions": numpy.concatenate([numpy.zeros(0, numpy.int64)] + [numpy.frombuffer(positions, numpy.uint32)
                                                                          for _, positions in parts if positions])})
     every = pl.DataFrame({"id": pl.Series(list(ids), dtype=pl.String)})

@@ -170,7 +170,8 @@ from typing import Any, Callable, Iterable, Iterator, NamedTuple, Sequence
 import numpy
 
 from ...catalogue.querying import NORMALISE, SEARCH, SearchField, search_field
-from .common import NUL, SPACES, Flush, Missing, Reader, Records, Request, fold, query_dir, related_records
+from .common import (NUL, SPACES, Flush, Missing, Reader, Records, Request, fold, joined_texts, query_dir,
+                     related_records, texts_apart)
 
 ROOT, BRANCH_DIR, LEAF_DIR, POSTINGS_DIR = "root.bin", "branch", "leaf", "post"
 ROOT_MAGIC, BRANCH_MAGIC, LEAF_MAGIC, POSTINGS_MAGIC = b"TIR1", b"TIB1", b"TIL2", b"TIP1"
@@ -557,7 +558,7 @@ class _Column:
         there (a million books' tens of millions of texts never Python strings again)."""
         runs = [run for run in self._joined(kind) if run.count]
         if all(isinstance(run.texts, bytes) for run in runs):
-            return pl.Series([run.texts for run in runs], dtype=pl.Binary).cast(pl.String).str.split(NUL).explode()
+            return texts_apart(pl, [run.texts for run in runs])
         return pl.Series([text for run in runs for text in run.apart()], dtype=pl.String)
 
     def _joined(self, kind: str) -> "list[_Joined]":
@@ -575,15 +576,15 @@ class _Column:
 
 
 class _Joined(NamedTuple):
-    """Texts one after another: NUL between them, in UTF-8, or (where some text holds a NUL:
-    not the catalogue's, which refuses it) the list of them; and how many."""
+    """Texts one after another (common.joined_texts), or (where some text holds a NUL: not the
+    catalogue's, which refuses it) the list of them; and how many."""
     texts: bytes | list[str]
     count: int
 
     @classmethod
     def of(cls, texts: list[str]) -> "_Joined":
-        joined = NUL.join(texts)
-        return cls(joined.encode() if joined.count(NUL) == len(texts) - 1 else texts, len(texts))
+        data = joined_texts(texts)
+        return cls(data if data.count(NUL.encode()) == len(texts) - 1 else texts, len(texts))
 
     def apart(self) -> list[str]:
         return self.texts.decode().split(NUL) if isinstance(self.texts, bytes) else self.texts
