@@ -41,6 +41,7 @@ from .state import VERSION as STATE_VERSION, state_dir
 
 PART_PAGES = 256  # pages of the default size whose records' parts are kept as one file of the state
 PARTS_FORMAT = b"5"  # bump when what an indexer's close() gives changes for the same records, or how it is kept
+RUNS_EACH = 4  # runs of records a process reads, at most (where more than one process reads)
 EDIT_STRETCHES = 4  # stretches changed at most where the indexes are edited (backends that can), not made again
 
 
@@ -121,7 +122,7 @@ def _write_query_indexes(job: Job, processes: int) -> None:
         parts = _parts_by_bounds(before, made_with)
         # (forked: a run's indexers use no polars, whose threads a fork leaves behind: it would hang)
         if len(runs) > 1:
-            with ProcessPoolExecutor(len(runs), mp_context=multiprocessing.get_context("fork")) as pool:
+            with ProcessPoolExecutor(min(len(runs), processes), mp_context=multiprocessing.get_context("fork")) as pool:
                 kept = [path for run in pool.map(_collect, *zip(*[(job, name, run, parts) for run in runs])) for path in run]
         else:
             kept = _collect(job, name, runs[0], parts)
@@ -214,9 +215,10 @@ def _carry(job: Job, folder: str, skip: Iterable[str] = ()) -> None:
 
 
 def _runs(count: int, processes: int) -> list[tuple[int, int]]:
-    """Runs of whole blocks of records, one a process."""
+    """Runs of whole blocks of records, RUNS_EACH a process where there are blocks enough (a
+    process free takes the next: runs' costs differ, and one process was left waiting)."""
     blocks = len(common.blocks(count))
-    share = -(-blocks // processes)  # (more processes than blocks: a block each)
+    share = -(-blocks // (processes * RUNS_EACH if processes > 1 else 1))  # (more runs than blocks: a block each)
     return [(first * common.BLOCK, min(first + share, blocks) * common.BLOCK) for first in range(0, blocks, share)]
 
 

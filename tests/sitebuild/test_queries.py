@@ -305,6 +305,7 @@ def test_a_build_with_other_processes_makes_again_only_the_stretches_the_runs_cu
 
     monkeypatch.setattr(queries, "PART_PAGES", 3)  # (36 records a stretch)
     monkeypatch.setattr(common, "BLOCK", 128)  # (400 books: two runs of two blocks, their seam at 256, in a stretch)
+    monkeypatch.setattr(queries, "RUNS_EACH", 1)
     site = tmp_path / "site"
 
     def parts() -> dict[str, int]:
