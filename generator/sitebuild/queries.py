@@ -33,11 +33,11 @@ from typing import Iterable, Iterator
 import orjson
 
 from ..api.backends import common, configured, indexing
-from ..api.urls import PAGE_BUCKET, page_file
+from ..api.urls import BY_NAME, PAGE_BUCKET, page_file
 from ..catalogue.settings import Settings
 from ..system import no_cycle_collector
 from .publish import Generation, Site, same_bytes
-from .state import VERSION as STATE_VERSION, state_dir
+from .state import VERSION as STATE_VERSION, published_ids, state_dir
 
 PART_PAGES = 256  # pages of the default size whose records' parts are kept as one file of the state
 PARTS_FORMAT = b"5"  # bump when what an indexer's close() gives changes for the same records, or how it is kept
@@ -112,7 +112,7 @@ def _write_query_indexes(job: Job, processes: int) -> None:
 
     def ids_of(target: str) -> list[str]:
         if target not in ids:
-            ids[target] = [common.related_id(d) for page in job.pages(target) for d in page]
+            ids[target] = published_ids(job.generation.root, BY_NAME[target].collection)
         return ids[target]
 
     made_with = _made_with(job)

@@ -235,6 +235,12 @@ def keep(generation_root: Path, scratch: Path, incremental: Incremental, publish
     (directory / COUNTS).write_bytes(orjson.dumps(published))
 
 
+def published_ids(generation_root: Path, collection: str) -> list[str]:
+    """The ids of a collection's published records, in order, from the keys kept (`keep`)."""
+    keys = Keys.joined(part_files(state_dir(generation_root), keys_name(collection)))
+    return list(compress(keys.id_list(0, len(keys)), keys.published))
+
+
 class Reused(NamedTuple):  # (a million are made: a tuple is made fastest)
     """A row the previous build had, taken over without checking or rendering it again."""
     id: str
