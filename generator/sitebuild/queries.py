@@ -61,13 +61,6 @@ class Job:
         else:
             self.generation.write(path, data)
 
-    def pages(self, name: str, start: int = 0, stop: int | None = None) -> Iterator[list[dict]]:
-        """The documents of a collection's records start..stop, in order, a page's at a time,
-        from its default pages."""
-        stop = self.stop(name, stop)
-        for offset, data in self.page_bytes(name, start, stop):
-            yield self.documents(data, offset, start, stop)
-
     def read_previous(self, path: str) -> bytes | None:
         """A file of the previous generation (None: it has none)."""
         try:

@@ -198,7 +198,7 @@ INLINE, FILE = 0, 1
 LOW = 0xFFFF
 PARALLEL_MIN = 4096  # keys for which the writer uses more than one process
 SHARES = 8  # ranges of the keys a process (a process free takes the next: ranges' costs differ)
-CODE_COST = 12  # codes of a key's sources that cost its writer as much as one more key (measured)
+CODE_COST = 12  # codes of a key's sources that cost its writer as much as one more key (measured: ~1 µs)
 SPLIT_BITS = 12  # a postings file (and a leaf) ends after a key whose CRC-32 has these low bits zero
 SPLIT_MASK = (1 << SPLIT_BITS) - 1
 VECTOR_MIN = 64  # positions of a set encoded or decoded with vector operations (fewer: a loop is quicker)
@@ -728,10 +728,10 @@ class TermIndexWriter:
 
 def _ranges(table: "_KeyTable", shares: int) -> list[tuple[int, int]]:
     """The table's entries cut in about `shares` ranges of about the same cost each (a key
-    costs as much as CODE_COST of its codes: the letters' keys, a few hundred holding most
-    of the codes, are a range of their own), each ending after a key whose CRC-32 has its
-    low SPLIT_BITS bits zero (where a postings file and a leaf end: the ranges written
-    apart make one writer's files)."""
+    costs its writer as much as CODE_COST of its sources' codes: the letters' few thousand
+    keys, which hold most of the codes, cost as much as millions of pairs' keys), each
+    ending after a key whose CRC-32 has its low SPLIT_BITS bits zero (where a postings file
+    and a leaf end: the ranges written apart make one writer's files)."""
     starts = table.key_starts(0, len(table))
     keys = len(starts) - 1
     if keys < PARALLEL_MIN:
