@@ -349,11 +349,16 @@ def main() -> None:
     if quiet.unsettled:
         print(f"(the disk was not quiet: {quiet.unsettled:.0f} s of waiting for I/O pressure to settle ran out; "
               "the figures are of a busy machine)", flush=True)
-    # Deleting a large tree slows the file system for minutes: only after measuring, in a
-    # process of its own at the lowest priority (this run's trees only: another may be at work).
-    trees = [str(tree) for row in rows for tree in row["trees"]]
-    marker = str(args.workdir.absolute() / "deleting")  # (settle() waits for it)
-    subprocess.Popen([sys.executable, "-c", DELETE, marker, *trees], start_new_session=True,
+    delete_in_background(args.workdir, [tree for row in rows for tree in row["trees"]])
+
+
+def delete_in_background(work: Path, trees: list) -> None:
+    """Deleting a large tree slows the file system for minutes: only after measuring, in a
+    process of its own at the lowest priority (this run's trees only: another may be at work),
+    marked in `work` so that the next timed run waits until it is over and SETTLE seconds
+    old (settle())."""
+    marker = str(work.absolute() / "deleting")
+    subprocess.Popen([sys.executable, "-c", DELETE, marker, *map(str, trees)], start_new_session=True,
                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     print(f"deleting {len(trees)} trees in the background (the disk stays slower until it is done)",
           file=sys.stderr)

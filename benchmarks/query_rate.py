@@ -37,7 +37,7 @@ from urllib.parse import urlencode
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
-from bench import Quiet, edit_one_title, run_build, settle, settled_deletion  # noqa: E402
+from bench import Quiet, delete_in_background, edit_one_title, run_build, settle, settled_deletion  # noqa: E402
 from workload import catalogue  # noqa: E402
 from servers import Server  # noqa: E402
 from generator.api.urls import CURRENT, QUERY_DIR  # noqa: E402
@@ -195,7 +195,7 @@ def main() -> None:
         with (data / "site.yaml").open("a", encoding="utf-8") as f:
             f.write(SETTINGS)
     quiet = Quiet(most=args.quiet_within)
-    settle(args.workdir)  # (make bench: bench.py's trees may still be being deleted, in the background)
+    settle(args.workdir)  # (an earlier run's trees, bench.py's or this one's, may still be being deleted in the background)
     if args.edit_site:
         report_edit(*edit(data, args.edit_site, quiet))
         return
@@ -214,9 +214,8 @@ def main() -> None:
         if not args.no_serve:
             serve(data, site, args.books, args.repeat)
     finally:
-        for built in (plain_site, site):
-            if not args.keep:
-                shutil.rmtree(built, ignore_errors=True)
+        if not args.keep:  # (the next timed run, this one's or another benchmark's, waits for it: settle())
+            delete_in_background(args.workdir, [plain_site, site])
 
 
 MB = 2 ** 20
