@@ -206,6 +206,11 @@ EXPLAINED: dict[tuple[str, str, str], str] = {
      "_OWNER_SHIFT = 41  # (an entry's codes united, sorted with it in the bits above: up to 2**24 records)"):
         "equivalent: any shift above the codes' 40 bits keeps each entry's codes apart and in order, while the "
         "entries of a batch (KEY_BATCH keys) stay under 2**22",
+    (f"{BACKENDS}/search_index.py",
+     "placed = numpy.where(run < 0, numpy.arange(count) + leaf.keys, numpy.arange(count) - run)",
+     "placed = numpy.where(run < 1, numpy.arange(count) + leaf.keys, numpy.arange(count) - run)"):
+        "equivalent: run is -1 or the place of a key that begins a leaf, never 0 (begins[0] stays False: the "
+        "batch's first key continues the leaf before it), so < 0 and < 1 pick the same keys",
     (f"{BACKENDS}/search_index.py", "self.writer = TermIndexWriter(query[SEARCH][name], 0, first=first)",
      "self.writer = TermIndexWriter(query[SEARCH][name], 1, first=first)"):
         "equivalent: a run's writer only gathers its records' columns (close() gives them to the collection's "

@@ -192,15 +192,33 @@ def test_adversarial_values_and_terms(made, terms, normalise, plan, inline):
     assert list(built.search(terms, **plan).records) == reference(made, SPECS, terms, normalise)
 
 
+SPACED_TITLES = ["a  w", "a w", "xa\tw y", " w z", "w  ", "ab  wq", "q \u00a0w", "a\u2003 w  b"]
+SPACED_TERMS = ["  w", " w", "a  w", "a w", "a ", "w  ", "\tw", "a\tw", "  w ", " \u00a0w", "\u2003 w  ", "w  b"]
+
+
+@pytest.mark.parametrize("term", SPACED_TERMS)
+def test_terms_with_runs_of_white_space_as_quotes_keep_them(term):
+    """A phrase's white space first, last, several characters long or of several kinds."""
+    made = [{"title": title, "isbn": None, "authors": [], "publishers": []} for title in SPACED_TITLES]
+    expected = reference(made, ["title"], [term], None)
+    for plan, inline in itertools.product(PLANS, INLINE):
+        assert list(Built(made, ["title"], None, inline).search([term], **plan).records) == expected, plan
+
+
 def test_a_rare_word_reads_the_root_a_branch_and_a_leaf(monkeypatch):
     made = [{"title": f"w{n} common", "isbn": None, "authors": [], "publishers": []} for n in range(3000)]
     for branch_mask, objects in ((0xFFFFFFFF, 2), (1, 3)):  # (one branch: the root lists the leaves; several)
         monkeypatch.setattr(ti, "BRANCH_MASK", branch_mask)
         built = Built(made, ["title"])
-        found = built.search(["w1234"])
+        read: dict[str, int] = {}
+
+        def reader(path: str) -> bytes | None:
+            read[path] = len(built.files.get(path) or b"")
+            return built.files.get(path)
+        found = ti.search(reader, ["w1234"], built.values)
         assert list(found.records) == [1234]
-        assert found.index_objects == objects and found.checked == 0
-        assert found.index_bytes < 8000 * objects  # (no file lists every leaf)
+        assert found.index_objects == len(read) == objects and found.checked == 0
+        assert found.index_bytes == sum(read.values()) < 8000 * objects  # (no file lists every leaf)
 
 
 def test_thirty_words_read_few_files():
