@@ -201,8 +201,8 @@ def test_terms_with_runs_of_white_space_as_quotes_keep_them(term):
     """A phrase's white space first, last, several characters long or of several kinds."""
     made = [{"title": title, "isbn": None, "authors": [], "publishers": []} for title in SPACED_TITLES]
     expected = reference(made, ["title"], [term], None)
-    for plan, inline in itertools.product(PLANS, INLINE):
-        assert list(Built(made, ["title"], None, inline).search([term], **plan).records) == expected, plan
+    for index, plan in itertools.product([Built(made, ["title"], None, inline) for inline in INLINE], PLANS):
+        assert list(index.search([term], **plan).records) == expected, plan
 
 
 def test_a_rare_word_reads_the_root_a_branch_and_a_leaf(monkeypatch):
@@ -213,8 +213,9 @@ def test_a_rare_word_reads_the_root_a_branch_and_a_leaf(monkeypatch):
         read: dict[str, int] = {}
 
         def reader(path: str) -> bytes | None:
-            read[path] = len(built.files.get(path) or b"")
-            return built.files.get(path)
+            data = built.files.get(path)
+            read[path] = len(data or b"")
+            return data
         found = ti.search(reader, ["w1234"], built.values)
         assert list(found.records) == [1234]
         assert found.index_objects == len(read) == objects and found.checked == 0
