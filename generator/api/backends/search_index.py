@@ -53,7 +53,7 @@ Keys. Every fact is an entry under a key: one kind letter then a string.
 - `P` + c + y + u: c the last character of such a run, y the token after it and u the run
   after y ("" at the end): a word w after one white space character c is in a value iff
   the keys starting with "P" + c + w hold it; with white space t after it, "P" + c + w +
-  t. (Both written by _pair_entries.)
+  t. (Both made by _field_keys from _split's pairs.)
 Keys sort by their UTF-8 bytes (that is, by code point).
 
 Postings (the records of one key in one field), a *set*:
@@ -510,21 +510,18 @@ class Postings:
 
 class _Column:
     """What a run of records holds in one column, as it comes (a million records pass here:
-    appended, not looked up): each token, adjacent pair, head and whole value of its values
-    (`texts` of each kind, after those of the runs taken in, `joined`) with its code
-    (`codes`: a position, or of a relation column record << ELEMENT_BITS | element), in the
-    records' order; the codes of the values there are at all. The writer groups them
-    (_KeyTable), by columns: `series` gives a kind's texts as polars reads them."""
-
-    KINDS = ("tokens", "pairs", "heads", "wholes")
+    appended, not looked up): each value there is (`texts`, after those of the runs taken
+    in, `joined`) with its code (`codes`: a position, or of a relation column record <<
+    ELEMENT_BITS | element), in the records' order. The writer cuts them into tokens, pairs
+    and heads (_split) and groups them (_KeyTable), by columns: `series` gives the values as
+    polars reads them."""
 
     def __init__(self, relation: bool) -> None:
         self.relation = relation
         self.lookups: set[str] = set()
-        self.any = array("Q" if relation else "I")
-        self.texts: dict[str, list[str]] = {kind: [] for kind in self.KINDS}
-        self.joined: dict[str, list[_Joined]] = {kind: [] for kind in self.KINDS}
-        self.codes: dict[str, array] = {kind: array(self.any.typecode) for kind in self.KINDS}
+        self.texts: list[str] = []
+        self.joined: list[_Joined] = []
+        self.codes = array("Q" if relation else "I")
 
     def add(self, first: int, run: list[list[str | None]]) -> None:
         """The values of a run of records from `first` (tight loops: a million records pass here)."""
@@ -536,44 +533,31 @@ class _Column:
                      for element, value in enumerate(values) if value is not None]
         else:
             coded = [(position, values[0]) for position, values in enumerate(run, first) if values]
-        self.any.extend([code for code, _ in coded])
-        if "contains" in self.lookups:
-            self._post("tokens", [(code, token) for code, value in coded for token in set(value.split())])
-            self._post("pairs", [(code, pair) for code, value in coded for pair in adjacent_pairs(value)])
-        if "startswith" in self.lookups:
-            self._post("heads", [(code, value.split(None, 1)[0]) for code, value in coded
-                                 if value and not value[0].isspace()])
-        if "exact" in self.lookups:
-            self._post("wholes", coded)
+        self.texts += [value for _, value in coded]
+        self.codes.extend([code for code, _ in coded])
 
     def merge(self, later: "_Column") -> None:
         """The column of the run of records that follows this one's, taken in."""
-        self.any.extend(later.any)
-        for kind in self.KINDS:
-            self.joined[kind] = self._joined(kind) + later._joined(kind)
-            self.texts[kind] = []
-            self.codes[kind].extend(later.codes[kind])
+        self.joined, self.texts = self._joined() + later._joined(), []
+        self.codes.extend(later.codes)
 
-    def series(self, pl, kind: str) -> "Any":
-        """A kind's texts, in order, as a polars String series: the runs' joined texts cut apart
-        there (a million books' tens of millions of texts never Python strings again)."""
-        runs = [run for run in self._joined(kind) if run.count]
+    def frame(self, pl) -> "Any":
+        """The values (v) and their codes (code), in order, as a polars frame: the runs'
+        joined texts cut apart there (a million books' values never Python strings again)."""
+        runs = [run for run in self._joined() if run.count]
         if all(isinstance(run.texts, bytes) for run in runs):
-            return texts_apart(pl, [run.texts for run in runs])
-        return pl.Series([text for run in runs for text in run.apart()], dtype=pl.String)
+            texts = texts_apart(pl, [run.texts for run in runs])
+        else:
+            texts = pl.Series([text for run in runs for text in run.apart()], dtype=pl.String)
+        return pl.DataFrame({"v": texts, "code": _int64(self.codes)})
 
-    def _joined(self, kind: str) -> "list[_Joined]":
-        return self.joined[kind] + [_Joined.of(self.texts[kind])] if self.texts[kind] else self.joined[kind]
-
-    def _post(self, kind: str, coded: list[tuple[int, str]]) -> None:
-        self.texts[kind] += [text for _, text in coded]
-        self.codes[kind].extend([code for code, _ in coded])
+    def _joined(self) -> "list[_Joined]":
+        return self.joined + [_Joined.of(self.texts)] if self.texts else self.joined
 
     def __getstate__(self) -> dict:
-        """Each kind's texts joined (pickled a string each, a run's million strings cost more
-        than their characters)."""
-        return {**self.__dict__, "texts": {kind: [] for kind in self.KINDS},
-                "joined": {kind: self._joined(kind) for kind in self.KINDS}}
+        """The texts joined (pickled a string, a run's million strings cost more than their
+        characters)."""
+        return {**self.__dict__, "texts": [], "joined": self._joined()}
 
 
 class _Joined(NamedTuple):
@@ -774,10 +758,10 @@ class _KeyTable:
         docstring), by columns (polars: a million books' index has millions of keys)."""
         import polars  # (here: a build without search, and every request, does without it)
 
-        sources = _Sources(polars)
+        sources = _Sources(polars, fields, columns)
         by_kind: dict[str, list] = {}
         for number, field in enumerate(fields):
-            for kind, frame in _field_keys(polars, number, field, columns[field.column], sources):
+            for kind, frame in _field_keys(polars, number, field, sources):
                 by_kind.setdefault(kind, []).append(frame)
         # (a kind's keys after another's, as their letters sort: a kind at a time, the least memory)
         runs = [_sorted_run(polars, by_kind[kind]) for kind in sorted(by_kind)]
@@ -876,28 +860,31 @@ def _sorted_run(pl, frames: list) -> tuple:
 
 
 class _Sources:
-    """The sources of an index's keys (_KeyTable), numbered: each distinct token, pair, head
-    or whole value of a column, or a column's every value (the `A` key's), with its codes."""
+    """The sources of an index's keys (_KeyTable), numbered: each distinct text of a kind
+    (_split) a column's values make for its fields' lookups (_LOOKUP_KINDS), with its codes.
+    The columns' values are cut and grouped by kind at once (polars runs them side by side)."""
 
-    def __init__(self, pl) -> None:
+    def __init__(self, pl, fields: list[SearchField], columns: dict[str, _Column]) -> None:
         self.pl = pl
-        self.held: list = []  # (each run's codes, a list of them a source)
-        self.count = 0
-
-    def of(self, texts: "Any", codes: array) -> "Any":
-        """A lazy frame of the distinct texts (t: a polars String series) and their sources'
-        numbers (src)."""
-        pl = self.pl
-        grouped = pl.DataFrame({"t": texts, "code": _int64(codes)}).group_by("t").agg("code")
+        values = {name: column.frame(pl).lazy() for name, column in columns.items()}
+        wanted = list(dict.fromkeys((field.column, kind) for field in fields for kind in _LOOKUP_KINDS[field.lookup]))
+        grouped = pl.collect_all([_split(pl, values[column], kind).group_by("t").agg("code") for column, kind in wanted])
         # (within a group polars keeps the rows' order: each text's codes in the records' order, each once)
-        first, self.count = self.count, self.count + grouped.height
-        self.held.append(grouped["code"])
-        return grouped.lazy().select("t", src=pl.int_range(first, self.count, dtype=pl.Int64))
+        self.held = [frame["code"] for frame in grouped]  # (a list of codes a source)
+        self.frames: dict[tuple[str, str], Any] = {}
+        self.count = 0
+        for found, frame in zip(wanted, grouped):
+            first, self.count = self.count, self.count + frame.height
+            self.frames[found] = frame.lazy().select("t", src=pl.int_range(first, self.count, dtype=pl.Int64))
+
+    def of(self, column: str, kind: str) -> "Any":
+        """A lazy frame of a kind's distinct texts in a column (t) and their sources' numbers (src)."""
+        return self.frames[column, kind]
 
     def arrays(self) -> tuple[numpy.ndarray, numpy.ndarray]:
         """Every source's codes one after another, and where each starts (and the last ends)."""
         held = numpy.zeros(self.count + 1, numpy.int64)
-        if not self.held:
+        if not self.count:
             return numpy.zeros(0, numpy.int64), held
         runs = self.pl.concat(self.held)
         numpy.cumsum(runs.list.len().to_numpy(), out=held[1:])
@@ -909,15 +896,44 @@ def _int64(codes: array) -> numpy.ndarray:
 
 
 _SPACE = "[" + "".join(f"\\x{{{ord(c):X}}}" for c in SPACES) + "]"  # (WHITE's class, as polars' patterns write it)
+_TOKEN = f"[^{_SPACE[1:-1]}]+"  # (what str.split() gives)
+_PAIR = f"[^{_SPACE[1:-1]}]*{_SPACE}+[^{_SPACE[1:-1]}]*{_SPACE}*"  # (L + s + R + t, from a token on)
 _PAIR_PARTS = f"^([^{_SPACE[1:-1]}]*)({_SPACE}+)([^{_SPACE[1:-1]}]*)"  # (an adjacent pair's L, s and R)
 
 
-def _field_keys(pl, number: int, field: SearchField, column: _Column, sources: _Sources) -> list[tuple[str, Any]]:
+_LOOKUP_KINDS = {"exact": ("wholes",), "startswith": ("any", "heads"), "contains": ("any", "tokens", "pairs")}
+
+
+def _split(pl, values: "Any", kind: str) -> "Any":
+    """A column's values and codes (v, code, a lazy frame) as texts of one kind and their
+    codes (t, code), each text of a value once: "" (`any`), the value (`wholes`), its first
+    token where it does not start with white space (`heads`), its tokens as str.split() cuts
+    it (`tokens`), or L + s + R + t for every run s of white space, L the token before it
+    and R the one after it ("" at the value's ends, not both), t the run after R (`pairs`:
+    what a phrase can match across)."""
+    v = pl.col("v")
+    if kind == "any":
+        return values.select(t=pl.lit(""), code="code")
+    if kind == "wholes":
+        return values.select(t=v, code="code")
+    if kind == "heads":
+        return values.select(t=v.str.extract(f"^({_TOKEN})", 1), code="code").drop_nulls("t")
+    if kind == "tokens":
+        texts = v.str.extract_all(_TOKEN)
+    else:  # (a match takes L s R t, the next one starts at the token after R: the pairs from the
+        # first token and every second one after it, then, the first token and run cut off, the others)
+        texts = pl.concat_list(v.str.extract_all(_PAIR), v.str.replace(f"^[^{_SPACE[1:-1]}]*{_SPACE}+", "")
+                               .str.extract_all(_PAIR))
+    found = values.select(t=texts.list.unique(), code="code").explode("t").drop_nulls("t")
+    return found.filter(pl.col("t").str.contains(_TOKEN)) if kind == "pairs" else found
+
+
+def _field_keys(pl, number: int, field: SearchField, sources: _Sources) -> list[tuple[str, Any]]:
     """The lazy frames (key, field number, source) of one field's keys, by kind (the module's
     docstring): `E` of an `=` field; `A`, then `S`, `G` and `P` of a `contains` field, `H`
     and `G` of a `^` field."""
     def frame(kind: str) -> "pl.LazyFrame":
-        return sources.of(column.series(pl, kind), column.codes[kind])
+        return sources.of(field.column, kind)
 
     def keyed(found: "pl.LazyFrame", kind: str, text: "pl.Expr") -> tuple[str, "pl.LazyFrame"]:
         return kind, found.select(key=pl.lit(kind) + text, number=pl.lit(number, pl.UInt16), src="src")
@@ -927,10 +943,7 @@ def _field_keys(pl, number: int, field: SearchField, column: _Column, sources: _
 
     if field.lookup == "exact":
         return [keyed(frame("wholes"), EXACT, pl.col("t"))]
-    found = []
-    if len(column.any):
-        found.append(keyed(sources.of(pl.repeat("", len(column.any), dtype=pl.String, eager=True), column.any),
-                           ANY, pl.lit("")))
+    found = [keyed(frame("any"), ANY, pl.lit(""))]
     text, at = pl.col("t"), pl.col("at")
     length = text.str.len_chars().cast(pl.Int64)  # (unsigned, it would wrap below zero)
     if field.lookup == "startswith":
@@ -990,14 +1003,6 @@ def _listing(named: list[tuple[bytes, int]]) -> bytes:
     for first, name in named:
         put_varint(keys.put(first), name)
     return keys.encoded()
-
-
-def adjacent_pairs(value: str) -> set[str]:
-    """L + s + R + t for every run of white space s in a value, L the token before it ("" at
-    the value's start), R the token after it ("" at its end) and t the run after R (none at
-    the end): what a phrase can match across."""
-    parts = WHITE.split(value)
-    return {"".join(parts[at:at + 4]) for at in range(0, len(parts) - 2, 2) if parts[at] or parts[at + 2]}
 
 
 _FORKED: "tuple[TermIndexWriter, _KeyTable] | None" = None  # (what finish's processes read)
@@ -2069,9 +2074,9 @@ def readers(fields: Iterable[SearchField]) -> dict[str, SearchField]:
 
 
 class Indexer:
-    """A run of records' keys, read a page at a time in order from the record at `first`
-    (in a process of the run's own: its values are split into keys there); `close()` gives
-    them (picklable) to `finish`."""
+    """A run of records' folded values, read a page at a time in order from the record at
+    `first` (in a process of the run's own); `close()` gives them (picklable) to `finish`,
+    which cuts them into keys by columns."""
 
     def __init__(self, name: str, query: dict, first: int) -> None:
         self.normalise = query.get(NORMALISE)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import itertools
 import random
+import re
 import zlib
 from array import array
 from pathlib import Path
@@ -18,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from generator.api.backends import index_files, select, search_index as ti
-from generator.api.backends.common import fold
+from generator.api.backends.common import SPACES, fold
 from generator.api.backends.search import smart_terms
 from generator.catalogue import synth
 
@@ -319,6 +320,29 @@ def test_runs_merged_and_ranges_written_by_processes_give_the_same_files(catalog
         files.clear()
         merged().finish(files.__setitem__, processes=3)
         assert files == whole
+
+
+def python_cut(value: str) -> dict[str, set[str]]:
+    """What _split makes of one value, as plain Python says it (the index's module docstring)."""
+    parts = re.split(f"([{re.escape(SPACES)}]+)", value)  # (tokens at even places: "" before or after white space at an end)
+    return {"any": {""}, "wholes": {value}, "tokens": set(value.split()),
+            "heads": {value.split(None, 1)[0]} if value and not value[0].isspace() else set(),
+            "pairs": {"".join(parts[at:at + 4]) for at in range(0, len(parts) - 2, 2) if parts[at] or parts[at + 2]}}
+
+
+@settings(max_examples=200)
+@given(st.lists(st.text("ab\u06a9 \t\n\u00a0\u2003\u3000\x1c\x85\u200b", max_size=12), max_size=8))
+def test_values_cut_by_columns_as_python_cuts_each(texts):
+    """_split's tokens, pairs and heads of a column's values (regular expressions over the
+    whole column) are each value's as str.split() and the pairs' definition make them, each
+    once: white space of every kind Python's takes (not U+200B), first, last, alone, in runs."""
+    import polars as pl
+    values = pl.DataFrame({"v": texts, "code": range(len(texts))}, schema={"v": pl.String, "code": pl.Int64}).lazy()
+    for kind in python_cut("").keys():
+        found = ti._split(pl, values, kind).collect()
+        pairs = list(zip(found["code"].to_list(), found["t"].to_list()))
+        assert len(pairs) == len(set(pairs)), kind
+        assert set(pairs) == {(code, text) for code, value in enumerate(texts) for text in python_cut(value)[kind]}, kind
 
 
 @settings(max_examples=200)
