@@ -187,7 +187,12 @@ def texts_apart(pl, runs: list[bytes]) -> Any:
 
 def related_id(document: dict) -> str:
     """The id of an embedded record: its `id`, else the last UUID in its `url`."""
-    return document["id"] if "id" in document else UUID_IN_URL.findall(document["url"])[-1]
+    if "id" in document:
+        return document["id"]
+    url = document["url"]
+    # (a url ending with its id, and "/": that one; UUIDs cannot overlap, so it is the last)
+    ending = UUID_IN_URL.match(url, max(len(url) - 37, 0))
+    return ending.group() if ending else UUID_IN_URL.findall(url)[-1]
 
 
 # search_normalise: persian (docs/spec/query.md §3): letters and digits folded, marks dropped, ZWNJ a space.

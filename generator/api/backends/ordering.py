@@ -151,6 +151,8 @@ class Keys:
 def sort_key(kind: str, value: Any) -> Any:
     """A value as it sorts: numbers as exact numbers, instants as microseconds since 1970."""
     if kind == "number":
+        if value.__class__ is int:  # (a million books' page counts: as exact already)
+            return value
         number = Decimal(str(value))
         return int(number) if number == number.to_integral_value() else number
     if kind == "instant":

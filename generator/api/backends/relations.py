@@ -135,26 +135,25 @@ class Referred:
         self.count = first
 
     def add(self, documents: list[dict]) -> None:
-        start = self.count
+        start, url_ids = self.count, self.url_ids
         for relation, ids in self.ids.items():
             positions = self.positions[relation]
             for position, document in enumerate(documents, start):
-                related = related_records(document, relation)
-                if related:
-                    found = [self._id(record) for record in related]
-                    if len(found) > 1:
-                        found = list(dict.fromkeys(found))
-                    ids += found
-                    positions.extend([position] * len(found))
+                related = document.get(relation)
+                if not related:
+                    continue
+                if related.__class__ is dict:  # (a to-one relation's)
+                    related = (related,)
+                found = [record["id"] if "id" in record else url_ids.get(record["url"]) or self._id(record)
+                         for record in related]
+                if len(found) > 1:
+                    found = list(dict.fromkeys(found))
+                ids += found
+                positions.extend([position] * len(found))
         self.count += len(documents)
 
     def _id(self, record: dict) -> str:
-        if "id" in record:
-            return record["id"]
-        url = record["url"]
-        id = self.url_ids.get(url)
-        if id is None:
-            id = self.url_ids[url] = related_id(record)
+        id = self.url_ids[record["url"]] = related_id(record)
         return id
 
     def close(self) -> dict[str, tuple[bytes, array]]:

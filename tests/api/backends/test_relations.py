@@ -43,10 +43,12 @@ def test_filters_messages():
 
 
 @pytest.mark.parametrize("url", ["https://h/api/v1/author/{id}/", "/api/v1/author/{id}/", "https://h/api/v1/author/{id}",
-                                 "https://h/api/v1/author/{id}/?format=json", "https://h/{other}/author/{id}/x"])
+                                 "https://h/api/v1/author/{id}/?format=json", "https://h/{other}/author/{id}/x",
+                                 "https://h/{other}{id}/", "{id}/"])
 def test_an_embedded_record_s_id_is_the_last_uuid_of_its_url(url):
     """Its `id` where it has one, else the last UUID in its `url` (also off the usual shape:
-    no trailing slash, a query after it), each group's digits any hex digit, 0 too."""
+    no trailing slash, a query after it, another UUID just before it, nothing before it),
+    each group's digits any hex digit, 0 too."""
     id, other = "0a0b0c0d-0e0f-4000-8a00-000000000001", "ffffffff-ffff-4fff-bfff-ffffffffffff"
     assert related_id({"url": url.format(id=id, other=other)}) == id
     assert related_id({"id": other, "url": url.format(id=id, other=other)}) == other
