@@ -818,11 +818,12 @@ class _KeyTable:
     def union(self, at: int, relation: bool) -> numpy.ndarray:
         """Entry `at`'s codes, its sources' united: marked in a bitmap (of a relation field's,
         a slot for each record's each element), quicker than sorting them."""
-        runs = [self.codes[self.held[source]:self.held[source + 1]]
-                for source in self.sources[self.via[at]:self.via[at + 1]].tolist()]
-        if len(runs) == 1:
-            return runs[0]
-        joined = numpy.concatenate(runs)
+        sources = self.sources[self.via[at]:self.via[at + 1]]
+        starts = self.held[sources]
+        if len(sources) == 1:
+            return self.codes[starts[0]:self.held[sources[0] + 1]]
+        # (a letter's: tens of thousands of sources, gathered at once)
+        joined = self.codes[_ranges_of(starts, self.held[sources + 1] - starts)]
         width = int((joined & ELEMENT_MASK).max()) + 1 if relation else 1  # (a record's slots: one an element)
         slots = (joined >> ELEMENT_BITS) * width + (joined & ELEMENT_MASK) if relation else joined
         present = numpy.zeros(int(slots.max()) + 1, dtype=bool)
@@ -867,8 +868,10 @@ class _Sources:
     def __init__(self, pl, fields: list[SearchField], columns: dict[str, _Column]) -> None:
         self.pl = pl
         values = {name: column.frame(pl).lazy() for name, column in columns.items()}
-        wanted = list(dict.fromkeys((field.column, kind) for field in fields for kind in _LOOKUP_KINDS[field.lookup]))
-        grouped = pl.collect_all([_split(pl, values[column], kind).group_by("t").agg("code") for column, kind in wanted])
+        wanted = list(dict.fromkeys((field.column, kind) for field in fields
+                                    for kind in _LOOKUP_KINDS[field.lookup]))
+        grouped = pl.collect_all([_split(pl, values[column], kind).group_by("t").agg("code")
+                                  for column, kind in wanted])
         # (within a group polars keeps the rows' order: each text's codes in the records' order, each once)
         self.held = [frame["code"] for frame in grouped]  # (a list of codes a source)
         self.frames: dict[tuple[str, str], Any] = {}
