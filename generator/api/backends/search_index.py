@@ -415,33 +415,69 @@ def encode_postings(codes: Sequence[int], relation: bool, count: int) -> tuple[b
     return bytes(out), distinct
 
 
-def encode_many(codes: numpy.ndarray, sizes: numpy.ndarray, relation: bool, count: int) -> list[tuple[bytes, int]]:
+class Encoded(NamedTuple):
+    """Sets encoded one after another (`data`: bytes, each set's `starts` and `sizes` in it)
+    and how many records each holds."""
+    data: numpy.ndarray
+    starts: numpy.ndarray
+    sizes: numpy.ndarray
+    records: numpy.ndarray
+
+    def set(self, at: int) -> bytes:
+        start = int(self.starts[at])
+        return self.data[start:start + int(self.sizes[at])].tobytes()
+
+
+def encode_many(codes: numpy.ndarray, sizes: numpy.ndarray, relation: bool, count: int) -> Encoded:
     """encode_postings of each of many short sets (VECTOR_MIN codes or fewer, one or more: `sizes`
     each, one after another in `codes`), with vector operations across them all (a million
     books' index has millions of sets, most of a few codes: a call a set costs more than its
     bytes)."""
     if not relation:
-        return list(zip(_encode_lists(codes, sizes, count), sizes.tolist()))
+        return Encoded(*_encode_lists(codes, sizes, count), sizes)
     owner = numpy.repeat(numpy.arange(len(sizes)), sizes)
     records, elements = codes >> ELEMENT_BITS, codes & ELEMENT_MASK
     starts = numpy.cumsum(sizes) - sizes
     top = numpy.maximum.reduceat(elements, starts)
     fresh = numpy.ones(len(codes), dtype=bool)  # (a record's first code: codes sort by record, then element)
     fresh[1:] = (records[1:] != records[:-1]) | (owner[1:] != owner[:-1])
-    distinct = numpy.bincount(owner[fresh], minlength=len(sizes)).tolist()
+    distinct = numpy.bincount(owner[fresh], minlength=len(sizes))
     subsets = top + 1  # (each set's records at element 0, 1, .. top: a list each, the empty ones too)
     first = numpy.cumsum(subsets) - subsets
     subset = first[owner] + elements
     order = numpy.argsort(subset, kind="stable")
-    lists = _encode_lists(records[order], numpy.bincount(subset, minlength=int(subsets.sum())), count)
-    return [(bytes(_varint(elements_at)) + b"".join(lists[at:at + elements_at]), records_held)
-            for at, elements_at, records_held in zip(first.tolist(), subsets.tolist(), distinct)]
+    lists, at, lengths = _encode_lists(records[order], numpy.bincount(subset, minlength=int(subsets.sum())), count)
+    # a set: the varint of its subsets, then their lists (one after another in `lists`)
+    body = numpy.add.reduceat(lengths, first)
+    head = _varint_widths(subsets)
+    out = Encoded(numpy.empty(int((head + body).sum()), numpy.uint8), numpy.cumsum(head + body) - head - body,
+                  head + body, distinct)
+    _put_varints(out.data, out.starts, subsets, head)
+    out.data[_ranges_of(out.starts + head, body)] = lists[_ranges_of(at[first], body)]
+    return out
 
 
-def _encode_lists(positions: numpy.ndarray, sizes: numpy.ndarray, count: int) -> list[bytes]:
-    """encode_set of each of runs of sorted positions (of `sizes` each, in order), a list each
-    written at once where its form is a list whose varints are one byte each (most), the
-    others encoded alone."""
+def _varint_widths(values: numpy.ndarray) -> numpy.ndarray:
+    """How many bytes each value's varint takes."""
+    widths = numpy.ones(len(values), numpy.int64)
+    for bits in range(7, 64, 7):
+        widths += values >= 1 << bits
+    return widths
+
+
+def _put_varints(out: numpy.ndarray, at: numpy.ndarray, values: numpy.ndarray, widths: numpy.ndarray) -> None:
+    """Each value's varint (of `widths` bytes) written in `out` where `at` says."""
+    where = _ranges_of(at, widths)
+    byte = where - numpy.repeat(at, widths)
+    last = byte == numpy.repeat(widths, widths) - 1
+    out[where] = (numpy.repeat(values, widths) >> 7 * byte) & 0x7F | numpy.where(last, 0, 0x80)
+
+
+def _encode_lists(positions: numpy.ndarray, sizes: numpy.ndarray, count: int) \
+        -> tuple[numpy.ndarray, numpy.ndarray, numpy.ndarray]:
+    """encode_set of each of runs of sorted positions (of `sizes` each, in order), one after
+    another (bytes, each one's start and size): written at once where its form is a list
+    whose varints are one byte each (most), the others encoded alone."""
     owner = numpy.repeat(numpy.arange(len(sizes)), sizes)
     starts = numpy.cumsum(sizes) - sizes
     high = positions >> 16
@@ -454,7 +490,12 @@ def _encode_lists(positions: numpy.ndarray, sizes: numpy.ndarray, count: int) ->
     listed = 2 * sizes + 8 * numpy.where(sizes > 0, (last + 1 + LOW) // 65536, 0)
     alone = ((count + 7) // 8 < listed) | (counted >= 0x80)
     alone[owner[groups][(high[groups] >= 0x80) | (group_sizes >= 0x80)]] = True
-    lengths = numpy.where(alone, 0, 2 + 2 * counted + 2 * sizes)
+    made = {}
+    for index in numpy.flatnonzero(alone).tolist():
+        made[index] = bytearray()
+        encode_set(positions[starts[index]:starts[index] + sizes[index]].tolist(), count, made[index])
+    lengths = 2 + 2 * counted + 2 * sizes
+    lengths[alone] = [len(data) for data in made.values()]
     at = numpy.cumsum(lengths) - lengths
     out = numpy.zeros(int(lengths.sum()), dtype=numpy.uint8)  # (LIST is 0)
     kept = ~alone
@@ -469,13 +510,9 @@ def _encode_lists(positions: numpy.ndarray, sizes: numpy.ndarray, count: int) ->
     place = (at + 2 + 2 * counted)[owner] + 2 * (numpy.arange(len(positions)) - starts[owner])
     out[place[written]] = positions[written] & 0xFF
     out[place[written] + 1] = positions[written] >> 8 & 0xFF
-    data = out.tobytes()
-    lists = [data[start:stop] for start, stop in zip(at.tolist(), (at + lengths).tolist())]
-    for index in numpy.flatnonzero(alone).tolist():
-        made = bytearray()
-        encode_set(positions[starts[index]:starts[index] + sizes[index]].tolist(), count, made)
-        lists[index] = bytes(made)
-    return lists
+    for index, data in made.items():
+        out[at[index]:at[index] + lengths[index]] = numpy.frombuffer(bytes(data), numpy.uint8)
+    return out, at, lengths
 
 
 @dataclass
@@ -665,18 +702,15 @@ class TermIndexWriter:
             keys = table.keys(bounds[:-1])
             numbers = table.numbers[bounds[0]:bounds[-1]]
             sets = self._sets(table, bounds[0], bounds[-1])
-            data = [encoded for encoded, _ in sets]
-            sizes = numpy.fromiter(map(len, data), numpy.int64, len(data))
             crcs = numpy.fromiter(map(zlib.crc32, keys), numpy.int64, len(keys))
             ends = crcs & LEAF_MASK == 0
             ends[-1] |= bounds[-1] == stop
             layout = _Layout(table, bounds, keys, leaf, ends)
-            inline = sizes <= self.inline_max
-            placed = _postings(chunks, keys, numbers, data, layout.owners, ~inline,
+            inline = sets.sizes <= self.inline_max
+            placed = _postings(chunks, keys, numbers, sets, layout.owners, ~inline,
                                numpy.flatnonzero(crcs & SPLIT_MASK == 0))
-            held = numpy.fromiter((records for _, records in sets), numpy.float64, len(sets))
-            layout.entries(numbers, numpy.frexp(held)[1],  # (each set's size class: its records' bit length)
-                           inline, sizes, b"".join(itertools.compress(data, inline.tolist())), placed)
+            layout.entries(numbers, numpy.frexp(sets.records.astype(numpy.float64))[1],  # (each set's size
+                           inline, sets, placed)  # class: its records' bit length)
             for at in numpy.flatnonzero(ends).tolist():
                 first, encoded = leaf.cut(layout, at, keys)
                 name = _name(names.leaves, first)
@@ -686,28 +720,46 @@ class TermIndexWriter:
         chunks.close()
         return leaves
 
-    def _sets(self, table: "_KeyTable", start: int, stop: int) -> list[tuple[bytes, int]]:
-        """The sets of entries start..stop, encoded (bytes, records): each entry's sources'
-        codes united; the sets of VECTOR_MIN codes or fewer of each kind of field encoded
-        together (encode_many), the longer ones alone, and those of over UNION_ALONE codes
-        before the union (a letter's: most of a million records) united alone too."""
+    def _sets(self, table: "_KeyTable", start: int, stop: int) -> Encoded:
+        """The sets of entries start..stop, encoded: each entry's sources' codes united; the
+        sets of VECTOR_MIN codes or fewer of each kind of field encoded together
+        (encode_many), the longer ones alone, and those of over UNION_ALONE codes before the
+        union (a letter's: most of a million records) united alone too."""
         relation = numpy.array(self.relations, dtype=bool)[table.numbers[start:stop]]
         alone = table.totals(start, stop) > UNION_ALONE
         codes, sizes = table.united(start, stop, ~alone)
         ends = numpy.cumsum(sizes)
-        sets: list = [None] * (stop - start)
+        single: dict[int, tuple[bytes, int]] = {}
         for at in numpy.flatnonzero(alone).tolist():
-            sets[at] = encode_postings(table.union(start + at, bool(relation[at])), bool(relation[at]), self.count)
+            single[at] = encode_postings(table.union(start + at, bool(relation[at])), bool(relation[at]), self.count)
         for at in numpy.flatnonzero((sizes > VECTOR_MIN) & ~alone).tolist():
-            sets[at] = encode_postings(codes[ends[at] - sizes[at]:ends[at]], bool(relation[at]), self.count)
+            single[at] = encode_postings(codes[ends[at] - sizes[at]:ends[at]], bool(relation[at]), self.count)
+        together = []
         for kind in (False, True):
             short = (sizes <= VECTOR_MIN) & (relation == kind) & ~alone
             if short.any():
-                held = numpy.repeat(short, sizes)
-                for at, encoded in zip(numpy.flatnonzero(short).tolist(),
-                                       encode_many(codes[held], sizes[short], kind, self.count)):
-                    sets[at] = encoded
-        return sets
+                together.append((numpy.flatnonzero(short), encode_many(codes[numpy.repeat(short, sizes)],
+                                                                       sizes[short], kind, self.count)))
+        return _joined_sets(stop - start, single, together)
+
+
+def _joined_sets(count: int, single: dict[int, tuple[bytes, int]],
+                 together: list[tuple[numpy.ndarray, Encoded]]) -> Encoded:
+    """`count` sets one after another, in order: those encoded alone (by place: bytes,
+    records), and runs of them encoded together (their places, their Encoded)."""
+    places = numpy.fromiter(single, numpy.int64, len(single))
+    sizes, records = numpy.zeros(count, numpy.int64), numpy.zeros(count, numpy.int64)
+    sizes[places] = [len(data) for data, _ in single.values()]
+    records[places] = [held for _, held in single.values()]
+    for at, encoded in together:
+        sizes[at], records[at] = encoded.sizes, encoded.records
+    joined = Encoded(numpy.empty(int(sizes.sum()), numpy.uint8), numpy.cumsum(sizes) - sizes, sizes, records)
+    for at, encoded in together:
+        joined.data[_ranges_of(joined.starts[at], encoded.sizes)] = encoded.data[_ranges_of(encoded.starts,
+                                                                                            encoded.sizes)]
+    for at, (data, _) in single.items():
+        joined.data[joined.starts[at]:joined.starts[at] + len(data)] = numpy.frombuffer(data, numpy.uint8)
+    return joined
 
 
 def _ranges(table: "_KeyTable", shares: int) -> list[tuple[int, int]]:
@@ -1126,12 +1178,12 @@ class _KeyList:
         return bytes(head + restarts.tobytes() + self.body)
 
 
-def _postings(chunks: "_Chunks", keys: list[bytes], numbers: numpy.ndarray, data: list[bytes],
+def _postings(chunks: "_Chunks", keys: list[bytes], numbers: numpy.ndarray, sets: Encoded,
               owners: numpy.ndarray, long: numpy.ndarray, splits: numpy.ndarray) -> numpy.ndarray:
     """The sets of a batch too long for a leaf (`long`; `owners`: each set's key) put in
     postings files in order (the file closed after the sets of each key in `splits`): each
     one's file name and ordinal, two columns (the other rows zero)."""
-    placed = numpy.zeros((len(data), 2), numpy.int64)
+    placed = numpy.zeros((len(sets.sizes), 2), numpy.int64)
     splits = splits.tolist()
     passed = 0
     for at in numpy.flatnonzero(long).tolist():
@@ -1139,7 +1191,7 @@ def _postings(chunks: "_Chunks", keys: list[bytes], numbers: numpy.ndarray, data
         while passed < len(splits) and splits[passed] < key:
             chunks.close()
             passed += 1
-        placed[at] = chunks.put(_set_tag(keys[key], int(numbers[at])), data[at])
+        placed[at] = chunks.put(_set_tag(keys[key], int(numbers[at])), sets.set(at))
     if passed < len(splits):
         chunks.close()
     return placed
@@ -1196,38 +1248,30 @@ class _Layout:
         if sizes is not None:
             self.sizes[items] = sizes
 
-    def entries(self, numbers: numpy.ndarray, classes: numpy.ndarray, inline: numpy.ndarray,
-                sizes: numpy.ndarray, joined: bytes, placed: numpy.ndarray) -> None:
+    def entries(self, numbers: numpy.ndarray, classes: numpy.ndarray, inline: numpy.ndarray, sets: Encoded,
+                placed: numpy.ndarray) -> None:
         """The entries' items, then every item's bytes (`data`)."""
         owners = self.owners
         items = self.base[owners] + 4 + 5 * (numpy.arange(len(numbers)) - self.firsts[owners])
         self._put(items, _VARINT, numbers)
         self._put(items + 1, _VARINT, classes)
         self._put(items + 2, _VARINT, numpy.where(inline, INLINE, FILE))
-        self._put(items + 3, _VARINT, numpy.where(inline, sizes, placed[:, 0]))
+        self._put(items + 3, _VARINT, numpy.where(inline, sets.sizes, placed[:, 0]))
         self._put(items[~inline] + 4, _VARINT, placed[~inline, 1])
-        kept = sizes[inline]
-        self._put(items[inline] + 4, _SETS, numpy.cumsum(kept) - kept, kept)
-        self.data = self._bytes(joined)
+        self._put(items[inline] + 4, _SETS, sets.starts[inline], sets.sizes[inline])
+        self.data = self._bytes(sets.data)
 
-    def _bytes(self, joined: bytes) -> numpy.ndarray:
+    def _bytes(self, sets: numpy.ndarray) -> numpy.ndarray:
         varint = self.kinds == _VARINT
-        values = self.values[varint]
-        widths = numpy.ones(len(values), numpy.int64)
-        for bits in range(7, 64, 7):
-            widths += values >= 1 << bits
+        widths = _varint_widths(self.values[varint])
         self.sizes[varint] = widths
         self.offsets = numpy.concatenate(([0], numpy.cumsum(self.sizes)))
         out = numpy.empty(int(self.offsets[-1]), numpy.uint8)
-        where = _ranges_of(self.offsets[:-1][varint], widths)
-        byte = where - numpy.repeat(self.offsets[:-1][varint], widths)
-        last = byte == numpy.repeat(widths, widths) - 1
-        out[where] = (numpy.repeat(values, widths) >> 7 * byte) & 0x7F | numpy.where(last, 0, 0x80)
-        for kind, source in ((_TEXT, self.table.text), (_SETS, joined)):
+        _put_varints(out, self.offsets[:-1][varint], self.values[varint], widths)
+        for kind, source in ((_TEXT, numpy.frombuffer(self.table.text, numpy.uint8)), (_SETS, sets)):
             copies = self.kinds == kind
             sizes = self.sizes[copies]
-            out[_ranges_of(self.offsets[:-1][copies], sizes)] = \
-                numpy.frombuffer(source, numpy.uint8)[_ranges_of(self.values[copies], sizes)]
+            out[_ranges_of(self.offsets[:-1][copies], sizes)] = source[_ranges_of(self.values[copies], sizes)]
         return out
 
     def at(self, key: int) -> int:

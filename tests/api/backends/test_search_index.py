@@ -369,7 +369,10 @@ def test_many_short_sets_encoded_together_as_each_alone(count, relation, data):
         sets.append(data.draw(st.sampled_from([codes, array("Q" if relation else "I", codes)])))
     flat = numpy.array([code for codes in sets for code in codes], dtype=numpy.int64)
     sizes = numpy.array([len(codes) for codes in sets], dtype=numpy.int64)
-    assert ti.encode_many(flat, sizes, relation, count) == [ti.encode_postings(codes, relation, count) for codes in sets]
+    encoded = ti.encode_many(flat, sizes, relation, count)
+    assert [(encoded.set(at), int(encoded.records[at])) for at in range(len(sets))] == \
+        [ti.encode_postings(codes, relation, count) for codes in sets]
+    assert encoded.starts.tolist() == numpy.cumsum([0, *encoded.sizes.tolist()])[:-1].tolist()  # (one after another)
 
 
 @settings(max_examples=200)
