@@ -450,8 +450,8 @@ def encode_many(codes: numpy.ndarray, sizes: numpy.ndarray, relation: bool, coun
     # a set: the varint of its subsets, then their lists (one after another in `lists`)
     body = numpy.add.reduceat(lengths, first)
     head = _varint_widths(subsets)
-    out = Encoded(numpy.empty(int((head + body).sum()), numpy.uint8), numpy.cumsum(head + body) - head - body,
-                  head + body, distinct)
+    sizes = head + body
+    out = Encoded(numpy.empty(int(sizes.sum()), numpy.uint8), numpy.cumsum(sizes) - sizes, sizes, distinct)
     _put_varints(out.data, out.starts, subsets, head)
     out.data[_ranges_of(out.starts + head, body)] = lists[_ranges_of(at[first], body)]
     return out
@@ -550,7 +550,7 @@ class _Column:
     appended, not looked up): each value there is (`texts`, after those of the runs taken
     in, `joined`) with its code (`codes`: a position, or of a relation column record <<
     ELEMENT_BITS | element), in the records' order. The writer cuts them into tokens, pairs
-    and heads (_split) and groups them (_KeyTable), by columns: `series` gives the values as
+    and heads (_split) and groups them (_KeyTable), by columns: `frame` gives the values as
     polars reads them."""
 
     def __init__(self, relation: bool) -> None:
@@ -709,8 +709,8 @@ class TermIndexWriter:
             inline = sets.sizes <= self.inline_max
             placed = _postings(chunks, keys, numbers, sets, layout.owners, ~inline,
                                numpy.flatnonzero(crcs & SPLIT_MASK == 0))
-            layout.entries(numbers, numpy.frexp(sets.records.astype(numpy.float64))[1],  # (each set's size
-                           inline, sets, placed)  # class: its records' bit length)
+            classes = numpy.frexp(sets.records.astype(numpy.float64))[1]  # (each set's: its records' bit length)
+            layout.entries(numbers, classes, inline, sets, placed)
             for at in numpy.flatnonzero(ends).tolist():
                 first, encoded = leaf.cut(layout, at, keys)
                 name = _name(names.leaves, first)
@@ -951,9 +951,10 @@ def _int64(codes: array) -> numpy.ndarray:
 
 
 _SPACE = "[" + "".join(f"\\x{{{ord(c):X}}}" for c in SPACES) + "]"  # (WHITE's class, as polars' patterns write it)
-_TOKEN = f"[^{_SPACE[1:-1]}]+"  # (what str.split() gives)
-_PAIR = f"[^{_SPACE[1:-1]}]*{_SPACE}+[^{_SPACE[1:-1]}]*{_SPACE}*"  # (L + s + R + t, from a token on)
-_PAIR_PARTS = f"^([^{_SPACE[1:-1]}]*)({_SPACE}+)([^{_SPACE[1:-1]}]*)"  # (an adjacent pair's L, s and R)
+_NOT_SPACE = "[^" + _SPACE[1:]  # (any character but those)
+_TOKEN = f"{_NOT_SPACE}+"  # (what str.split() gives)
+_PAIR = f"{_NOT_SPACE}*{_SPACE}+{_NOT_SPACE}*{_SPACE}*"  # (L + s + R + t, from a token on)
+_PAIR_PARTS = f"^({_NOT_SPACE}*)({_SPACE}+)({_NOT_SPACE}*)"  # (an adjacent pair's L, s and R)
 
 
 _LOOKUP_KINDS = {"exact": ("wholes",), "startswith": ("any", "heads"), "contains": ("any", "tokens", "pairs")}
@@ -977,8 +978,8 @@ def _split(pl, values: "Any", kind: str) -> "Any":
         texts = v.str.extract_all(_TOKEN)
     else:  # (a match takes L s R t, the next one starts at the token after R: the pairs from the
         # first token and every second one after it, then, the first token and run cut off, the others)
-        texts = pl.concat_list(v.str.extract_all(_PAIR), v.str.replace(f"^[^{_SPACE[1:-1]}]*{_SPACE}+", "")
-                               .str.extract_all(_PAIR))
+        after_first = v.str.replace(f"^{_NOT_SPACE}*{_SPACE}+", "")
+        texts = pl.concat_list(v.str.extract_all(_PAIR), after_first.str.extract_all(_PAIR))
     found = values.select(t=texts.list.unique(), code="code").explode("t").drop_nulls("t")
     return found.filter(pl.col("t").str.contains(_TOKEN)) if kind == "pairs" else found
 
