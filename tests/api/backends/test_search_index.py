@@ -335,7 +335,7 @@ def python_cut(value: str) -> dict[str, set[str]]:
 def test_values_cut_by_columns_as_python_cuts_each(texts):
     """_split's tokens, pairs and heads of a column's values (regular expressions over the
     whole column) are each value's as str.split() and the pairs' definition make them, each
-    once: white space of every kind Python's takes (not U+200B), first, last, alone, in runs."""
+    once: white space of eight kinds (and U+200B, which is not), first, last, alone, in runs."""
     import polars as pl
     values = pl.DataFrame({"v": texts, "code": range(len(texts))}, schema={"v": pl.String, "code": pl.Int64}).lazy()
     for kind in python_cut("").keys():
