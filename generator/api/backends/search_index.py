@@ -423,10 +423,6 @@ class Encoded(NamedTuple):
     sizes: numpy.ndarray
     records: numpy.ndarray
 
-    def set(self, at: int) -> bytes:
-        start = int(self.starts[at])
-        return self.data[start:start + int(self.sizes[at])].tobytes()
-
 
 def encode_many(codes: numpy.ndarray, sizes: numpy.ndarray, relation: bool, count: int) -> Encoded:
     """encode_postings of each of many short sets (VECTOR_MIN codes or fewer, one or more: `sizes`
@@ -1102,41 +1098,46 @@ class _Chunks:
     a file of its own; a file ends after a set, once it holds CHUNK_MIN bytes, where the
     set's tag (key, NUL, field) has a CRC-32 whose low CHUNK_BITS bits are zero, or once
     it holds CHUNK_MAX bytes (the rare long run without such a tag); the writer closes one
-    after the sets of a key that ends a range of the keys (_ranges)."""
+    after the sets of a key that ends a range of the keys (_ranges). A file's sets are
+    taken from their batches' Encoded when it is written."""
 
     def __init__(self, flush: Flush, names: set[int]) -> None:
         self.flush = flush
         self.names = names  # (given so far: taken)
         self.name: int | None = None
-        self.sets: list[bytes] = []
+        self.runs: list[tuple[Encoded, list[int]]] = []  # (the file's sets: each batch's, by place)
+        self.sizes: list[int] = []
         self.size = 0
 
-    def put(self, tag: bytes, data: bytes) -> tuple[int, int]:
-        """Where a set goes: its file's name and its place among the file's sets."""
-        if len(data) > CHUNK_ALONE:
+    def put(self, key: bytes, field: int, sets: Encoded, at: int, size: int) -> tuple[int, int]:
+        """Where a batch's set `at` (of `size` bytes), of a key in a field, goes: its file's
+        name and its place among the file's sets."""
+        if size > CHUNK_ALONE:
             self.close()
-            name = self.name = _name(self.names, tag)
-            self.sets.append(data)
-            self.close()
-            return name, 0
         if self.name is None:
-            self.name = _name(self.names, tag)
-        name, ordinal = self.name, len(self.sets)
-        self.sets.append(data)
-        self.size += len(data)
-        if self.size >= CHUNK_MAX or self.size >= CHUNK_MIN and zlib.crc32(tag) & CHUNK_MASK == 0:
+            self.name = _name(self.names, _set_tag(key, field))
+        name, ordinal = self.name, len(self.sizes)
+        if not self.runs or self.runs[-1][0] is not sets:
+            self.runs.append((sets, []))
+        self.runs[-1][1].append(at)
+        self.sizes.append(size)
+        self.size += size
+        if size > CHUNK_ALONE or self.size >= CHUNK_MAX or \
+                self.size >= CHUNK_MIN and zlib.crc32(_set_tag(key, field)) & CHUNK_MASK == 0:
             self.close()
         return name, ordinal
 
     def close(self) -> None:
         if self.name is None:
             return
-        out = bytearray(POSTINGS_MAGIC)
-        put_varint(out, len(self.sets))
-        for data in self.sets:
-            put_varint(out, len(data))
-        self.flush(postings_file(self.name), bytes(out + b"".join(self.sets)))
-        self.name, self.sets, self.size = None, [], 0
+        sizes = numpy.array(self.sizes, numpy.int64)
+        widths = _varint_widths(sizes)
+        lengths = numpy.empty(int(widths.sum()), numpy.uint8)
+        _put_varints(lengths, numpy.cumsum(widths) - widths, sizes, widths)
+        data = [sets.data[_ranges_of(sets.starts[at], sets.sizes[at])] for sets, at in self.runs]
+        self.flush(postings_file(self.name), POSTINGS_MAGIC + bytes(_varint(len(self.sizes))) + lengths.tobytes()
+                   + b"".join(run.tobytes() for run in data))
+        self.name, self.runs, self.sizes, self.size = None, [], [], 0
 
 
 _DTYPES = {"I": numpy.uint32, "Q": numpy.uint64}
@@ -1187,14 +1188,18 @@ def _postings(chunks: "_Chunks", keys: list[bytes], numbers: numpy.ndarray, sets
     placed = numpy.zeros((len(sets.sizes), 2), numpy.int64)
     splits = splits.tolist()
     passed = 0
-    for at in numpy.flatnonzero(long).tolist():
-        key = int(owners[at])
+    longs = numpy.flatnonzero(long)
+    found = []
+    for at, key, field, size in zip(longs.tolist(), owners[longs].tolist(), numbers[longs].tolist(),
+                                    sets.sizes[longs].tolist()):
         while passed < len(splits) and splits[passed] < key:
             chunks.close()
             passed += 1
-        placed[at] = chunks.put(_set_tag(keys[key], int(numbers[at])), sets.set(at))
+        found.append(chunks.put(keys[key], field, sets, at, size))
     if passed < len(splits):
         chunks.close()
+    if found:
+        placed[longs] = found
     return placed
 
 

@@ -370,7 +370,8 @@ def test_many_short_sets_encoded_together_as_each_alone(count, relation, data):
     flat = numpy.array([code for codes in sets for code in codes], dtype=numpy.int64)
     sizes = numpy.array([len(codes) for codes in sets], dtype=numpy.int64)
     encoded = ti.encode_many(flat, sizes, relation, count)
-    assert [(encoded.set(at), int(encoded.records[at])) for at in range(len(sets))] == \
+    assert [(encoded.data[start:start + size].tobytes(), held) for start, size, held
+            in zip(encoded.starts.tolist(), encoded.sizes.tolist(), encoded.records.tolist())] == \
         [ti.encode_postings(codes, relation, count) for codes in sets]
     assert encoded.starts.tolist() == numpy.cumsum([0, *encoded.sizes.tolist()])[:-1].tolist()  # (one after another)
 
