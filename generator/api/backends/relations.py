@@ -144,7 +144,7 @@ class Referred:
                     continue
                 if related.__class__ is dict:  # (a to-one relation's)
                     related = (related,)
-                found = [record["id"] if "id" in record else url_ids.get(record["url"]) or self._id(record)
+                found = [record["id"] if "id" in record else url_ids.get(record["url"]) or self._learn(record)
                          for record in related]
                 if len(found) > 1:
                     found = list(dict.fromkeys(found))
@@ -152,7 +152,8 @@ class Referred:
                 positions.extend([position] * len(found))
         self.count += len(documents)
 
-    def _id(self, record: dict) -> str:
+    def _learn(self, record: dict) -> str:
+        """An embedded record's id, from its url (kept for its next reference)."""
         id = self.url_ids[record["url"]] = related_id(record)
         return id
 
