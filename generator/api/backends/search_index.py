@@ -416,8 +416,8 @@ def encode_postings(codes: Sequence[int], relation: bool, count: int) -> tuple[b
 
 
 class Encoded(NamedTuple):
-    """Sets encoded one after another (`data`: bytes, each set's `starts` and `sizes` in it)
-    and how many records each holds."""
+    """Sets encoded one after another (`data`, their bytes as a vector; each set's `starts`
+    and `sizes` in it) and how many records each holds."""
     data: numpy.ndarray
     starts: numpy.ndarray
     sizes: numpy.ndarray

@@ -9,7 +9,6 @@ from __future__ import annotations
 import csv
 import itertools
 import random
-import re
 import zlib
 from array import array
 from pathlib import Path
@@ -19,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from generator.api.backends import index_files, select, search_index as ti
-from generator.api.backends.common import SPACES, fold
+from generator.api.backends.common import fold
 from generator.api.backends.search import smart_terms
 from generator.catalogue import synth
 
@@ -324,7 +323,7 @@ def test_runs_merged_and_ranges_written_by_processes_give_the_same_files(catalog
 
 def python_cut(value: str) -> dict[str, set[str]]:
     """What _split makes of one value, as plain Python says it (the index's module docstring)."""
-    parts = re.split(f"([{re.escape(SPACES)}]+)", value)  # (tokens at even places: "" before or after white space at an end)
+    parts = ti.WHITE.split(value)  # (tokens at even places: "" before or after white space at an end)
     return {"any": {""}, "wholes": {value}, "tokens": set(value.split()),
             "heads": {value.split(None, 1)[0]} if value and not value[0].isspace() else set(),
             "pairs": {"".join(parts[at:at + 4]) for at in range(0, len(parts) - 2, 2) if parts[at] or parts[at + 2]}}
