@@ -122,6 +122,13 @@ def referring(request: Request, relation: str, id: str) -> list[int] | None:
     return orjson.loads(data).get(id)
 
 
+# An embedded record's url, its id (related_id's, a function of the url alone): for the
+# process, not a run, which reads a few thousand records and meets most urls once; a million
+# books refer to some 400,000 records, each a few hundred times.
+_URL_IDS: dict[str, str] = {}
+URL_IDS_MAX = 1 << 20
+
+
 class Referred:
     """A run of records' references, by relation: the related ids one after another (joined:
     common.joined_texts), and the position of the record referring with each, in order (a
@@ -131,11 +138,10 @@ class Referred:
     def __init__(self, relations: list[str], first: int) -> None:
         self.ids: dict[str, list[str]] = {relation: [] for relation in relations}
         self.positions: dict[str, array] = {relation: array("I") for relation in relations}
-        self.url_ids: dict[str, str] = {}  # (an embedded record's url, its id: a few thousand urls, a million references)
         self.count = first
 
     def add(self, documents: list[dict]) -> None:
-        start, url_ids = self.count, self.url_ids
+        start, url_ids = self.count, _URL_IDS
         for relation, ids in self.ids.items():
             positions = self.positions[relation]
             for position, document in enumerate(documents, start):
@@ -152,9 +158,12 @@ class Referred:
                 positions.extend([position] * len(found))
         self.count += len(documents)
 
-    def _learn(self, record: dict) -> str:
+    @staticmethod
+    def _learn(record: dict) -> str:
         """An embedded record's id, from its url (kept for its next reference)."""
-        id = self.url_ids[record["url"]] = related_id(record)
+        if len(_URL_IDS) >= URL_IDS_MAX:
+            _URL_IDS.clear()
+        id = _URL_IDS[record["url"]] = related_id(record)
         return id
 
     def close(self) -> dict[str, tuple[bytes, array]]:
