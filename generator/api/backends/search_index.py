@@ -184,7 +184,7 @@ LEAF_MASK = (1 << LEAF_BITS) - 1
 BRANCH_BITS = 6  # a branch lists 2**BRANCH_BITS leaves on average
 BRANCH_MASK = (1 << BRANCH_BITS) - 1
 RESTART = 16  # keys of a key list from one that shares nothing to the next
-KEY_BATCH, SHARED_WIDTH = 65536, 128  # keys the writer front-codes at once, and the bytes of each it compares
+KEY_BATCH, WORD = 65536, 8  # keys the writer front-codes at once; the bytes of keys it compares at once
 INLINE_MAX = 32  # bytes of a set kept in its leaf; longer ones go to postings files
 CHUNK_MIN, CHUNK_MAX, CHUNK_ALONE, CHUNK_BITS = 16384, 65536, 4096, 3  # postings files' sizes (_Chunks)
 CHUNK_MASK = (1 << CHUNK_BITS) - 1
@@ -785,7 +785,8 @@ def _ranges(table: "_KeyTable", shares: int) -> list[tuple[int, int]]:
 class _KeyTable:
     """Every (key, field) entry of an index, sorted by key, then field, as plain arrays (what
     the writer's processes read after a fork): the keys' UTF-8 bytes one after another (entry
-    i's, text[bounds[i]:bounds[i + 1]]), whether each entry's key differs from the one before
+    i's, text[bounds[i]:bounds[i + 1]]; then WORD NUL bytes, so that a word may be read at any
+    key's start: `words`), whether each entry's key differs from the one before
     it, its field, its sources (sources[via[i]:via[i + 1]]), and the sources' codes (source
     s's, codes[held[s]:held[s + 1]]: a position, or record << ELEMENT_BITS | element; sorted,
     each once). A source is a value, token, pair or head of a column (or its every code, the
@@ -813,7 +814,7 @@ class _KeyTable:
                 by_kind.setdefault(kind, []).append(frame)
         # (a kind's keys after another's, as their letters sort: a kind at a time, the least memory)
         runs = [_sorted_run(polars, by_kind[kind]) for kind in sorted(by_kind)]
-        text = b"".join(run[0] for run in runs)
+        text = b"".join([*(run[0] for run in runs), bytes(WORD)])
         lengths, fresh, numbers, counts, found = (
             numpy.concatenate([numpy.zeros(0, numpy.int64)] + [run[at] for run in runs]) for at in range(1, 6))
         codes, held = sources.arrays()
@@ -822,6 +823,11 @@ class _KeyTable:
 
     def __len__(self) -> int:
         return len(self.numbers)
+
+    @property
+    def words(self) -> numpy.ndarray:
+        """The text as big-endian 8-byte words, one starting at each byte (a view: no copy)."""
+        return numpy.ndarray((len(self.text) - WORD + 1,), ">u8", self.text, strides=(1,))
 
     def key(self, at: int) -> bytes:
         return self.text[self.bounds[at]:self.bounds[at + 1]]
@@ -1238,7 +1244,7 @@ class _Layout:
         starts, stops = table.bounds[bounds[:-1]], table.bounds[bounds[:-1] + 1]
         shared = numpy.zeros(count, numpy.int64)
         if count > 1:
-            shared[1:] = _shared_prefixes(keys)
+            shared[1:] = _shared_prefixes(table.words, starts, stops - starts)
         if leaf.keys % RESTART:
             shared[0] = _shared(leaf.last, keys[0])
         shared[self.restarts] = 0
@@ -1324,19 +1330,28 @@ class _Leaf:
         self.last = keys[stop - 1]
 
 
-def _shared_prefixes(keys: list[bytes]) -> list[int]:
+def _shared_prefixes(words: numpy.ndarray, starts: numpy.ndarray, sizes: numpy.ndarray) -> numpy.ndarray:
     """How many bytes each of distinct sorted keys but the first shares with the one before it,
-    with vector operations: the keys padded with NUL into rows, the first column where a row
-    differs from the one above, or the shorter key's length."""
-    width = min(max(map(len, keys), default=0) + 1, SHARED_WIDTH)
-    rows = numpy.frombuffer(b"".join([key[:width].ljust(width, b"\x00") for key in keys]), numpy.uint8)
-    rows = rows.reshape(len(keys), width)
-    differ = rows[1:] != rows[:-1]
-    sizes = numpy.fromiter(map(len, keys), numpy.int64, len(keys))
-    shared = numpy.minimum(differ.argmax(axis=1), numpy.minimum(sizes[1:], sizes[:-1])).tolist()
-    for at in numpy.flatnonzero(~differ.any(axis=1)).tolist():  # (the same first SHARED_WIDTH bytes, padded)
-        shared[at] = _shared(keys[at], keys[at + 1])
-    return shared
+    with vector operations: the keys (at `starts`, of `sizes` bytes) read 8 bytes at a time as
+    big-endian words (`words`: _KeyTable.words), each pair's first that differ found by
+    their XOR's zero bytes at the top; the pairs whose 8 bytes were all the same compared
+    again 8 bytes on (few: most keys share a few bytes)."""
+    limit = numpy.minimum(sizes[:-1], sizes[1:])
+    shared = numpy.zeros(len(limit), numpy.int64)
+    first, second = starts[:-1], starts[1:]
+    going = numpy.arange(len(limit))
+    while len(going):
+        at = shared[going]
+        differ = words[first[going] + at] ^ words[second[going] + at]
+        same = numpy.zeros(len(going), numpy.int64)
+        for shift in _BYTE_SHIFTS:
+            same += differ >> shift == 0
+        shared[going] = at + same
+        going = going[(same == 8) & (shared[going] < limit[going])]
+    return numpy.minimum(shared, limit)
+
+
+_BYTE_SHIFTS = [numpy.uint64(shift) for shift in range(56, -8, -8)]  # (a word's top byte, its top two, .. all 8)
 
 
 def _shared(a: bytes, b: bytes) -> int:

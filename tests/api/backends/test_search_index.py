@@ -349,9 +349,12 @@ def test_values_cut_by_columns_as_python_cuts_each(texts):
                                          min_size=1, unique=True))
 def test_keys_front_coded_together_share_what_each_pair_shares(prefix, tails):
     """The writer's shared prefixes (vector operations, a batch of keys) are each key's with
-    the one before it, NUL bytes and prefixes longer than the columns compared included."""
+    the one before it, NUL bytes and prefixes longer than a word (8 bytes) included."""
     keys = sorted(prefix + tail for tail in tails)
-    assert ti._shared_prefixes(keys) == [ti._shared(a, b) for a, b in zip(keys, keys[1:])]
+    sizes = numpy.array([len(key) for key in keys])
+    table = ti._KeyTable(b"".join([*keys, bytes(ti.WORD)]), *[None] * 7)
+    shared = ti._shared_prefixes(table.words, numpy.cumsum(sizes) - sizes, sizes)
+    assert shared.tolist() == [ti._shared(a, b) for a, b in zip(keys, keys[1:])]
 
 
 @settings(max_examples=150)
