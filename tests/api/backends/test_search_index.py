@@ -361,10 +361,14 @@ def test_keys_front_coded_together_share_what_each_pair_shares(prefix, tails):
 @given(st.sampled_from([5, 50, 3000, 200000, 9_000_000]), st.booleans(), st.data())
 def test_many_short_sets_encoded_together_as_each_alone(count, relation, data):
     """encode_many's bytes and record counts are encode_postings' of each set: lists, bitmaps
-    (a collection of a few records), positions past 2**23, elements past 126, empty elements."""
+    (a collection of a few records, a dense run), positions past 2**23, elements past 126,
+    empty elements; groups of 128 records or more, 128 groups or more (varints of two bytes)."""
+    spread = st.builds(lambda first, size, step: sorted({min(first + n * step, count - 1) for n in range(size)}),
+                       st.integers(0, count - 1), st.integers(1, 300), st.sampled_from([1, 3, 65536]))
     sets = []
     for _ in range(data.draw(st.integers(1, 12))):
-        records = data.draw(st.lists(st.integers(0, count - 1), min_size=1, max_size=20, unique=True))
+        records = data.draw(st.one_of(st.lists(st.integers(0, count - 1), min_size=1, max_size=20, unique=True),
+                                      spread))
         elements = st.sampled_from([0, 0, 1, 2, 5, 130])
         codes = sorted({record << ti.ELEMENT_BITS | data.draw(elements) for record in records for _ in range(2)}
                        if relation else records)
