@@ -454,15 +454,23 @@ def encode_many(codes: numpy.ndarray, sizes: numpy.ndarray, relation: bool, coun
 
 
 def _varint_widths(values: numpy.ndarray) -> numpy.ndarray:
-    """How many bytes each value's varint takes."""
+    """How many bytes each value's varint takes (most: one, a pass)."""
     widths = numpy.ones(len(values), numpy.int64)
-    for bits in range(7, 64, 7):
-        widths += values >= 1 << bits
+    longer = numpy.flatnonzero(values >= 0x80)
+    if len(longer):
+        values = values[longer]
+        widths[longer] += sum(values >= 1 << bits for bits in range(14, 64, 7)) + 1
     return widths
 
 
 def _put_varints(out: numpy.ndarray, at: numpy.ndarray, values: numpy.ndarray, widths: numpy.ndarray) -> None:
-    """Each value's varint (of `widths` bytes) written in `out` where `at` says."""
+    """Each value's varint (of `widths` bytes) written in `out` where `at` says (those of
+    one byte, most, as they are)."""
+    one = widths == 1
+    out[at[one]] = values[one]
+    if one.all():
+        return
+    at, values, widths = at[~one], values[~one], widths[~one]
     where = _ranges_of(at, widths)
     byte = where - numpy.repeat(at, widths)
     last = byte == numpy.repeat(widths, widths) - 1
