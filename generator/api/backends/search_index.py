@@ -932,9 +932,8 @@ class _Sources:
         values = {name: column.frame(pl).lazy() for name, column in columns.items()}
         wanted = list(dict.fromkeys((field.column, kind) for field in fields
                                     for kind in _LOOKUP_KINDS[field.lookup]))
-        grouped = pl.collect_all([_split(pl, values[column], kind).group_by("t").agg("code")
+        grouped = pl.collect_all([_grouped(pl, values[column], kind, columns[column].relation)
                                   for column, kind in wanted])
-        # (within a group polars keeps the rows' order: each text's codes in the records' order, each once)
         self.held = [frame["code"] for frame in grouped]  # (a list of codes a source)
         self.frames: dict[tuple[str, str], Any] = {}
         self.count = 0
@@ -956,6 +955,15 @@ class _Sources:
         return runs.explode().to_numpy().astype(numpy.int64), held
 
 
+def _grouped(pl, values: "Any", kind: str, relation: bool) -> "Any":
+    """A column's texts of one kind (_split), each with its codes in the records' order, each once."""
+    if relation and kind in _CUT:  # (a related record's value, in every record referring to it: cut once)
+        cut = _split(pl, values.group_by("v").agg("code"), kind).explode("code")
+        return cut.group_by("t").agg(pl.col("code").sort())  # (a value's codes are no other value's)
+    # (within a group polars keeps the rows' order: the records')
+    return _split(pl, values, kind).group_by("t").agg("code")
+
+
 def _int64(codes: array) -> numpy.ndarray:
     return numpy.frombuffer(codes, dtype=_DTYPES[codes.typecode]).astype(numpy.int64)
 
@@ -968,6 +976,7 @@ _PAIR_PARTS = f"^({_NOT_SPACE}*)({_SPACE}+)({_NOT_SPACE}*)"  # (an adjacent pair
 
 
 _LOOKUP_KINDS = {"exact": ("wholes",), "startswith": ("any", "heads"), "contains": ("any", "tokens", "pairs")}
+_CUT = ("heads", "tokens", "pairs")  # (the kinds _split cuts out of a value)
 
 
 def _split(pl, values: "Any", kind: str) -> "Any":
