@@ -36,7 +36,7 @@ import orjson
 from ..api.backends import common, configured, indexing
 from ..api.urls import BY_NAME, PAGE_BUCKET, page_file
 from ..catalogue.settings import Settings
-from ..system import no_cycle_collector
+from ..system import big_arrays, no_cycle_collector
 from .publish import Generation, Site, same_bytes
 from .state import VERSION as STATE_VERSION, published_ids, state_dir
 
@@ -95,8 +95,9 @@ class Job:
 
 def write_query_indexes(job: Job, processes: int) -> None:
     """Every index file of the collections site.yaml configures a query backend for (the
-    cyclic garbage collector off: the parts, keys and sets make no reference cycles)."""
-    with no_cycle_collector():
+    cyclic garbage collector off: the parts, keys and sets make no reference cycles; the
+    memory of the arrays a million books' keys and sets take kept for reuse)."""
+    with no_cycle_collector(), big_arrays():
         _write_query_indexes(job, processes)
 
 
