@@ -711,8 +711,8 @@ class TermIndexWriter:
             ends[-1] |= bounds[-1] == stop
             layout = _Layout(table, bounds, keys, leaf, ends)
             inline = sets.sizes <= self.inline_max
-            placed = _postings(chunks, keys, numbers, sets, layout.owners, ~inline,
-                               numpy.flatnonzero(crcs & SPLIT_MASK == 0))
+            placed = chunks.place(keys, numbers, sets, layout.owners, ~inline,
+                                  numpy.flatnonzero(crcs & SPLIT_MASK == 0))
             classes = numpy.frexp(sets.records.astype(numpy.float64))[1]  # (each set's: its records' bit length)
             layout.entries(numbers, classes, inline, sets, placed)
             for at in numpy.flatnonzero(ends).tolist():
@@ -1132,23 +1132,39 @@ class _Chunks:
         self.sizes: list[int] = []
         self.size = 0
 
-    def put(self, key: bytes, field: int, sets: Encoded, at: int, size: int) -> tuple[int, int]:
-        """Where a batch's set `at` (of `size` bytes), of a key in a field, goes: its file's
-        name and its place among the file's sets."""
-        if size > CHUNK_ALONE:
+    def place(self, keys: list[bytes], numbers: numpy.ndarray, sets: Encoded, owners: numpy.ndarray,
+              long: numpy.ndarray, splits: numpy.ndarray) -> numpy.ndarray:
+        """The sets of a batch too long for a leaf (`long`; `owners`: each set's key, `numbers`
+        its field) put in files in order, a file closed after the sets of each key in `splits`:
+        each one's file name and ordinal, two columns (the other rows zero). (A loop of a
+        million sets at a million books: what it reads kept in locals.)"""
+        placed = numpy.zeros((len(sets.sizes), 2), numpy.int64)
+        longs = numpy.flatnonzero(long)
+        owned = owners[longs]
+        passed = numpy.searchsorted(splits, owned)  # (the keys in `splits` before each set's)
+        found, at_split = [], numpy.diff(passed, prepend=0) > 0
+        ats = sizes = None
+        for at, key, field, size, split in zip(longs.tolist(), owned.tolist(), numbers[longs].tolist(),
+                                               sets.sizes[longs].tolist(), at_split.tolist()):
+            if split or size > CHUNK_ALONE:
+                self.close()
+            if self.name is None:
+                self.name, ats = _name(self.names, _set_tag(keys[key], field)), None
+            if ats is None:  # (the file's first set of this batch)
+                ats, sizes = [], self.sizes
+                self.runs.append((sets, ats))
+            found.append((self.name, len(sizes)))
+            ats.append(at)
+            sizes.append(size)
+            self.size += size
+            if size > CHUNK_ALONE or self.size >= CHUNK_MAX or \
+                    self.size >= CHUNK_MIN and zlib.crc32(_set_tag(keys[key], field)) & CHUNK_MASK == 0:
+                self.close()
+        if len(splits) > (passed[-1] if len(passed) else 0):
             self.close()
-        if self.name is None:
-            self.name = _name(self.names, _set_tag(key, field))
-        name, ordinal = self.name, len(self.sizes)
-        if not self.runs or self.runs[-1][0] is not sets:
-            self.runs.append((sets, []))
-        self.runs[-1][1].append(at)
-        self.sizes.append(size)
-        self.size += size
-        if size > CHUNK_ALONE or self.size >= CHUNK_MAX or \
-                self.size >= CHUNK_MIN and zlib.crc32(_set_tag(key, field)) & CHUNK_MASK == 0:
-            self.close()
-        return name, ordinal
+        if found:
+            placed[longs] = found
+        return placed
 
     def close(self) -> None:
         if self.name is None:
@@ -1201,29 +1217,6 @@ class _KeyList:
         if _BIG_ENDIAN:
             restarts.byteswap()
         return bytes(head + restarts.tobytes() + self.body)
-
-
-def _postings(chunks: "_Chunks", keys: list[bytes], numbers: numpy.ndarray, sets: Encoded,
-              owners: numpy.ndarray, long: numpy.ndarray, splits: numpy.ndarray) -> numpy.ndarray:
-    """The sets of a batch too long for a leaf (`long`; `owners`: each set's key) put in
-    postings files in order (the file closed after the sets of each key in `splits`): each
-    one's file name and ordinal, two columns (the other rows zero)."""
-    placed = numpy.zeros((len(sets.sizes), 2), numpy.int64)
-    splits = splits.tolist()
-    passed = 0
-    longs = numpy.flatnonzero(long)
-    found = []
-    for at, key, field, size in zip(longs.tolist(), owners[longs].tolist(), numbers[longs].tolist(),
-                                    sets.sizes[longs].tolist()):
-        while passed < len(splits) and splits[passed] < key:
-            chunks.close()
-            passed += 1
-        found.append(chunks.put(keys[key], field, sets, at, size))
-    if passed < len(splits):
-        chunks.close()
-    if found:
-        placed[longs] = found
-    return placed
 
 
 def _set_tag(key: bytes, field: int) -> bytes:
