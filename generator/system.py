@@ -51,8 +51,9 @@ def big_arrays() -> Iterator[None]:
     too, for the next ones rather than handing each back to the kernel (for the rest of the
     process: mallopt is not undone), and numpy asks for no transparent huge pages within.
     Where the page cache holds the files a build just wrote, the kernel pays a fault for
-    each fresh page and a compaction for each huge one: at a million books the index step
-    took 11.8 s of system time, and 8.6 s so (36.9 s in all, 35.0 s so)."""
+    each fresh page and a compaction for each huge one (at a million books, 0.95 s of
+    system time for the key table's concatenations alone): the index step took 9.9-10.2 s
+    of system time and 34.4-35.1 s in all, and so 8.8-9.2 s and 33.6-34.0 s."""
     mallopt = getattr(ctypes.CDLL(None), "mallopt", None)  # (glibc's; elsewhere, nothing to keep)
     if mallopt is not None:
         mallopt(_M_MMAP_THRESHOLD, 32 << 20)  # (glibc's most: a block over it is mapped alone, and unmapped)
