@@ -57,7 +57,7 @@ def big_arrays() -> Iterator[None]:
     mallopt = getattr(ctypes.CDLL(None), "mallopt", None)  # (glibc's; elsewhere, nothing to keep)
     if mallopt is not None:
         mallopt(_M_MMAP_THRESHOLD, 32 << 20)  # (glibc's most: a block over it is mapped alone, and unmapped)
-        mallopt(_M_TRIM_THRESHOLD, 1 << 30)  # (free memory kept at the top of the heap, up to 1 GB)
+        mallopt(_M_TRIM_THRESHOLD, 128 << 20)  # (free memory kept at the top of the heap, up to 128 MB)
     import numpy  # (here: the rest of this module, and its every user, does without it)
     huge_pages = getattr(numpy._core.multiarray, "_set_madvise_hugepage", None)  # (NUMPY_MADVISE_HUGEPAGE's switch)
     asked = huge_pages(False) if huge_pages is not None else None
