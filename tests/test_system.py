@@ -1,6 +1,7 @@
-"""generator/system.py's children that die with their parent: started through setpriv where it
+"""generator/system.py: children that die with their parent, started through setpriv where it
 is installed (so Python can start them with vfork) or with a preexec_fn, either way stopped by
-the kernel when the process that started them is killed without stopping them."""
+the kernel when the process that started them is killed without stopping them; numpy's huge
+pages off while big_arrays holds."""
 from __future__ import annotations
 
 import os
@@ -63,3 +64,17 @@ def test_where_setpriv_is_used_the_command_is_run_as_given():
     spawn = system.dying_with_parent(["echo", "a b"])
     assert subprocess.run(**spawn, capture_output=True, text=True).stdout == "a b\n"
     assert ("preexec_fn" in spawn) == (system._SETPRIV is None)
+
+
+def test_big_arrays_turns_numpy_huge_pages_off_within_and_back_after():
+    """big_arrays: numpy asks for no transparent huge pages within (each one a compaction where
+    the page cache fills memory), and asks again after, as before it."""
+    import numpy
+    switch = numpy._core.multiarray._set_madvise_hugepage  # (returns the setting it replaces)
+    before = switch(True)
+    try:
+        with system.big_arrays():
+            assert switch(False) is False
+        assert switch(True) is True
+    finally:
+        switch(before)
