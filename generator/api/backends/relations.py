@@ -126,7 +126,7 @@ def referring(request: Request, relation: str, id: str) -> list[int] | None:
 # process, not a run, which reads a few thousand records and meets most urls once; a million
 # books refer to some 430,000 records, most of them several times.
 _URL_IDS: dict[str, str] = {}
-URL_IDS_MAX = 1 << 20
+_URL_IDS_MAX = 1 << 20
 
 
 class Referred:
@@ -161,7 +161,7 @@ class Referred:
     @staticmethod
     def _learn(record: dict) -> str:
         """An embedded record's id, from its url (kept for its next reference)."""
-        if len(_URL_IDS) >= URL_IDS_MAX:
+        if len(_URL_IDS) >= _URL_IDS_MAX:
             _URL_IDS.clear()
         id = _URL_IDS[record["url"]] = related_id(record)
         return id

@@ -834,8 +834,7 @@ class _KeyTable:
 
     @property
     def words(self) -> numpy.ndarray:
-        """The text as big-endian 8-byte words, one starting at each byte (a view: no copy)."""
-        return numpy.ndarray((len(self.text) - WORD + 1,), ">u8", self.text, strides=(1,))
+        return _words(self.text)
 
     def key(self, at: int) -> bytes:
         return self.text[self.bounds[at]:self.bounds[at + 1]]
@@ -1143,19 +1142,17 @@ class _Chunks:
         owned = owners[longs]
         passed = numpy.searchsorted(splits, owned)  # (the keys in `splits` before each set's)
         found, at_split = [], numpy.diff(passed, prepend=0) > 0
-        ats = sizes = None
         for at, key, field, size, split in zip(longs.tolist(), owned.tolist(), numbers[longs].tolist(),
                                                sets.sizes[longs].tolist(), at_split.tolist()):
             if split or size > CHUNK_ALONE:
                 self.close()
             if self.name is None:
-                self.name, ats = _name(self.names, _set_tag(keys[key], field)), None
-            if ats is None:  # (the file's first set of this batch)
-                ats, sizes = [], self.sizes
-                self.runs.append((sets, ats))
-            found.append((self.name, len(sizes)))
-            ats.append(at)
-            sizes.append(size)
+                self.name = _name(self.names, _set_tag(keys[key], field))
+            if not self.runs or self.runs[-1][0] is not sets:  # (the file's first set of this batch)
+                self.runs.append((sets, []))
+            found.append((self.name, len(self.sizes)))
+            self.runs[-1][1].append(at)
+            self.sizes.append(size)
             self.size += size
             if size > CHUNK_ALONE or self.size >= CHUNK_MAX or \
                     self.size >= CHUNK_MIN and zlib.crc32(_set_tag(keys[key], field)) & CHUNK_MASK == 0:
@@ -1362,6 +1359,12 @@ def _shared_prefixes(words: numpy.ndarray, starts: numpy.ndarray, sizes: numpy.n
 
 
 _BYTE_SHIFTS = [numpy.uint64(shift) for shift in range(56, -8, -8)]  # (a word's top byte, its top two, .. all 8)
+
+
+def _words(text: bytes) -> numpy.ndarray:
+    """Bytes (ending with WORD NUL bytes) as big-endian 8-byte words, one starting at each byte
+    but the last 7 (a view: no copy)."""
+    return numpy.ndarray((len(text) - WORD + 1,), ">u8", text, strides=(1,))
 
 
 def _shared(a: bytes, b: bytes) -> int:

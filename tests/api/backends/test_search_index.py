@@ -352,8 +352,8 @@ def test_keys_front_coded_together_share_what_each_pair_shares(prefix, tails):
     the one before it, NUL bytes and prefixes longer than a word (8 bytes) included."""
     keys = sorted(prefix + tail for tail in tails)
     sizes = numpy.array([len(key) for key in keys])
-    table = ti._KeyTable(b"".join([*keys, bytes(ti.WORD)]), *[None] * 7)
-    shared = ti._shared_prefixes(table.words, numpy.cumsum(sizes) - sizes, sizes)
+    words = ti._words(b"".join([*keys, bytes(ti.WORD)]))
+    shared = ti._shared_prefixes(words, numpy.cumsum(sizes) - sizes, sizes)
     assert shared.tolist() == [ti._shared(a, b) for a, b in zip(keys, keys[1:])]
 
 
