@@ -126,8 +126,8 @@ EXPLAINED: dict[tuple[str, str, str], str] = {
     ("generator/sitebuild/queries.py",
      "digest = hashlib.blake2b(PARTS_FORMAT + STATE_VERSION.encode(), digest_size=16)",
      "digest = hashlib.blake2b(PARTS_FORMAT + STATE_VERSION.encode(), digest_size=17)"):
-        "equivalent: the digest only names a stretch's parts file, looked up by the same code in the previous "
-        "state; any size tells different stretches apart (an older size's files are only made again)",
+        "equivalent: the digest of what stretches' parts are made with is only compared with the one the same "
+        "code kept in the previous state; any size tells settings apart (an older size's parts are only made again)",
     ("generator/sitebuild/queries.py", "if len(runs) > 1:", "if len(runs) >= 1:"):
         "equivalent: one run read in a pool of one forked process gives the parts the build's own process gives",
     ("generator/sitebuild/queries.py",

@@ -8,11 +8,11 @@ pages; each backend then finishes from the runs' parts.
 
 A run is read a *stretch* at a time (PART_PAGES pages of the default size), and each
 stretch's parts (what every backend's indexer made of it) are kept in the generation's
-state, named by a digest of what they are made from (its pages' bytes, where it lies, the
-settings): the next build takes over the parts of every stretch whose digest it finds in
-the previous state (a hard link; a stretch whose pages are the previous generation's
-files, the same inodes, without reading them) and reads, parses and keys only the
-stretches that changed (a one-title edit: one). Where at most EDIT_STRETCHES changed, no
+state, named after the build that made them: the next build, made with the same settings
+and generator, takes over the parts of every stretch whose pages hold the bytes they held
+(a hard link; a stretch whose pages are the previous generation's files, the same inodes,
+without reading them) and parses and keys only the stretches that changed (a one-title
+edit: one). Where at most EDIT_STRETCHES changed, no
 record moved and the related collections' ids are as before, each backend that can edits
 the previous build's files where those records changed (`Backend.edit`: the term index,
 the filters) instead of making every file again from every part. A collection whose
@@ -41,7 +41,7 @@ from .publish import Generation, Site, same_bytes
 from .state import VERSION as STATE_VERSION, published_ids, state_dir
 
 PART_PAGES = 256  # pages of the default size whose records' parts are kept as one file of the state
-PARTS_FORMAT = b"6"  # bump when what an indexer's close() gives changes for the same records, or how it is kept
+PARTS_FORMAT = b"7"  # bump when what an indexer's close() gives changes for the same records, or how it is kept
 RUNS_EACH = 4  # runs of records a process reads, at most (where more than one process reads)
 EDIT_STRETCHES = 4  # stretches changed at most where the indexes are edited (backends that can), not made again
 
@@ -235,8 +235,11 @@ def _parts_by_bounds(before: dict | None, made_with: str) -> dict[tuple[int, int
 
 
 def _made_with(job: Job) -> str:
-    """What every stretch's parts are made with: the generator's formats, the settings."""
-    return _digest(job, [], [])
+    """What every stretch's parts are made with, digested: the generator's state version and
+    formats, the settings."""
+    digest = hashlib.blake2b(PARTS_FORMAT + STATE_VERSION.encode(), digest_size=16)
+    digest.update(orjson.dumps([job.settings.default_page_size, job.settings.query], option=orjson.OPT_SORT_KEYS))
+    return digest.hexdigest()
 
 
 def _run_stretches(job: Job, name: str, run: tuple[int, int]) -> list[tuple[int, int]]:
@@ -254,9 +257,9 @@ def _stretches(run: tuple[int, int], page_size: int) -> list[tuple[int, int]]:
 
 def _stretch_parts(job: Job, name: str, start: int, stop: int, before: dict[tuple[int, int], str]) -> Path:
     """The state's file of the parts of records start..stop: linked from the previous state
-    where its pages are the previous generation's files (an unchanged page is linked, never
-    written again: the same inode, its bytes unread) or where it holds the file of the same
-    digest, else made from the pages."""
+    where it holds this stretch's (`before`, made with the same settings) and its pages are
+    the previous generation's files (an unchanged page is linked, never written again: the
+    same inode, its bytes unread) or hold the same bytes, else made from the pages."""
     state = state_dir(job.generation.root)
     state.mkdir(exist_ok=True)
     kept = before.get((start, stop))
@@ -264,11 +267,10 @@ def _stretch_parts(job: Job, name: str, start: int, stop: int, before: dict[tupl
         os.link(state_dir(job.previous) / kept, state / kept)
         return state / kept
     pages = list(job.page_bytes(name, start, stop))
-    file = f"query-parts-{name}-{_digest(job, [name, start, stop], pages)}"
-    path = state / file
-    if job.previous is not None and (state_dir(job.previous) / file).exists():
-        os.link(state_dir(job.previous) / file, path)
-        return path
+    if kept is not None and _same_pages(job, name, start, stop, pages):
+        os.link(state_dir(job.previous) / kept, state / kept)
+        return state / kept
+    path = state / f"query-parts-{name}-{start}-{job.generation.number}"
     query = job.settings.query
     indexers = [backend.indexer(name, query, job.flush, start) for backend in indexing(name, query)]
     for offset, data in pages:
@@ -287,6 +289,15 @@ def _ids_kept(job: Job, name: str) -> bool:
     return job.previous is not None and _pages_kept(job, name, 0, max(job.counts[name], 1))
 
 
+def _same_pages(job: Job, name: str, start: int, stop: int, pages: list[tuple[int, bytes]]) -> bool:
+    """Whether the previous generation's default pages of records start..stop hold these
+    bytes (read until one differs: a fresh build digests none of a million books' pages)."""
+    try:
+        return all(data == then for (_, data), (_, then) in zip(pages, job.page_bytes(name, start, stop, job.previous)))
+    except FileNotFoundError:
+        return False
+
+
 def _pages_kept(job: Job, name: str, start: int, stop: int) -> bool:
     """Whether the default pages of records start..stop are the previous generation's files."""
     pairs = zip(job.page_paths(name, start, stop), job.page_paths(name, start, stop, job.previous))
@@ -294,13 +305,3 @@ def _pages_kept(job: Job, name: str, start: int, stop: int) -> bool:
         return all(os.path.samefile(new, old) for (_, new), (_, old) in pairs)
     except FileNotFoundError:
         return False
-
-
-def _digest(job: Job, where: list, pages: list[tuple[int, bytes]]) -> str:
-    """What a stretch's parts are made from, digested: the generator's state version, where
-    the stretch lies, the settings, its pages' bytes."""
-    digest = hashlib.blake2b(PARTS_FORMAT + STATE_VERSION.encode(), digest_size=16)
-    digest.update(orjson.dumps([*where, job.settings.default_page_size, job.settings.query], option=orjson.OPT_SORT_KEYS))
-    for _, data in pages:
-        digest.update(data)
-    return digest.hexdigest()

@@ -10,8 +10,9 @@
     records-<c>.<part>.data-<N>  the bytes of records, in files named after the build N
                        that wrote them: each build's own, and the files of earlier builds
                        that still hold records it publishes (hard links)
-    query-parts-<c>-<digest>  what the query indexers made of a stretch of the
-                       collection's pages, named by their digest (queries.py)
+    query-parts-<c>-<first>-<N>  what the query indexers made of a stretch of the
+                       collection's pages from record <first>, named after the build N
+                       that made it (queries.py)
 
 A rebuild whose fingerprint equals the published one has nothing to do. Otherwise
 each collection whose input, settings and embedded collections are unchanged is

@@ -175,6 +175,30 @@ def test_an_edit_takes_over_the_unchanged_stretches_and_writes_what_a_fresh_buil
     assert edited == ["relations", "search", "ordering"]
 
 
+def test_a_stretch_whose_pages_were_written_again_with_the_same_bytes_is_taken_over(catalogue, tmp_path, monkeypatch):
+    """Where a stretch's pages are new files (not the previous generation's: as if written
+    again), its parts are taken over where its pages hold the bytes they held, made again
+    where one differs; every index file what a fresh build writes."""
+    from generator.api.urls import STATE
+    from generator.sitebuild import queries
+
+    monkeypatch.setattr(queries, "PART_PAGES", 3)  # (36 records a stretch: a dozen of them)
+    site, fresh = tmp_path / "site", tmp_path / "fresh"
+    build(catalogue, site, processes=2)
+    before = {path.name: path.stat().st_ino for path in ((site / CURRENT).resolve() / STATE).glob("query-parts-*")}
+    monkeypatch.setattr(queries, "_pages_kept", lambda *args: False)
+
+    def edit(rows: list[list[str]]) -> None:
+        rows[201][rows[0].index("title")] += " (ویرایش)"
+    edit_rows(catalogue / "books.csv", edit)
+    build(catalogue, site, processes=2)
+    build(catalogue, fresh, processes=1)
+    after = {path.name: path.stat().st_ino for path in ((site / CURRENT).resolve() / STATE).glob("query-parts-*")}
+    made = [name for name in after if before.get(name) != after[name]]
+    assert [name.split("-")[2] for name in made] == ["books"], made  # (the edited stretch)
+    assert len(after) > 12 and index_files(site) == index_files(fresh)
+
+
 def index_files(site: Path) -> dict[str, bytes]:
     return {p: (site / CURRENT / p).read_bytes() for p in index_inodes(site)}
 

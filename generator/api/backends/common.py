@@ -34,7 +34,7 @@ BLOCK = 65536  # records (or positions in an order) of one index file of a block
 UUID_IN_URL = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 __all__ = ["Reader", "Flush", "Documents", "Change", "Edit", "SPACES", "NUL", "NUL_MESSAGE", "BLOCK", "Backend", "Rejected", "Missing", "Request", "Records",
-           "need", "blocks", "query_dir", "u32", "read_u32", "related_id", "related_records", "fold"]
+           "need", "blocks", "query_dir", "u32", "read_u32", "related_id", "related_records", "fold", "folding"]
 
 
 class Edit(NamedTuple):
@@ -201,11 +201,27 @@ PERSIAN = {ord("ي"): "ی", ord("ك"): "ک", ord("ة"): "ه", ord("ۀ"): "ه", 0
            **{0x06F0 + d: str(d) for d in range(10)}, **{0x0660 + d: str(d) for d in range(10)}}
 
 
+_PERSIAN_FOLDED = re.compile("[" + "".join(map(chr, PERSIAN)) + "]")  # (the characters PERSIAN changes)
+
+
 def fold(text: str, normalise: str | None) -> str:
     """A value or a term as a search compares it: lower-cased as str.lower() does, then
     folded when search_normalise says so (the build folds values, a request its terms)."""
+    return folding(normalise)(text)
+
+
+def folding(normalise: str | None) -> Callable[[str], str]:
+    """fold(·, normalise) as one call (the build folds millions of values): str.lower
+    itself, or _persian."""
+    return _persian if normalise == "persian" else str.lower
+
+
+def _persian(text: str) -> str:
+    """Lower-cased and PERSIAN's characters changed; a text holding none of them (most Persian
+    text: its ی and ک are Persian's own) not passed through str.translate, a dictionary lookup
+    a character."""
     text = text.lower()
-    return text.translate(PERSIAN) if normalise == "persian" else text
+    return text.translate(PERSIAN) if _PERSIAN_FOLDED.search(text) else text
 
 
 class Backend:

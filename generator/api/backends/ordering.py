@@ -153,6 +153,8 @@ def sort_key(kind: str, value: Any) -> Any:
     if kind == "number":
         if value.__class__ is int:  # (a million books' page counts: as exact already)
             return value
+        if value.__class__ is str and value.isascii() and value.isdigit():  # (a whole price: its Decimal's int)
+            return int(value)
         number = Decimal(str(value))
         return int(number) if number == number.to_integral_value() else number
     if kind == "instant":

@@ -23,7 +23,7 @@ import orjson
 from ...catalogue.querying import FILTERS, is_to_many, relations
 from ...catalogue.resources import BY_NAME, RESOURCES, Resource
 from ..querystring import digit_value, trimmed
-from .common import (NUL, Backend, Change, Edit, NUL_MESSAGE, Flush, Reader, Records, Rejected, Request, joined_texts,
+from .common import (NUL, UUID_IN_URL, Backend, Change, Edit, NUL_MESSAGE, Flush, Reader, Records, Rejected, Request, joined_texts,
                      query_dir, related_id, related_records, texts_apart)
 
 ID_PREFIX = 2  # characters of an id that name its filter file
@@ -122,27 +122,22 @@ def referring(request: Request, relation: str, id: str) -> list[int] | None:
     return orjson.loads(data).get(id)
 
 
-# An embedded record's url, its id (related_id's, a function of the url alone): for the
-# process, not a run, which reads a few thousand records and meets most urls once; a million
-# books refer to some 430,000 records, most of them several times.
-_URL_IDS: dict[str, str] = {}
-_URL_IDS_MAX = 1 << 20
-
-
 class Referred:
-    """A run of records' references, by relation: the related ids one after another (joined:
+    """A run of records' references, by relation: each related record as the document names
+    it (its `id`, else its `url`: the id is taken from the urls in the finish, by columns, a
+    million books naming some 430,000 records), one after another (joined:
     common.joined_texts), and the position of the record referring with each, in order (a
-    record's repeats of an id once). Flat, so that the finish groups millions of them by
+    record's repeats of a record once). Flat, so that the finish groups millions of them by
     columns, not an id at a time."""
 
     def __init__(self, relations: list[str], first: int) -> None:
-        self.ids: dict[str, list[str]] = {relation: [] for relation in relations}
+        self.references: dict[str, list[str]] = {relation: [] for relation in relations}
         self.positions: dict[str, array] = {relation: array("I") for relation in relations}
         self.count = first
 
     def add(self, documents: list[dict]) -> None:
-        start, url_ids = self.count, _URL_IDS
-        for relation, ids in self.ids.items():
+        start = self.count
+        for relation, references in self.references.items():
             positions = self.positions[relation]
             for position, document in enumerate(documents, start):
                 related = document.get(relation)
@@ -150,39 +145,39 @@ class Referred:
                     continue
                 if related.__class__ is dict:  # (a to-one relation's)
                     related = (related,)
-                found = [record["id"] if "id" in record else url_ids.get(record["url"]) or self._learn(record)
-                         for record in related]
+                found = [record.get("id") or record["url"] for record in related]
                 if len(found) > 1:
                     found = list(dict.fromkeys(found))
-                ids += found
+                references += found
                 positions.extend([position] * len(found))
         self.count += len(documents)
 
-    @staticmethod
-    def _learn(record: dict) -> str:
-        """An embedded record's id, from its url (kept for its next reference)."""
-        if len(_URL_IDS) >= _URL_IDS_MAX:
-            _URL_IDS.clear()
-        id = _URL_IDS[record["url"]] = related_id(record)
-        return id
-
     def close(self) -> dict[str, tuple[bytes, array]]:
-        return {relation: (joined_texts(ids), self.positions[relation]) for relation, ids in self.ids.items()}
+        return {relation: (joined_texts(references), self.positions[relation])
+                for relation, references in self.references.items()}
 
 
 def write_filter(name: str, flush: Flush, relation: str, parts: list[tuple[bytes, array]], ids: Iterable[str]) -> None:
     """A filter's files from its runs' references (Referred's, in order) and the ids of the
     related collection: for each id, the positions referring to it, in order (none: `[]`),
-    the ids in order, as orjson writes {id: [positions]} (the JSON made by columns)."""
+    the ids in order, as orjson writes {id: [positions]} (the JSON made by columns). A
+    reference's id is taken once for each distinct reference: an id (a UUID, no `/`) as it
+    is, a url's last UUID (common.related_id's rule)."""
     import polars as pl  # (here: a request, and a build without filters, do without it)
 
     referring = pl.DataFrame({
-        "id": texts_apart(pl, [data for data, positions in parts if positions]),
+        "ref": texts_apart(pl, [data for data, positions in parts if positions]),
         "positions": numpy.concatenate([numpy.zeros(0, numpy.int64)] + [numpy.frombuffer(positions, numpy.uint32)
                                                                          for _, positions in parts if positions])})
     every = pl.DataFrame({"id": pl.Series(list(ids), dtype=pl.String)})
-    # (within a group polars keeps the rows' order: each id's positions in order)
-    listed = (referring.group_by("id").agg(pl.col("positions").cast(pl.String).str.join(","))
+    ref = pl.col("ref")
+    # (within a group polars keeps the rows' order: each reference's positions in order; an id
+    # named in two ways, its references' positions merged, a record that named it both ways once)
+    by_id = (referring.group_by("ref").agg("positions")
+             .select(id=pl.when(ref.str.contains("/", literal=True))
+                     .then(ref.str.extract_all(UUID_IN_URL.pattern).list.last()).otherwise(ref), positions="positions")
+             .group_by("id").agg(pl.col("positions").explode().unique().sort()))
+    listed = (by_id.select("id", pl.col("positions").cast(pl.List(pl.String)).list.join(","))
               .join(every, on="id", how="full", coalesce=True).sort("id")
               .select(prefix=pl.col("id").str.slice(0, ID_PREFIX),
                       entry=pl.format('"{}":[{}]', "id", pl.col("positions").fill_null("")))

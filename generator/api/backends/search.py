@@ -15,7 +15,7 @@ import re
 from ...catalogue.querying import LOOKUPS, NORMALISE, SEARCH, SEP, relations, scalars, search_field, sort_kind
 from ...catalogue.resources import Resource
 from . import search_index
-from .common import NUL, NUL_MESSAGE, Backend, Change, Edit, Flush, Reader, Records, Rejected, Request, fold
+from .common import NUL, NUL_MESSAGE, Backend, Change, Edit, Flush, Reader, Records, Rejected, Request, folding
 
 # Django's smart_split: quoted phrases (with backslash escapes) stay one bit (its pattern, but the
 # group around it all: a bit is the whole match).
@@ -62,7 +62,7 @@ class Search(Backend):
         columns = search_index.readers(search_index.index_fields(specs))
 
         def values(document: dict) -> dict[str, list[str | None]]:
-            return search_index.document_values(document, columns, lambda text: fold(text, query.get(NORMALISE)))
+            return search_index.document_values(document, columns, folding(query.get(NORMALISE)))
 
         files = search_index.edit(lambda path: previous(f"{folder}/{path}"), specs, count,
                                  [(position, values(then), values(now)) for position, then, now in changes])

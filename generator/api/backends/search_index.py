@@ -170,7 +170,7 @@ from typing import Any, Callable, Iterable, Iterator, NamedTuple, Sequence
 import numpy
 
 from ...catalogue.querying import NORMALISE, SEARCH, SearchField, search_field
-from .common import (NUL, SPACES, Flush, Missing, Reader, Records, Request, fold, joined_texts, query_dir,
+from .common import (NUL, SPACES, Flush, Missing, Reader, Records, Request, folding, joined_texts, query_dir,
                      related_records, texts_apart)
 
 ROOT, BRANCH_DIR, LEAF_DIR, POSTINGS_DIR = "root.bin", "branch", "leaf", "post"
@@ -565,17 +565,40 @@ class _Column:
         self.codes = array("Q" if relation else "I")
 
     def add(self, first: int, run: list[list[str | None]]) -> None:
-        """The values of a run of records from `first` (tight loops: a million records pass here)."""
+        """The values of a run of records from `first`, each record's as column_values gives them."""
         if self.relation:
-            if any(len(values) > ELEMENT_MASK for values in run):
-                raise ValueError(f"a record among {first}.. has more than {ELEMENT_MASK} related records "
-                                 f"in one relation: the term index numbers them in {ELEMENT_BITS} bits")
+            self._check_elements(first, run)
             coded = [(position << ELEMENT_BITS | element, value) for position, values in enumerate(run, first)
                      for element, value in enumerate(values) if value is not None]
         else:
             coded = [(position, values[0]) for position, values in enumerate(run, first) if values]
+        self._put(coded)
+
+    def add_documents(self, first: int, documents: list[dict], field: SearchField, fold: Callable[[str], str]) -> None:
+        """The folded values in a field's column of a run of records from `first`, read from
+        their documents as column_values reads them (tight loops: a million records pass
+        here, their values not put in a list a record first)."""
+        name = field.field
+        if field.relation is None:
+            self._put([(position, fold(value if value.__class__ is str else _text(value)))
+                       for position, document in enumerate(documents, first)
+                       if (value := document.get(name)) is not None])
+            return
+        run = [related_records(document, field.relation) for document in documents]
+        self._check_elements(first, run)
+        self._put([(position << ELEMENT_BITS | element, fold(value if value.__class__ is str else _text(value)))
+                   for position, records in enumerate(run, first)
+                   for element, record in enumerate(records) if (value := record.get(name)) is not None])
+
+    def _put(self, coded: list[tuple[int, str]]) -> None:
         self.texts += [value for _, value in coded]
         self.codes.extend([code for code, _ in coded])
+
+    @staticmethod
+    def _check_elements(first: int, run: list[list]) -> None:
+        if any(len(values) > ELEMENT_MASK for values in run):
+            raise ValueError(f"a record among {first}.. has more than {ELEMENT_MASK} related records "
+                             f"in one relation: the term index numbers them in {ELEMENT_BITS} bits")
 
     def merge(self, later: "_Column") -> None:
         """The column of the run of records that follows this one's, taken in."""
@@ -643,7 +666,10 @@ class TermIndexWriter:
 
     def add_documents(self, first: int, documents: list[dict], fold: Callable[[str], str]) -> None:
         """A run of records from their documents (api/render's), their values folded by `fold`."""
-        self.add(first, {column: run_values(documents, field, fold) for column, field in self.readers.items()})
+        self._next(first)
+        for name, column in self.columns.items():
+            column.add_documents(first, documents, self.readers[name], fold)
+        self.added += len(documents)
 
     def merge(self, first: int, stop: int, columns: dict[str, _Column]) -> None:
         """Records first..stop, read by another writer (its `columns`)."""
@@ -1380,19 +1406,6 @@ def document_values(document: dict, fields: dict[str, SearchField], fold: Callab
     """A record's folded values by column, from its document."""
     return {column: [None if value is None else fold(value) for value in column_values(document, field)]
             for column, field in fields.items()}
-
-
-def run_values(documents: list[dict], field: SearchField, fold: Callable[[str], str]) -> list[list[str | None]]:
-    """Each document's folded values in a field's column: column_values, a comprehension a
-    run rather than a call a record."""
-    name = field.field
-    if field.relation is None:
-        return [[] if (value := document.get(name)) is None else
-                [fold(value if value.__class__ is str else _text(value))] for document in documents]
-    relation = field.relation
-    return [[None if (value := record.get(name)) is None else fold(value if value.__class__ is str else _text(value))
-             for record in related_records(document, relation)]
-            for document in documents]
 
 
 # ---- the reader's side --------------------------------------------------------------------
@@ -2160,14 +2173,11 @@ class Indexer:
     which cuts them into keys by columns."""
 
     def __init__(self, name: str, query: dict, first: int) -> None:
-        self.normalise = query.get(NORMALISE)
+        self.fold = folding(query.get(NORMALISE))
         self.writer = TermIndexWriter(query[SEARCH][name], 0, first=first)
 
     def add(self, documents: list[dict]) -> None:
         self.writer.add_documents(self.writer.added, documents, self.fold)
-
-    def fold(self, text: str) -> str:
-        return fold(text, self.normalise)
 
     def close(self) -> tuple[int, int, dict[str, _Column]]:
         return self.writer.first, self.writer.added, self.writer.columns
@@ -2196,9 +2206,7 @@ def searched(request: Request, terms: list[str], within: Records | None) -> Reco
     by_column = readers(fields)
     folder = index_dir(request.name)
 
-    def folded(text: str) -> str:
-        return fold(text, normalise)
-
+    folded = folding(normalise)
     def values(positions: list[int]) -> dict[int, dict[str, list[str | None]]]:
         if request.documents is None:
             raise Missing(f"the documents of {request.name} (a search checks its candidates on them)")

@@ -54,14 +54,18 @@ def test_an_embedded_record_s_id_is_the_last_uuid_of_its_url(url):
     assert related_id({"id": other, "url": url.format(id=id, other=other)}) == other
 
 
-def test_a_record_listing_a_related_id_twice_is_listed_once_under_it():
+@pytest.mark.parametrize("named", [lambda id: {"id": id}, lambda id: {"url": f"https://h/api/v1/author/{id}/"},
+                                   lambda id: {"url": f"/{'f' * 8}-{'f' * 4}-4fff-bfff-{'f' * 12}/author/{id}"}],
+                         ids=["id", "url", "url after another UUID"])
+def test_a_record_listing_a_related_id_twice_is_listed_once_under_it(named):
     """The filter's index lists each record once under each id it refers to (data may list an
-    author twice; a to-many filter answers each record once)."""
+    author twice; a to-many filter answers each record once), related records named by their
+    id or by their url alike (its last UUID: related_id's rule)."""
     a, b = "0a0b0c0d-0e0f-4000-8a00-000000000001", "ffffffff-ffff-4fff-bfff-ffffffffffff"
     none = "0a000000-0000-4000-8000-000000000000"  # (an id no record refers to: listed, with none)
     referred = Referred(["authors"], 5)
-    referred.add([{"authors": [{"id": a}, {"id": a}]}, {"authors": [{"id": b}]},
-                  {"authors": [{"id": a}, {"id": b}, {"id": a}]}])
+    referred.add([{"authors": [named(a), named(a)]}, {"authors": [named(b)]},
+                  {"authors": [named(a), named(b), named(a)]}])
     files: dict[str, bytes] = {}
     write_filter("books", files.__setitem__, "authors", [referred.close()["authors"]], [b, a, none])
     assert files == {filter_file("books", "authors", "0a"): orjson.dumps({none: [], a: [5, 7]}),  # (ids in order)
