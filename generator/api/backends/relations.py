@@ -12,10 +12,11 @@ record refers to is there too, with none: it is one of the choices).
 from __future__ import annotations
 
 import bisect
+import os
 from array import array
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable, NamedTuple
 
 import numpy
 import orjson
@@ -125,10 +126,9 @@ def referring(request: Request, relation: str, id: str) -> list[int] | None:
 class Referred:
     """A run of records' references, by relation: each related record as the document names
     it (its `id`, else its `url`: the id is taken from the urls in the finish, by columns, a
-    million books naming some 430,000 records), one after another (joined:
-    common.joined_texts), and the position of the record referring with each, in order (a
-    record's repeats of a record once). Flat, so that the finish groups millions of them by
-    columns, not an id at a time."""
+    million books naming some 430,000 records), one after another, and the position of the
+    record referring with each, in order (a record's repeats of a record once). Flat, so
+    that the finish groups millions of them by columns, not an id at a time."""
 
     def __init__(self, relations: list[str], first: int) -> None:
         self.references: dict[str, list[str]] = {relation: [] for relation in relations}
@@ -152,12 +152,34 @@ class Referred:
                 positions.extend([position] * len(found))
         self.count += len(documents)
 
-    def close(self) -> dict[str, tuple[bytes, array]]:
-        return {relation: (joined_texts(references), self.positions[relation])
+    def close(self) -> dict[str, "References"]:
+        return {relation: References.of(references, self.positions[relation])
                 for relation, references in self.references.items()}
 
 
-def write_filter(name: str, flush: Flush, relation: str, parts: list[tuple[bytes, array]], ids: Iterable[str]) -> None:
+class References(NamedTuple):
+    """A run's references in one relation, as the finish takes them: the start they all share
+    up to a `/` (a relation's urls: the site's address and the collection's, half their
+    bytes), the rest of each (joined: common.joined_texts), the positions referring."""
+    shared: str
+    rests: bytes
+    positions: array
+
+    @classmethod
+    def of(cls, references: list[str], positions: array) -> "References":
+        shared = os.path.commonprefix(references)
+        shared = shared[:shared.rfind("/") + 1]
+        cut = shared.encode()
+        rests = joined_texts(references)[len(cut):].replace(NUL.encode() + cut, NUL.encode()) if cut else \
+            joined_texts(references)
+        return cls(shared, rests, positions)
+
+    def apart(self, pl) -> "Any":
+        """The references, a polars String series."""
+        return self.shared + texts_apart(pl, [self.rests]) if self.shared else texts_apart(pl, [self.rests])
+
+
+def write_filter(name: str, flush: Flush, relation: str, parts: list[References], ids: Iterable[str]) -> None:
     """A filter's files from its runs' references (Referred's, in order) and the ids of the
     related collection: for each id, the positions referring to it, in order (none: `[]`),
     the ids in order, as orjson writes {id: [positions]} (the JSON made by columns). A
@@ -166,9 +188,9 @@ def write_filter(name: str, flush: Flush, relation: str, parts: list[tuple[bytes
     import polars as pl  # (here: a request, and a build without filters, do without it)
 
     referring = pl.DataFrame({
-        "ref": texts_apart(pl, [data for data, positions in parts if positions]),
-        "positions": numpy.concatenate([numpy.zeros(0, numpy.int64)] + [numpy.frombuffer(positions, numpy.uint32)
-                                                                         for _, positions in parts if positions])})
+        "ref": pl.concat([pl.Series([], dtype=pl.String)] + [part.apart(pl) for part in parts if part.positions]),
+        "positions": numpy.concatenate([numpy.zeros(0, numpy.int64)] + [numpy.frombuffer(part.positions, numpy.uint32)
+                                                                         for part in parts if part.positions])})
     every = pl.DataFrame({"id": pl.Series(list(ids), dtype=pl.String)})
     ref = pl.col("ref")
     # (within a group polars keeps the rows' order: each reference's positions in order; an id
