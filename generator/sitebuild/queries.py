@@ -12,13 +12,13 @@ state, named after the build that made them: the next build, made with the same 
 and generator, takes over the parts of every stretch whose pages hold the bytes they held
 (a hard link; a stretch whose pages are the previous generation's files, the same inodes,
 without reading them) and parses and keys only the stretches that changed (a one-title
-edit: one). Where at most EDIT_STRETCHES changed, no
-record moved and the related collections' ids are as before, each backend that can edits
-the previous build's files where those records changed (`Backend.edit`: the term index,
-the filters) instead of making every file again from every part. A collection whose
-every part, and the ids of every collection its backends were given, are as the previous
-build had them, and whose backends write their files as then (`index_format`), has its
-index files linked from it as they are, not made again (an edit of another collection).
+edit: one). Where at most EDIT_STRETCHES changed, no record moved and the related
+collections' ids are as before, each backend that can edits the previous build's files
+where those records changed (`Backend.edit`: the term index, the filters) instead of
+making every file again from every part. A collection whose every part, and the ids of
+every collection its backends were given, are as the previous build had them, and whose
+backends write their files as then (`index_format`), has its index files linked from it
+as they are, not made again (an edit of another collection).
 """
 from __future__ import annotations
 

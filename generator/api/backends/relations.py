@@ -24,8 +24,8 @@ import orjson
 from ...catalogue.querying import FILTERS, is_to_many, relations
 from ...catalogue.resources import BY_NAME, RESOURCES, Resource
 from ..querystring import digit_value, trimmed
-from .common import (NUL, UUID_IN_URL, Backend, Change, Edit, NUL_MESSAGE, Flush, Reader, Records, Rejected, Request, joined_texts,
-                     query_dir, related_id, related_records, texts_apart)
+from .common import (NUL, UUID_IN_URL, Backend, Change, Edit, NUL_MESSAGE, Flush, Reader, Records, Rejected, Request,
+                     joined_texts, query_dir, related_id, related_records, texts_apart)
 
 ID_PREFIX = 2  # characters of an id that name its filter file
 # Django's and django-filter's words, with {value} for the value as given.
@@ -169,14 +169,13 @@ class References(NamedTuple):
     def of(cls, references: list[str], positions: array) -> "References":
         shared = os.path.commonprefix(references)
         shared = shared[:shared.rfind("/") + 1]
-        cut = shared.encode()
-        rests = joined_texts(references)[len(cut):].replace(NUL.encode() + cut, NUL.encode()) if cut else \
-            joined_texts(references)
-        return cls(shared, rests, positions)
+        cut, joined = shared.encode(), joined_texts(references)
+        return cls(shared, joined[len(cut):].replace(NUL.encode() + cut, NUL.encode()) if cut else joined, positions)
 
-    def apart(self, pl) -> "Any":
+    def apart(self, pl) -> Any:
         """The references, a polars String series."""
-        return self.shared + texts_apart(pl, [self.rests]) if self.shared else texts_apart(pl, [self.rests])
+        rests = texts_apart(pl, [self.rests])
+        return self.shared + rests if self.shared else rests
 
 
 def write_filter(name: str, flush: Flush, relation: str, parts: list[References], ids: Iterable[str]) -> None:

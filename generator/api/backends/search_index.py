@@ -2207,6 +2207,7 @@ def searched(request: Request, terms: list[str], within: Records | None) -> Reco
     folder = index_dir(request.name)
 
     folded = folding(normalise)
+
     def values(positions: list[int]) -> dict[int, dict[str, list[str | None]]]:
         if request.documents is None:
             raise Missing(f"the documents of {request.name} (a search checks its candidates on them)")
