@@ -264,12 +264,10 @@ def _stretch_parts(job: Job, name: str, start: int, stop: int, before: dict[tupl
     state.mkdir(exist_ok=True)
     kept = before.get((start, stop))
     if kept is not None and _pages_kept(job, name, start, stop):
-        os.link(state_dir(job.previous) / kept, state / kept)
-        return state / kept
+        return _taken_over(job, kept)
     pages = list(job.page_bytes(name, start, stop))
     if kept is not None and _same_pages(job, name, start, stop, pages):
-        os.link(state_dir(job.previous) / kept, state / kept)
-        return state / kept
+        return _taken_over(job, kept)
     path = state / f"query-parts-{name}-{start}-{job.generation.number}"
     query = job.settings.query
     indexers = [backend.indexer(name, query, job.flush, start) for backend in indexing(name, query)]
@@ -279,6 +277,13 @@ def _stretch_parts(job: Job, name: str, start: int, stop: int, before: dict[tupl
             indexer.add(documents)
     path.write_bytes(pickle.dumps([pickle.dumps(indexer.close(), pickle.HIGHEST_PROTOCOL) for indexer in indexers],
                                   pickle.HIGHEST_PROTOCOL))
+    return path
+
+
+def _taken_over(job: Job, file: str) -> Path:
+    """A parts file of the previous state linked into the new one."""
+    path = state_dir(job.generation.root) / file
+    os.link(state_dir(job.previous) / file, path)
     return path
 
 

@@ -141,7 +141,6 @@ def test_an_edit_takes_over_the_unchanged_stretches_and_writes_what_a_fresh_buil
     and every index file is the one a fresh build of the edited data writes (the term index
     is edited: its postings files may lie otherwise than a fresh build's where a set moves
     between a leaf and a file, search_index.py's edit; here none does)."""
-    from generator.api.urls import STATE
     from generator.sitebuild import queries
 
     monkeypatch.setattr(queries, "PART_PAGES", 3)  # (36 records a stretch: a dozen of them)
@@ -156,8 +155,7 @@ def test_an_edit_takes_over_the_unchanged_stretches_and_writes_what_a_fresh_buil
                 edited.append(name)
             return made
         monkeypatch.setattr(backend, "edit", spied)
-    state = (site / CURRENT).resolve() / STATE
-    before = {path.name: path.stat().st_ino for path in state.glob("query-parts-*")}
+    before = parts_files(site)
     assert len(before) > 12
 
     def edit(rows: list[list[str]]) -> None:
@@ -167,8 +165,7 @@ def test_an_edit_takes_over_the_unchanged_stretches_and_writes_what_a_fresh_buil
     edit_rows(catalogue / "books.csv", edit)
     build(catalogue, site, processes=2)
     build(catalogue, fresh, processes=1)
-    state = (site / CURRENT).resolve() / STATE
-    after = {path.name: path.stat().st_ino for path in state.glob("query-parts-*")}
+    after = parts_files(site)
     made = [name for name in after if before.get(name) != after[name]]
     assert sorted(name.split("-")[2] for name in made) == ["books", "books"], made  # (the two edited stretches)
     assert index_files(site) == index_files(fresh)
@@ -179,13 +176,12 @@ def test_a_stretch_whose_pages_were_written_again_with_the_same_bytes_is_taken_o
     """Where a stretch's pages are new files (not the previous generation's: as if written
     again), its parts are taken over where its pages hold the bytes they held, made again
     where one differs; every index file what a fresh build writes."""
-    from generator.api.urls import STATE
     from generator.sitebuild import queries
 
     monkeypatch.setattr(queries, "PART_PAGES", 3)  # (36 records a stretch: a dozen of them)
     site, fresh = tmp_path / "site", tmp_path / "fresh"
     build(catalogue, site, processes=2)
-    before = {path.name: path.stat().st_ino for path in ((site / CURRENT).resolve() / STATE).glob("query-parts-*")}
+    before = parts_files(site)
     monkeypatch.setattr(queries, "_pages_kept", lambda *args: False)
 
     def edit(rows: list[list[str]]) -> None:
@@ -193,10 +189,18 @@ def test_a_stretch_whose_pages_were_written_again_with_the_same_bytes_is_taken_o
     edit_rows(catalogue / "books.csv", edit)
     build(catalogue, site, processes=2)
     build(catalogue, fresh, processes=1)
-    after = {path.name: path.stat().st_ino for path in ((site / CURRENT).resolve() / STATE).glob("query-parts-*")}
+    after = parts_files(site)
     made = [name for name in after if before.get(name) != after[name]]
     assert [name.split("-")[2] for name in made] == ["books"], made  # (the edited stretch)
     assert len(after) > 12 and index_files(site) == index_files(fresh)
+
+
+def parts_files(site: Path, collection: str = "*") -> dict[str, int]:
+    """The published generation's query parts files (its state's, of one collection or all),
+    by name: their inodes."""
+    from generator.api.urls import STATE
+    state = (site / CURRENT).resolve() / STATE
+    return {path.name: path.stat().st_ino for path in state.glob(f"query-parts-{collection}-*")}
 
 
 def index_files(site: Path) -> dict[str, bytes]:
@@ -324,20 +328,16 @@ def test_a_build_with_other_processes_makes_again_only_the_stretches_the_runs_cu
     """A stretch is cut where the collection's records of PART_PAGES pages end, not where its
     run starts: a build in one run after a build in two takes over every stretch's parts from
     the previous state but the edited one's and the one the two runs' seam cut in two."""
-    from generator.api.urls import STATE
     from generator.sitebuild import queries
 
     monkeypatch.setattr(queries, "PART_PAGES", 3)  # (36 records a stretch)
     monkeypatch.setattr(common, "BLOCK", 128)  # (400 books: two runs of two blocks, their seam at 256, in a stretch)
     monkeypatch.setattr(queries, "RUNS_EACH", 1)
     site = tmp_path / "site"
-
-    def parts() -> dict[str, int]:
-        return {path.name: path.stat().st_ino for path in ((site / CURRENT).resolve() / STATE).glob("query-parts-books-*")}
     build(catalogue, site, processes=2)
-    before = parts()
+    before = parts_files(site, "books")
     edit_rows(catalogue / "books.csv", lambda rows: rows[10].__setitem__(rows[0].index("title"), "یک عنوان تازه"))
     build(catalogue, site, processes=1)
-    after = parts()
+    after = parts_files(site, "books")
     assert len(after) == len(before) - 1  # (the seam's two stretches are one)
     assert len([name for name in after if before.get(name) != after[name]]) == 2  # (records 0..36 and 252..288)
