@@ -202,7 +202,8 @@ CODE_COST = 12  # codes of a key's sources that cost its writer as much as one m
 SPLIT_BITS = 12  # a postings file (and a leaf) ends after a key whose CRC-32 has these low bits zero
 SPLIT_MASK = (1 << SPLIT_BITS) - 1
 VECTOR_MIN = 64  # positions of a set encoded or decoded with vector operations (fewer: a loop is quicker)
-UNION_ALONE = 1 << 16  # codes of a key's sources together, over which they are united alone (in a bitmap)
+UNION_ALONE = 1024  # codes of a key's sources together, over which (and over a UNION_SHARE-th of the records)
+UNION_SHARE = 256  # they are united alone, in a bitmap: sorting costs 15 times more a code, a bitmap a pass
 
 
 # ---- numbers ------------------------------------------------------------------------
@@ -753,10 +754,11 @@ class TermIndexWriter:
     def _sets(self, table: "_KeyTable", start: int, stop: int) -> Encoded:
         """The sets of entries start..stop, encoded: each entry's sources' codes united; the
         sets of VECTOR_MIN codes or fewer of each kind of field encoded together
-        (encode_many), the longer ones alone, and those of over UNION_ALONE codes before the
-        union (a letter's: most of a million records) united alone too."""
+        (encode_many), the longer ones alone, and those of over UNION_ALONE codes and a
+        UNION_SHARE-th of the records before the union (a letter's, a pair of letters': many
+        thousands of a million records) united alone too."""
         relation = numpy.array(self.relations, dtype=bool)[table.numbers[start:stop]]
-        alone = table.totals(start, stop) > UNION_ALONE
+        alone = table.totals(start, stop) > max(UNION_ALONE, self.count // UNION_SHARE)
         codes, sizes = table.united(start, stop, ~alone)
         ends = numpy.cumsum(sizes)
         single: dict[int, tuple[bytes, int]] = {}
@@ -904,7 +906,9 @@ class _KeyTable:
 
     def union(self, at: int, relation: bool) -> numpy.ndarray:
         """Entry `at`'s codes, its sources' united: marked in a bitmap (of a relation field's,
-        a slot for each record's each element), quicker than sorting them."""
+        a slot for each record's each element), quicker than sorting them, where they are a
+        UNION_SHARE-th of its slots or more; else sorted (a relation's element far from the
+        first: most slots empty)."""
         sources = self.sources[self.via[at]:self.via[at + 1]]
         starts = self.held[sources]
         if len(sources) == 1:
@@ -913,7 +917,11 @@ class _KeyTable:
         joined = self.codes[_ranges_of(starts, self.held[sources + 1] - starts)]
         width = int((joined & ELEMENT_MASK).max()) + 1 if relation else 1  # (a record's slots: one an element)
         slots = (joined >> ELEMENT_BITS) * width + (joined & ELEMENT_MASK) if relation else joined
-        present = numpy.zeros(int(slots.max()) + 1, dtype=bool)
+        top = int(slots.max()) + 1
+        if top > len(joined) * UNION_SHARE:
+            joined.sort()
+            return joined[numpy.append(True, joined[1:] != joined[:-1])]
+        present = numpy.zeros(top, dtype=bool)
         present[slots] = True
         found = numpy.flatnonzero(present)
         return (found // width) << ELEMENT_BITS | found % width if relation else found

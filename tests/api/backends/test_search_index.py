@@ -321,6 +321,21 @@ def test_runs_merged_and_ranges_written_by_processes_give_the_same_files(catalog
         assert files == whole
 
 
+@pytest.mark.parametrize("share", [ti.UNION_SHARE, 0])
+def test_a_keys_sources_united_alone_give_its_codes(catalogue, monkeypatch, share):
+    """_KeyTable.union (the sources of a key of many codes united alone: in a bitmap, or
+    sorted where a bitmap would be mostly empty; share 0: always sorted) gives each code of
+    the entry's sources once, in order, a relation field's too."""
+    monkeypatch.setattr(ti, "UNION_SHARE", share)
+    writer = ti.TermIndexWriter(SPECS, len(catalogue))
+    writer.add_documents(0, catalogue, str.lower)
+    table = ti._KeyTable.of(writer.fields, writer.columns)
+    several = numpy.flatnonzero(numpy.diff(table.via) > 1).tolist()
+    assert several and any(writer.relations[table.numbers[at]] for at in several)
+    for at in several:
+        assert table.union(at, writer.relations[table.numbers[at]]).tolist() == sorted(table.codes_of(at))
+
+
 def python_cut(value: str) -> dict[str, set[str]]:
     """What _split makes of one value, as plain Python says it (the index's module docstring)."""
     parts = ti.WHITE.split(value)  # (tokens at even places: "" before or after white space at an end)
