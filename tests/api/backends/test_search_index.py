@@ -131,8 +131,10 @@ def catalogue(request, tmp_path_factory) -> list[dict]:
 
 
 # The index as the writer's constants cut it, and cut small: leaves of about two keys, about
-# every other one starting a branch (lookups across leaves and branches, a root of branches).
-SHAPES = {"as-built": {}, "branches": {"LEAF_MASK": 1, "BRANCH_MASK": 1}}
+# every other one starting a branch (lookups across leaves and branches, a root of branches);
+# postings files of a few sets, ended by every rule (a tag, the most bytes, a set alone).
+SHAPES = {"as-built": {}, "branches": {"LEAF_MASK": 1, "BRANCH_MASK": 1},
+          "postings": {"CHUNK_MIN": 48, "CHUNK_MAX": 160, "CHUNK_ALONE": 96, "CHUNK_MASK": 1}}
 
 
 @pytest.fixture(params=list(SHAPES))
