@@ -202,8 +202,8 @@ CODE_COST = 12  # codes of a key's sources that cost its writer as much as one m
 SPLIT_BITS = 12  # a postings file (and a leaf) ends after a key whose CRC-32 has these low bits zero
 SPLIT_MASK = (1 << SPLIT_BITS) - 1
 VECTOR_MIN = 64  # positions of a set encoded or decoded with vector operations (fewer: a loop is quicker)
-UNION_ALONE = 1024  # codes of a key's sources together, over which (and over a UNION_SHARE-th of the records)
-UNION_SHARE = 256  # they are united alone, in a bitmap: sorting costs 15 times more a code, a bitmap a pass
+UNION_ALONE = 1024  # a key's sources of more codes, and of more than a UNION_SHARE-th of the records, are united
+UNION_SHARE = 256  # alone, in a bitmap of the records (a pass over them; a code costs a 15th of its sort's)
 
 
 # ---- numbers ------------------------------------------------------------------------
