@@ -202,8 +202,8 @@ CODE_COST = 12  # codes of a key's sources that cost its writer as much as one m
 SPLIT_BITS = 12  # a postings file (and a leaf) ends after a key whose CRC-32 has these low bits zero
 SPLIT_MASK = (1 << SPLIT_BITS) - 1
 VECTOR_MIN = 64  # positions of a set encoded or decoded with vector operations (fewer: a loop is quicker)
-UNION_ALONE = 1024  # a key's sources of more codes, and of more than a UNION_SHARE-th of the records, are united
-UNION_SHARE = 256  # alone, in a bitmap of the records (a pass over them; a code costs a 15th of its sort's)
+UNION_ALONE = 1024  # a key's sources of more codes are united alone, in a bitmap where it pays (_bitmap_pays)
+UNION_SHARE = 256  # a bitmap pays for codes a 256th of its slots or more (a pass over them; a code a 15th of a sort's)
 
 
 # ---- numbers ------------------------------------------------------------------------
@@ -754,11 +754,12 @@ class TermIndexWriter:
     def _sets(self, table: "_KeyTable", start: int, stop: int) -> Encoded:
         """The sets of entries start..stop, encoded: each entry's sources' codes united; the
         sets of VECTOR_MIN codes or fewer of each kind of field encoded together
-        (encode_many), the longer ones alone, and those of over UNION_ALONE codes and a
-        UNION_SHARE-th of the records before the union (a letter's, a pair of letters': many
+        (encode_many), the longer ones alone, and those of over UNION_ALONE codes, where a
+        bitmap of the records pays, before the union (a letter's, a pair of letters': many
         thousands of a million records) united alone too."""
         relation = numpy.array(self.relations, dtype=bool)[table.numbers[start:stop]]
-        alone = table.totals(start, stop) > max(UNION_ALONE, self.count // UNION_SHARE)
+        totals = table.totals(start, stop)
+        alone = (totals > UNION_ALONE) & _bitmap_pays(totals, self.count)
         codes, sizes = table.united(start, stop, ~alone)
         ends = numpy.cumsum(sizes)
         single: dict[int, tuple[bytes, int]] = {}
@@ -906,9 +907,8 @@ class _KeyTable:
 
     def union(self, at: int, relation: bool) -> numpy.ndarray:
         """Entry `at`'s codes, its sources' united: marked in a bitmap (of a relation field's,
-        a slot for each record's each element), quicker than sorting them, where they are a
-        UNION_SHARE-th of its slots or more; else sorted (a relation's element far from the
-        first: most slots empty)."""
+        a slot for each record's each element) where it pays, else sorted (a relation's
+        element far from the first: most slots empty)."""
         sources = self.sources[self.via[at]:self.via[at + 1]]
         starts = self.held[sources]
         if len(sources) == 1:
@@ -918,7 +918,7 @@ class _KeyTable:
         width = int((joined & ELEMENT_MASK).max()) + 1 if relation else 1  # (a record's slots: one an element)
         slots = (joined >> ELEMENT_BITS) * width + (joined & ELEMENT_MASK) if relation else joined
         top = int(slots.max()) + 1
-        if top > len(joined) * UNION_SHARE:
+        if not _bitmap_pays(len(joined), top):
             joined.sort()
             return joined[numpy.append(True, joined[1:] != joined[:-1])]
         present = numpy.zeros(top, dtype=bool)
@@ -934,6 +934,12 @@ class _KeyTable:
 
 _OWNER_SHIFT = 40  # (an entry's codes united, sorted with it in the bits above: up to 2**24 records)
 _CODE_MASK = (1 << _OWNER_SHIFT) - 1
+
+
+def _bitmap_pays(codes: Any, slots: int) -> Any:
+    """Whether codes are united quicker in a bitmap of `slots` slots than sorted (each count
+    of codes of an array, where `codes` is one)."""
+    return codes * UNION_SHARE >= slots
 
 
 def _ranges_of(starts: numpy.ndarray, sizes: numpy.ndarray) -> numpy.ndarray:
