@@ -26,14 +26,15 @@ import hashlib
 import multiprocessing
 import os
 import pickle
-from concurrent.futures import ProcessPoolExecutor
+import threading
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Iterator
 
 import orjson
 
-from ..api.backends import common, configured, indexing
+from ..api.backends import Backend, common, configured, indexing
 from ..api.urls import BY_NAME, PAGE_BUCKET, page_file
 from ..catalogue.settings import Settings
 from ..system import big_arrays, no_cycle_collector
@@ -142,25 +143,43 @@ def _finish(job: Job, name: str, kept: list[Path], made: dict, ids_of, changes: 
     """Each backend's files of the collection: edited from the previous build's where only
     the records `changes` names changed (the ids of every collection given to its backends
     as before) and the backend can, else made from its stretches' parts; `made["ids"]` says
-    the digest of the ids of each collection they were given."""
+    the digest of the ids of each collection they were given. With more than one process,
+    the backends work side by side, a thread each (their work is numpy's and polars', which
+    let go of the interpreter: the filters and orderings take the processor time the term
+    index's key table leaves idle; the processes its writer forks use neither polars nor the
+    lock), their files and ids given out one at a time."""
+    lock = threading.Lock()
+
     def ids(target: str) -> list[str]:
-        found = ids_of(target)
-        made["ids"][target] = _ids_digest(found)
+        with lock:
+            found = ids_of(target)
+            made["ids"][target] = _ids_digest(found)
         return found
 
+    def flush(path: str, data: bytes) -> None:
+        with lock:
+            job.flush(path, data)
+
     query, count = job.settings.query, job.counts[name]
-    for at, backend in enumerate(indexing(name, query)):
-        def parts(at: int = at) -> list:
+
+    def make(at: int, backend: Backend) -> None:
+        def parts() -> list:
             return [pickle.loads(pickle.loads(path.read_bytes())[at]) for path in kept]
         edited = None if changes is None else backend.edit(name, query, job.read_previous, changes, count, parts)
         if edited is None:
-            backend.finish(name, query, job.flush, parts(), ids, processes)
-            continue
+            backend.finish(name, query, flush, parts(), ids, processes)
+            return
         for path, data in edited.files.items():
             if data is not None:
-                job.flush(path, data)
-        for folder in edited.folders:
-            _carry(job, folder, skip=edited.files.keys())
+                flush(path, data)
+        with lock:
+            for folder in edited.folders:
+                _carry(job, folder, skip=edited.files.keys())
+
+    backends = indexing(name, query)
+    with ThreadPoolExecutor(len(backends) if processes > 1 else 1) as pool:
+        for done in [pool.submit(make, at, backend) for at, backend in enumerate(backends)]:
+            done.result()
 
 
 def _changes(job: Job, name: str, before: dict, made: dict) -> list[common.Change] | None:
