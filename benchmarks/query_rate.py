@@ -2,22 +2,24 @@
 the largest page of one without max_limit (§1).
 
     python benchmarks/query_rate.py [--books 100000] [--vocabulary 200000] [--seed 7] [--workdir bench-work]
-                                    [--repeat 15] [--keep] [--no-serve] [--one-site] [--edit-site SITE]
+                                    [--repeat 15] [--keep] [--no-serve] [--one-site] [--query-first]
+                                    [--edit-site SITE]
 
 Synthesises the catalogue of N books (`catalogue synth`, titles and names from a Zipfian
 vocabulary) and builds it twice with `catalogue build` as a user runs it, each a fresh
 build timed from outside with the peak RSS and PSS of its process tree (bench.py's
-run_build): without and with the settings below. Streams a page of every book from the
-first (the built-in server's peak RSS while it does), reports the query indexes' bytes
-against the site's, then edits one title (the middle row of books.csv) and builds again:
-the index files that edit rewrote (written anew, or gone) and the seconds of the build's
-query indexes step. Last, serves the second with the built-in server and times requests
-one at a time (median and 90th percentile, after one warm-up request that loads the
-indexes): a search for a rare title word and for the most common one, an ordering page
-deep in the collection, a filter by the most prolific author, a filter with an ordering.
-For each it also counts the files and bytes an edge host reads to answer it (the same
-reads the JavaScript hosts make: tests check they are the Python's). --edit-site measures
-the edit alone, on a site an earlier run kept (--keep) for the same catalogue.
+run_build): without and with the settings below (--query-first: with them first; the second
+build of a pair has spent less time in its records and pages). Streams a page of every book
+from the one without (the built-in server's peak RSS while it does), reports the query
+indexes' bytes against the site's, then edits one title (the middle row of books.csv) and
+builds again: the index files that edit rewrote (written anew, or gone) and the seconds of
+the build's query indexes step. Last, serves the one with them with the built-in server and
+times requests one at a time (median and 90th percentile, after one warm-up request that
+loads the indexes): a search for a rare title word and for the most common one, an ordering
+page deep in the collection, a filter by the most prolific author, a filter with an
+ordering. For each it also counts the files and bytes an edge host reads to answer it (the
+same reads the JavaScript hosts make: tests check they are the Python's). --edit-site
+measures the edit alone, on a site an earlier run kept (--keep) for the same catalogue.
 """
 from __future__ import annotations
 
@@ -184,8 +186,12 @@ def main() -> None:
     parser.add_argument("--one-site", action="store_true",
                         help="delete the site without the settings before building the other (a million books' "
                              "site takes some 20 GB of disk), and wait for the deletion to settle (bench.SETTLE)")
+    parser.add_argument("--query-first", action="store_true",
+                        help="build the site with the settings first, the other second")
     parser.add_argument("--edit-site", type=Path, help="only the edit, on this site a run with --keep left")
     args = parser.parse_args()
+    if args.query_first and args.one_site:
+        parser.error("--one-site deletes the site without the settings before the other is built: build it first")
     args.workdir = args.workdir.absolute()
     args.workdir.mkdir(parents=True, exist_ok=True)
     plain = catalogue(args.workdir, args.books, args.seed, args.vocabulary or None)
@@ -203,12 +209,13 @@ def main() -> None:
     plain_site, site = (args.workdir / f"site-{kind}-{args.books}-{stamp}" for kind in ("plain", "query"))
     try:
         # (nothing deleted until both are built: creating files right after deleting many is slower)
+        with_query = run_build(data, site, quiet) if args.query_first else None
         without = run_build(plain, plain_site, quiet)
         if not args.no_serve:
             print(streamed(plain_site, args.books), flush=True)
         if args.one_site:
             settled_deletion(plain_site)
-        with_query = run_build(data, site, quiet)
+        with_query = with_query or run_build(data, site, quiet)
         report_builds(args.books, without, with_query, site)
         report_edit(*edit(data, site, quiet))
         if not args.no_serve:
