@@ -176,9 +176,13 @@ def _finish(job: Job, name: str, kept: list[Path], made: dict, ids_of, changes: 
             for folder in edited.folders:
                 _carry(job, folder, skip=edited.files.keys())
 
-    backends = indexing(name, query)
-    with ThreadPoolExecutor(len(backends) if processes > 1 else 1) as pool:
-        for done in [pool.submit(make, at, backend) for at, backend in enumerate(backends)]:
+    backends = list(enumerate(indexing(name, query)))
+    if processes == 1:  # (one after another, here: a failure or an interrupt stops them at once)
+        for at, backend in backends:
+            make(at, backend)
+        return
+    with ThreadPoolExecutor(len(backends)) as pool:  # (all begun at once: a failure waits for the others)
+        for done in [pool.submit(make, at, backend) for at, backend in backends]:
             done.result()
 
 

@@ -341,3 +341,26 @@ def test_a_build_with_other_processes_makes_again_only_the_stretches_the_runs_cu
     after = parts_files(site, "books")
     assert len(after) == len(before) - 1  # (the seam's two stretches are one)
     assert len([name for name in after if before.get(name) != after[name]]) == 2  # (records 0..36 and 252..288)
+
+
+@pytest.mark.parametrize("processes", [1, 2])
+def test_a_backend_that_fails_fails_the_build_and_the_backends_not_begun_do_not_begin(catalogue, tmp_path,
+                                                                                     monkeypatch, processes):
+    """A backend's finish that raises: the build raises it and publishes nothing; in one
+    process the backends after it are not begun (in two they all began together)."""
+    relations, search = BACKENDS[0], BACKENDS[1]
+    begun = []
+
+    def failing(name, *args):
+        raise RuntimeError(f"the filters of {name} failed")
+
+    def spied(name, *args, finish=search.finish):
+        begun.append(name)
+        return finish(name, *args)
+    monkeypatch.setattr(relations, "finish", failing)
+    monkeypatch.setattr(search, "finish", spied)
+    site = tmp_path / "site"
+    with pytest.raises(RuntimeError, match="the filters of books failed"):
+        build(catalogue, site, processes=processes)
+    assert not (site / CURRENT).exists()
+    assert ("books" in begun) == (processes > 1)  # (the authors' term index came before)
