@@ -805,7 +805,7 @@ def _ranges(table: "_KeyTable", shares: int) -> list[tuple[int, int]]:
     keys = len(starts) - 1
     if keys < PARALLEL_MIN:
         return [(0, len(table))]
-    costs = numpy.arange(keys + 1) + table.codes_before(starts) // CODE_COST  # (of keys ..k: costs[k])
+    costs = numpy.arange(keys + 1) + table.codes_before(0, len(table))[starts] // CODE_COST  # (of keys ..k)
     cuts = [0]
     for share in range(1, shares):
         at = max(int(numpy.searchsorted(costs, costs[-1] * share // shares)), bisect.bisect_right(starts, cuts[-1]) - 1)
@@ -878,16 +878,14 @@ class _KeyTable:
 
     def totals(self, start: int, stop: int) -> numpy.ndarray:
         """How many codes the sources of each of entries start..stop hold together."""
+        return numpy.diff(self.codes_before(start, stop))
+
+    def codes_before(self, start: int, stop: int) -> numpy.ndarray:
+        """How many codes the sources of entries start..stop hold before each of them, and
+        after the last (a source counted once for each entry it has)."""
         via = self.via[start:stop + 1]
         sources = self.sources[via[0]:via[-1]]
-        sizes = numpy.concatenate(([0], numpy.cumsum(self.held[sources + 1] - self.held[sources])))
-        return sizes[via[1:] - via[0]] - sizes[via[:-1] - via[0]]
-
-    def codes_before(self, entries: numpy.ndarray) -> numpy.ndarray:
-        """How many codes the sources of all entries before each of `entries` hold (a source
-        counted once for each entry it has)."""
-        held = numpy.concatenate(([0], numpy.cumsum(numpy.diff(self.held)[self.sources])))
-        return held[self.via[entries]]
+        return numpy.concatenate(([0], numpy.cumsum(self.held[sources + 1] - self.held[sources])))[via - via[0]]
 
     def united(self, start: int, stop: int, kept: numpy.ndarray) -> tuple[numpy.ndarray, numpy.ndarray]:
         """The codes of those of entries start..stop `kept` says, one after another, each
