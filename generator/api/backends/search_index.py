@@ -426,10 +426,9 @@ class Encoded(NamedTuple):
 
 
 def encode_many(codes: numpy.ndarray, sizes: numpy.ndarray, relation: bool, count: int) -> Encoded:
-    """encode_postings of each of many short sets (VECTOR_MIN codes or fewer, one or more: `sizes`
-    each, one after another in `codes`), with vector operations across them all (a million
-    books' index has millions of sets, most of a few codes: a call a set costs more than its
-    bytes)."""
+    """encode_postings of each of many sets (one or more codes: `sizes` each, one after another
+    in `codes`), with vector operations across them all (a million books' index has millions
+    of sets, most of a few codes: a call a set costs more than its bytes)."""
     if not relation:
         return Encoded(*_encode_lists(codes, sizes, count), sizes)
     owner = numpy.repeat(numpy.arange(len(sizes)), sizes)
@@ -481,38 +480,41 @@ def _put_varints(out: numpy.ndarray, at: numpy.ndarray, values: numpy.ndarray, w
 def _encode_lists(positions: numpy.ndarray, sizes: numpy.ndarray, count: int) \
         -> tuple[numpy.ndarray, numpy.ndarray, numpy.ndarray]:
     """encode_set of each of runs of sorted positions (of `sizes` each, in order), one after
-    another (bytes, each one's start and size): written at once where its form is a list
-    whose varints are one byte each (most), the others encoded alone."""
+    another (bytes, each one's start and size): the lists written at once, their varints
+    of any width; the sets a bitmap holds in fewer bytes (a common letter's) encoded alone."""
     owner = numpy.repeat(numpy.arange(len(sizes)), sizes)
     starts = numpy.cumsum(sizes) - sizes
     high = positions >> 16
     opens = numpy.ones(len(positions), dtype=bool)  # (a group's first position)
     opens[1:] = (high[1:] != high[:-1]) | (owner[1:] != owner[:-1])
     groups = numpy.flatnonzero(opens)
+    group_owner, group_high = owner[groups], high[groups]
     group_sizes = numpy.diff(numpy.append(groups, len(positions)))
-    counted = numpy.bincount(owner[groups], minlength=len(sizes))
+    counted = numpy.bincount(group_owner, minlength=len(sizes))
     last = positions[numpy.maximum(starts + sizes - 1, 0)] if len(positions) else numpy.zeros(len(sizes), numpy.int64)
     listed = 2 * sizes + 8 * numpy.where(sizes > 0, (last + 1 + LOW) // 65536, 0)
-    alone = ((count + 7) // 8 < listed) | (counted >= 0x80)
-    alone[owner[groups][(high[groups] >= 0x80) | (group_sizes >= 0x80)]] = True
+    alone = (count + 7) // 8 < listed
     made = {}
     for index in numpy.flatnonzero(alone).tolist():
         made[index] = bytearray()
         encode_set(positions[starts[index]:starts[index] + sizes[index]].tolist(), count, made[index])
-    lengths = 2 + 2 * counted + 2 * sizes
+    # a list: LIST, varint groups, each group's varint high and varint size, then the lows
+    high_widths, size_widths, counted_widths = (_varint_widths(values) for values in (group_high, group_sizes, counted))
+    group_widths = high_widths + size_widths
+    heads = 1 + counted_widths + numpy.bincount(group_owner, group_widths, len(sizes)).astype(numpy.int64)
+    lengths = heads + 2 * sizes
     lengths[alone] = [len(data) for data in made.values()]
     at = numpy.cumsum(lengths) - lengths
     out = numpy.zeros(int(lengths.sum()), dtype=numpy.uint8)  # (LIST is 0)
     kept = ~alone
-    out[at[kept] + 1] = counted[kept]
-    group_owner = owner[groups]
-    rank = numpy.arange(len(groups)) - (numpy.cumsum(counted) - counted)[group_owner]
+    _put_varints(out, at[kept] + 1, counted[kept], counted_widths[kept])
     written = kept[group_owner]
-    place = at[group_owner] + 2 + 2 * rank
-    out[place[written]] = high[groups][written]
-    out[place[written] + 1] = group_sizes[written]
+    before = numpy.cumsum(group_widths) - group_widths  # (the group heads' bytes before each, of every list)
+    place = (at + 1 + counted_widths)[group_owner] + before - before[(numpy.cumsum(counted) - counted)[group_owner]]
+    _put_varints(out, place[written], group_high[written], high_widths[written])
+    _put_varints(out, place[written] + high_widths[written], group_sizes[written], size_widths[written])
     written = kept[owner]
-    place = (at + 2 + 2 * counted)[owner] + 2 * (numpy.arange(len(positions)) - starts[owner])
+    place = (at + heads)[owner] + 2 * (numpy.arange(len(positions)) - starts[owner])
     out[place[written]] = positions[written] & 0xFF
     out[place[written] + 1] = positions[written] >> 8 & 0xFF
     for index, data in made.items():
@@ -752,27 +754,22 @@ class TermIndexWriter:
         return leaves
 
     def _sets(self, table: "_KeyTable", start: int, stop: int) -> Encoded:
-        """The sets of entries start..stop, encoded: each entry's sources' codes united; the
-        sets of VECTOR_MIN codes or fewer of each kind of field encoded together
-        (encode_many), the longer ones alone, and those of over UNION_ALONE codes, where a
-        bitmap of the records pays, before the union (a letter's, a pair of letters': many
-        thousands of a million records) united alone too."""
+        """The sets of entries start..stop, encoded: each entry's sources' codes united, the
+        sets of each kind of field encoded together (encode_many); those of over UNION_ALONE
+        codes, where a bitmap of the records pays, before the union (a letter's, a pair of
+        letters': many thousands of a million records) united and encoded alone."""
         relation = numpy.array(self.relations, dtype=bool)[table.numbers[start:stop]]
         totals = table.totals(start, stop)
         alone = (totals > UNION_ALONE) & _bitmap_pays(totals, self.count)
         codes, sizes = table.united(start, stop, ~alone)
-        ends = numpy.cumsum(sizes)
-        single: dict[int, tuple[bytes, int]] = {}
-        for at in numpy.flatnonzero(alone).tolist():
-            single[at] = encode_postings(table.union(start + at, bool(relation[at])), bool(relation[at]), self.count)
-        for at in numpy.flatnonzero((sizes > VECTOR_MIN) & ~alone).tolist():
-            single[at] = encode_postings(codes[ends[at] - sizes[at]:ends[at]], bool(relation[at]), self.count)
+        single = {at: encode_postings(table.union(start + at, bool(relation[at])), bool(relation[at]), self.count)
+                  for at in numpy.flatnonzero(alone).tolist()}
         together = []
         for kind in (False, True):
-            short = (sizes <= VECTOR_MIN) & (relation == kind) & ~alone
-            if short.any():
-                together.append((numpy.flatnonzero(short), encode_many(codes[numpy.repeat(short, sizes)],
-                                                                       sizes[short], kind, self.count)))
+            chosen = (relation == kind) & ~alone
+            if chosen.any():
+                together.append((numpy.flatnonzero(chosen), encode_many(codes[numpy.repeat(chosen, sizes)],
+                                                                        sizes[chosen], kind, self.count)))
         return _joined_sets(stop - start, single, together)
 
 
