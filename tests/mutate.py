@@ -105,8 +105,7 @@ ENGINE: dict[str, list[list[str]]] = {
 }
 QUOTE = 'found += /[A-Za-z0-9_.~-]/.test(c) || (b < 128 && safe.includes(c)) ? c : "%" + (b < 16 ? "0" : "") + ' \
     'b.toString(16).toUpperCase();'  # (qsQuote's line, querystring.js.j2)
-PAGE_INDEX_LINE = ("let index = big < BigInt(Number.MAX_SAFE_INTEGER) ? await spanIndex(read, paging.name, size, "
-                   "span(pageOf(Number(big))), held) : null;")  # (assemblePage's, pages.js.j2)
+PAGE_INDEX_LINE = "if (index === null && big < BigInt(Number.MAX_SAFE_INTEGER)) {"  # (assemblePage's, pages.js.j2)
 # Survivors explained: (module, line as it was, line as mutated), each stripped: why no test can
 # tell them apart (equivalent), or why none should.
 EXPLAINED: dict[tuple[str, str, str], str] = {
@@ -176,10 +175,11 @@ EXPLAINED: dict[tuple[str, str, str], str] = {
         "Number) the page's span has no index (no collection is that large), so both answer from span 0's; the "
         "mutant asks for the missing one first, as the Python (Spans.count) does: one read more, a 400 only for a "
         "request that needs exactly the cap's files (either threshold is right: a test would pin one)",
-    (f"{TEMPLATES}/pages.js.j2", "for (let at = 0; at < positions.length;) {  // (each run of neighbours at once)",
-     "for (let at = 0; at <= positions.length;) {  // (each run of neighbours at once)"):
-        "equivalent: the one pass past the end asks records(undefined, NaN), whose loop runs while undefined < "
-        "NaN: never",
+    (f"{TEMPLATES}/pages.js.j2",
+     "for (let at = 0; at < positions.length;) {  // (each run of neighbours on one page at once)",
+     "for (let at = 0; at <= positions.length;) {  // (each run of neighbours on one page at once)"):
+        "equivalent: the one pass past the end asks records(undefined, NaN, picked), whose loop runs while "
+        "undefined < NaN: never",
     (f"{BACKENDS}/relations.py", "if len(found) > 1:", "if len(found) >= 1:"):
         "equivalent: the repeats of a record's one id dropped (dict.fromkeys) leave that id: a condition that "
         "only spares the call",

@@ -72,11 +72,9 @@ def answer(read: Reader, wanted: Paging, page_size: int, base: str, query: dict 
     if query:  # (records picked from one page, or checked by a search and then shown, read it once)
         read = recent(read)
     spans = Spans(read, wanted.name, page_size)
-    count = spans.count(wanted.offset)
     selection = select(read, wanted.name, wanted.pairs, query, spans.count(0), documents(read, spans)) \
         if query else None
-    if selection is not None:
-        count = selection.count
+    count = spans.count(wanted.offset) if selection is None else selection.count
     stop = min(wanted.offset + wanted.limit, count)
     yield head(count, base, wanted.links(count))
     if selection is None:
@@ -106,22 +104,31 @@ def recent(read: Reader, keep: int = 16) -> Reader:
 
 
 def picked(read: Reader, spans: Spans, positions: Sequence[int]) -> Iterator[bytes]:
-    """The records at these positions, in this order: each run of neighbours at once."""
+    """The records at these positions, in this order: each run of neighbours on one page at
+    once, found in the page (no span's index read: a query's records lie here and there)."""
     at = 0
     while at < len(positions):
         end = at + 1
-        while end < len(positions) and positions[end] == positions[end - 1] + 1:
+        while end < len(positions) and positions[end] == positions[end - 1] + 1 and positions[end] % spans.page_size:
             end += 1
-        yield from records(read, spans, positions[at], positions[end - 1] + 1)
+        yield found(read, spans, positions[at], positions[end - 1] + 1)
         at = end
 
 
 def documents(read: Reader, spans: Spans) -> Documents:
     """The way a request's backends read records' documents: from the pages holding them."""
     def of(positions: Sequence[int]) -> dict[int, dict]:
-        return {position: orjson.loads(b"".join(records(read, spans, position, position + 1)))
-                for position in positions}
+        return {position: orjson.loads(found(read, spans, position, position + 1)) for position in positions}
     return of
+
+
+def found(read: Reader, spans: Spans, start: int, stop: int) -> bytes:
+    """Records start..stop, all on one page, found in its bytes (pageindex.found_in)."""
+    page = start - start % spans.page_size
+    data = read(page_file(spans.name, str(spans.page_size), str(page // PAGE_BUCKET), str(page)))
+    if data is None:
+        raise FileNotFoundError(f"page {page} of {spans.name}")
+    return pageindex.found_in(data, page, start, stop).cut(data)
 
 
 def records(read: Reader, spans: Spans, start: int, stop: int) -> Iterator[bytes]:

@@ -13,10 +13,13 @@ record of the span's pages in order, the byte where it starts inside its page, a
 little-endian 32-bit numbers (some 4 KB a span). A record ends one byte before the next
 record of its page starts, or, the last of its page, where TAIL starts. So a page of any
 limit and offset is a new head and slices of a few page files: `slices()` says which; a
-record costs a host its page and its span's index.
+run of records costs a host its pages and their spans' indexes. The records a query picks
+here and there are found in their page's bytes instead (`found_in`): each costs its page
+alone, where its span's index would double the files read.
 """
 from __future__ import annotations
 
+import re
 import struct
 import sys
 from array import array
@@ -27,6 +30,10 @@ from .pages import TAIL
 from .urls import PAGE_INDEX_SPAN
 
 MAGIC = b"CIX1"
+RESULTS = b'"results":['  # (where a page's head ends: api/assemble.head)
+# the next bracket outside a string, past the strings and the rest (possessive: a page that is
+# not one fails at once, never backtracks)
+BRACKET = re.compile(rb'(?:[^"{}\[\]]++|"[^"\\]*+(?:\\.[^"\\]*+)*+")*+([{}\[\]])')
 HEADER = struct.Struct("<4sIII")  # magic, count, page size, offset of the span's first page
 BIG_ENDIAN = sys.byteorder == "big"  # (the starts are little-endian on disk)
 
@@ -106,6 +113,26 @@ def slices(index: Index, start: int, stop: int) -> Iterator[Slice]:
         end = None if upto == page + limit or upto >= index.count else index.starts[upto - index.first] - 1
         yield Slice(page, begin, end)
         at = upto
+
+
+def found_in(page: bytes, offset: int, start: int, stop: int) -> Slice:
+    """Records start..stop, all in the page at `offset`, found in its bytes: the objects of
+    its `results` array, each ending where the brackets outside strings close it."""
+    first, last = start - offset, stop - offset
+    at = page.index(RESULTS) + len(RESULTS)
+    depth, seen, begin = 0, 0, at
+    for bracket in BRACKET.finditer(page, at):
+        if bracket[1] in b"{[":
+            depth += 1
+            continue
+        depth -= 1
+        if depth == 0:
+            seen += 1
+            if seen == first:
+                begin = bracket.end() + 1  # (past the comma)
+            if seen == last:
+                return Slice(offset, begin, bracket.end())
+    raise ValueError(f"the page at {offset} holds no records {start}..{stop}")
 
 
 def record_starts(head_length: int, lengths: list[int]) -> Iterator[int]:

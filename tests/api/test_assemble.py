@@ -11,6 +11,7 @@ import json
 from array import array
 
 import pytest
+from hypothesis import given, strategies as st
 
 from generator.api import assemble, pageindex
 from generator.api.pages import TAIL
@@ -264,3 +265,48 @@ def test_an_ordered_page_holds_every_record_once_in_that_order(filtered, orderin
     assert sorted(b["url"] for b in pages) == sorted(b["url"] for b in books)
     prices = [price(b) for b in pages]
     assert prices == sorted(prices, reverse=ordering.startswith("-"))
+
+
+def test_the_records_a_query_picks_cost_their_pages_alone():
+    """Records here and there, as a query picks them: each run of neighbours on one page is
+    found in that page's bytes, and no span's index is read for them (it would double the
+    files read); a run across two pages comes from each."""
+    reads = []
+    counting = lambda path: reads.append(path) or FILES.get(path)  # noqa: E731
+    positions = [5003, 40, 41, 9000, 11, 12, 13, COUNT - 1]
+    got = list(assemble.picked(counting, assemble.Spans(counting, NAME, SIZE), positions))
+    assert b",".join(got) == b",".join(RECORDS[p] for p in positions)
+    assert len(got) == 6  # (a piece a run on one page: 11, then 12..13, lie on two)
+    assert reads == [page_file(NAME, str(SIZE), str(p // PAGE_BUCKET), str(p - p % SIZE)) for p in
+                     (5003, 40, 9000, 11, 12, COUNT - 1)]
+
+
+JSON_TEXT = st.text(st.sampled_from(list('{}[]",:\\ ab/\n\tکتاب\u2028')) | st.characters(codec="utf-8"), max_size=12)
+VALUES = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | JSON_TEXT,
+                      lambda inner: st.lists(inner, max_size=4) | st.dictionaries(JSON_TEXT, inner, max_size=4),
+                      max_leaves=12)
+
+
+@given(st.lists(st.dictionaries(JSON_TEXT, VALUES, max_size=5), min_size=1, max_size=SIZE), st.data())
+def test_records_are_found_in_their_page_where_its_index_places_them(documents, data):
+    """found_in takes from a page's bytes the records a slice of its index would (brackets,
+    quotes and backslashes in strings, nested arrays and objects, empty ones), at any offset."""
+    records = [json.dumps(document, ensure_ascii=False, separators=(",", ":")).encode() for document in documents]
+    offset = data.draw(st.sampled_from([0, SIZE, 996, 9996]))  # (pages of SIZE)
+    page_head = head(offset + len(records), f"{BASE}?x=%22results%22:[", None)
+    page = page_head + b",".join(records) + TAIL
+    index = pageindex.Index(offset + len(records), SIZE, offset, array("I", [
+        start for start in pageindex.record_starts(len(page_head), [len(r) for r in records])]))
+    start = data.draw(st.integers(offset, offset + len(records) - 1))
+    stop = data.draw(st.integers(start + 1, offset + len(records)))
+    assert pageindex.found_in(page, offset, start, stop).cut(page) == b",".join(records[start - offset:stop - offset])
+    whole, = pageindex.slices(index, start, stop)
+    assert whole.cut(page) == pageindex.found_in(page, offset, start, stop).cut(page)
+
+
+def test_a_page_without_the_records_asked_for_is_said():
+    page = FILES[page_file(NAME, str(SIZE), "0", "0")]
+    with pytest.raises(ValueError, match="holds no records 11..13"):
+        pageindex.found_in(page, 0, 11, 13)
+    with pytest.raises(ValueError):
+        pageindex.found_in(b'{"count":1,"results":[{"a":"unclosed', 0, 0, 1)

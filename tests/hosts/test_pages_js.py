@@ -163,3 +163,53 @@ def test_javascript_reads_pages_larger_than_a_span_as_python_does(tmp_path):
     requests = [("user", q) for q in ("limit=30&offset=2490", "limit=5&offset=4999", "limit=3000&offset=1",
                                       "limit=7&offset=5996", "offset=7000", "limit=2&offset=999")]
     assert_as_python(generation, requests, run_node_reads(module(tmp_path), generation, requests))
+
+
+FOUND_IN = """
+import {readFileSync} from "node:fs";
+const asked = JSON.parse(readFileSync(0, "utf8"));
+process.stdout.write(JSON.stringify(asked.map(([page, first, last]) => foundIn(Buffer.from(page, "base64"), first, last))));
+"""
+
+
+def test_javascript_finds_a_pages_records_where_python_does(tmp_path):
+    """foundIn (the records a query picks, found in their page's bytes) cuts each page where
+    pageindex.found_in does: strings holding brackets, quotes, backslashes and escapes,
+    nested arrays and objects, empty ones."""
+    from generator.api import pageindex
+    from generator.api.pages import TAIL
+
+    rng = random.Random(7)
+    pieces = ['{', '}', '[', ']', '"', '\\', ',', ':', 'کتاب', ' ', '\n', '\u2028', 'x']
+
+    def text() -> str:
+        return "".join(rng.choice(pieces) for _ in range(rng.randrange(8)))
+
+    def value(depth: int):
+        kind = rng.randrange(6 if depth < 3 else 3)
+        if kind == 0:
+            return text()
+        if kind == 1:
+            return rng.choice([None, True, 12, -1.5, 0])
+        if kind == 2:
+            return {}
+        if kind == 3:
+            return [value(depth + 1) for _ in range(rng.randrange(4))]
+        return {text(): value(depth + 1) for _ in range(rng.randrange(4))}
+    asked, expected = [], []
+    for _ in range(300):
+        records = [json.dumps({"url": text(), "v": value(0)}, ensure_ascii=False, separators=(",", ":")).encode()
+                   for _ in range(rng.randrange(1, 13))]
+        page = b'{"count":99,"next":null,"previous":"http://k.example/?q=%22results%22:[","results":[' + \
+            b",".join(records) + TAIL
+        first = rng.randrange(len(records))
+        last = rng.randrange(first + 1, len(records) + 1)
+        asked.append([base64.b64encode(page).decode(), first, last])
+        found = pageindex.found_in(page, 0, first, last)
+        expected.append([found.begin, found.end])
+        assert page[found.begin:found.end] == b",".join(records[first:last])
+    path = module(tmp_path)
+    path.write_text(path.read_text(encoding="utf-8").split(HARNESS)[0] + FOUND_IN, encoding="utf-8")
+    done = subprocess.run(["node", str(path)], input=json.dumps(asked), capture_output=True, text=True, check=True,
+                          timeout=120)
+    assert json.loads(done.stdout) == expected
