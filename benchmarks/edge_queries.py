@@ -103,16 +103,19 @@ def _two(rng: random.Random, books: list[dict]) -> str:
 
 
 def host_limits() -> dict:
-    """The edge hosts' declared limits, by host name."""
+    """The edge hosts' declared limits (each host module's LIMITS), by host name."""
+    from importlib import import_module
+
     from generator.hosts.registry import HOSTS
 
-    return {host.name: host.limits for host in HOSTS if host.limits is not None}
+    found = {host.name: getattr(import_module(f"generator.hosts.{host.name}"), "LIMITS", None) for host in HOSTS}
+    return {name: limits for name, limits in found.items() if limits is not None}
 
 
 def refused_by(limits, objects: int, size: int) -> bool:
-    """Whether a host's limits refuse a request reading so much (the hosts read site.json
-    outside the count)."""
-    return limits.refuses(objects - 1, size)
+    """Whether a host's limits refuse a request reading so much (its page put together reads
+    the files counted but site.json, and holds their bytes)."""
+    return objects - 1 > limits.reads or size > limits.held
 
 
 def status(port: int, collection: str, query: str) -> int:

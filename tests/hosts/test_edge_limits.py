@@ -210,3 +210,24 @@ def run(path, generation: str, requests: list) -> list:
     done = subprocess.run(["node", str(path), generation], input=json.dumps(requests), capture_output=True, text=True,
                           check=True, timeout=120)
     return json.loads(done.stdout)
+
+
+def test_the_random_queries_benchmark_reads_and_judges_as_the_hosts_declare(built, capsys):
+    """benchmarks/edge_queries.py (the national-scale check's random queries) runs on a built
+    site: each edge host's declared limits found, none refusing a query of this catalogue,
+    and a query reading more files than a host's cap judged refused by it."""
+    import sys
+
+    from generator.hosts import cloudflare, cloudfront, netlify
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    import edge_queries
+
+    _, site, data = built
+    limits = edge_queries.host_limits()
+    assert limits == {"cloudflare": cloudflare.LIMITS, "cloudfront": cloudfront.LIMITS, "netlify": netlify.LIMITS}
+    edge_queries.report(site, data, 40, 3, [])
+    assert capsys.readouterr().out.splitlines()[-1].endswith("refused by cloudflare 0, cloudfront 0, netlify 0")
+    cap = limits["cloudflare"]
+    assert not edge_queries.refused_by(cap, int(cap.reads) + 1, cap.held)  # (site.json outside the count)
+    assert edge_queries.refused_by(cap, int(cap.reads) + 2, 0) and edge_queries.refused_by(cap, 2, cap.held + 1)
