@@ -200,7 +200,7 @@ EXPLAINED: dict[tuple[str, str, str], str] = {
      "VECTOR_MIN = 64  # positions of a set encoded or decoded with vector operations (fewer: a loop is quicker)",
      "VECTOR_MIN = 65  # positions of a set encoded or decoded with vector operations (fewer: a loop is quicker)"):
         "equivalent: where a set's encoding turns from a loop to vector operations, which give the same bytes "
-        "(test_many_short_sets_encoded_together_as_each_alone, and VECTOR_MIN 0 in the writers' test)",
+        "(test_many_sets_encoded_together_as_each_alone, and VECTOR_MIN 0 in the writers' test)",
     (f"{BACKENDS}/search_index.py",
      "_OWNER_SHIFT = 40  # (an entry's codes united, sorted with it in the bits above: up to 2**24 records)",
      "_OWNER_SHIFT = 41  # (an entry's codes united, sorted with it in the bits above: up to 2**24 records)"):

@@ -376,7 +376,7 @@ def test_keys_front_coded_together_share_what_each_pair_shares(prefix, tails):
 
 @settings(max_examples=150)
 @given(st.sampled_from([5, 50, 3000, 200000, 9_000_000]), st.booleans(), st.data())
-def test_many_short_sets_encoded_together_as_each_alone(count, relation, data):
+def test_many_sets_encoded_together_as_each_alone(count, relation, data):
     """encode_many's bytes and record counts are encode_postings' of each set: lists, bitmaps
     (a collection of a few records, a dense run), positions past 2**23, elements past 126,
     empty elements; groups of 128 records or more, 128 groups or more (varints of two bytes)."""
