@@ -295,8 +295,8 @@ def test_records_are_found_in_their_page_where_its_index_places_them(documents, 
     offset = data.draw(st.sampled_from([0, SIZE, 996, 9996]))  # (pages of SIZE)
     page_head = head(offset + len(records), f"{BASE}?x=%22results%22:[", None)
     page = page_head + b",".join(records) + TAIL
-    index = pageindex.Index(offset + len(records), SIZE, offset, array("I", [
-        start for start in pageindex.record_starts(len(page_head), [len(r) for r in records])]))
+    index = pageindex.Index(offset + len(records), SIZE, offset,
+                            array("I", pageindex.record_starts(len(page_head), [len(r) for r in records])))
     start = data.draw(st.integers(offset, offset + len(records) - 1))
     stop = data.draw(st.integers(start + 1, offset + len(records)))
     assert pageindex.found_in(page, offset, start, stop).cut(page) == b",".join(records[start - offset:stop - offset])

@@ -212,15 +212,13 @@ def run(path, generation: str, requests: list) -> list:
     return json.loads(done.stdout)
 
 
-def test_the_random_queries_benchmark_reads_and_judges_as_the_hosts_declare(built, capsys):
+def test_the_random_queries_benchmark_reads_and_judges_as_the_hosts_declare(built, capsys, monkeypatch):
     """benchmarks/edge_queries.py (the national-scale check's random queries) runs on a built
     site: each edge host's declared limits found, none refusing a query of this catalogue,
     and a query reading more files than a host's cap judged refused by it."""
-    import sys
-
     from generator.hosts import cloudflare, cloudfront, netlify
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[2] / "benchmarks"))
     import edge_queries
 
     _, site, data = built
