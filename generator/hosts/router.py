@@ -121,7 +121,8 @@ def answer_values(cache_control: str) -> dict:
     together (templates/pages.js.j2, with the query-string reading of querystring.py)."""
     return {"headers": json.dumps(headers(cache_control)), "max_body": MAX_BODY,
             "querystring": querystring.javascript(), "query": query.javascript(), "site_info": json.dumps(SITE_INFO), "api_path": json.dumps(API),
-            "index": json.dumps({"bucket": PAGE_BUCKET, "span": PAGE_INDEX_SPAN, "header": pageindex.HEADER.size}),
+            "index": json.dumps({"bucket": PAGE_BUCKET, "span": PAGE_INDEX_SPAN, "header": pageindex.HEADER.size,
+                                 "results": pageindex.RESULTS.decode()}),
             "page_file": json.dumps(page_file("{name}", "{limit}", "{bucket}", "{offset}")),
             "index_file": json.dumps(page_index_file("{name}", "{limit}", "{bucket}", "{offset}")),
             "too_many_fields": json.dumps(meta.TOO_MANY_FIELDS.decode()),
