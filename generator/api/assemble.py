@@ -125,10 +125,16 @@ def documents(read: Reader, spans: Spans) -> Documents:
 def found(read: Reader, spans: Spans, start: int, stop: int) -> bytes:
     """Records start..stop, all on one page, found in its bytes (pageindex.found_in)."""
     page = start - start % spans.page_size
-    data = read(page_file(spans.name, str(spans.page_size), str(page // PAGE_BUCKET), str(page)))
-    if data is None:
-        raise FileNotFoundError(f"page {page} of {spans.name}")
+    data = _page(read, spans, page)
     return pageindex.found_in(data, page, start, stop).cut(data)
+
+
+def _page(read: Reader, spans: Spans, offset: int) -> bytes:
+    """The default page at `offset`."""
+    data = read(page_file(spans.name, str(spans.page_size), str(offset // PAGE_BUCKET), str(offset)))
+    if data is None:
+        raise FileNotFoundError(f"page {offset} of {spans.name}")
+    return data
 
 
 def records(read: Reader, spans: Spans, start: int, stop: int) -> Iterator[bytes]:
@@ -141,8 +147,5 @@ def records(read: Reader, spans: Spans, start: int, stop: int) -> Iterator[bytes
             raise FileNotFoundError(f"the index of span {span} of {spans.name}")
         upto = min(stop, pageindex.first_page(span + 1, spans.page_size))
         for piece in pageindex.slices(index, at, upto):
-            data = read(page_file(spans.name, str(spans.page_size), str(piece.page // PAGE_BUCKET), str(piece.page)))
-            if data is None:
-                raise FileNotFoundError(f"page {piece.page} of {spans.name}")
-            yield piece.cut(data)
+            yield piece.cut(_page(read, spans, piece.page))
         at = upto

@@ -64,11 +64,11 @@ QUERIES = ["", "limit=5", "limit=12&offset=5", "offset=1000", "limit=1_2&utm_sou
            "limit=" + "1" * 4301, "x=%E2%28&limit=4", "&".join(["a=1"] * 1001)]
 
 
-def module(directory: Path) -> Path:
+def module(directory: Path, harness: str = HARNESS) -> Path:
     values = answer_values("no-cache")
     code = values["querystring"] + "\n" + values["query"] + "\n" + templates().get_template("pages.js.j2").render(values)
     path = directory / "pages.mjs"
-    path.write_text(code + "\nconst notModified = () => false;\n" + HARNESS, encoding="utf-8")
+    path.write_text(code + "\nconst notModified = () => false;\n" + harness, encoding="utf-8")
     return path
 
 
@@ -208,8 +208,6 @@ def test_javascript_finds_a_pages_records_where_python_does(tmp_path):
         found = pageindex.found_in(page, 0, first, last)
         expected.append([found.begin, found.end])
         assert page[found.begin:found.end] == b",".join(records[first:last])
-    path = module(tmp_path)
-    path.write_text(path.read_text(encoding="utf-8").split(HARNESS)[0] + FOUND_IN, encoding="utf-8")
-    done = subprocess.run(["node", str(path)], input=json.dumps(asked), capture_output=True, text=True, check=True,
+    done = subprocess.run(["node", str(module(tmp_path, FOUND_IN))], input=json.dumps(asked), capture_output=True, text=True, check=True,
                           timeout=120)
     assert json.loads(done.stdout) == expected
