@@ -42,7 +42,7 @@ from .publish import Generation, Site, same_bytes
 from .state import VERSION as STATE_VERSION, published_ids, state_dir
 
 PART_PAGES = 256  # pages of the default size whose records' parts are kept as one file of the state
-PARTS_FORMAT = b"8"  # bump when what an indexer's close() gives changes for the same records, or how it is kept
+PARTS_FORMAT = b"9"  # bump when what an indexer's close() gives changes for the same records, or how it is kept
 RUNS_EACH = 4  # runs of records a process reads, at most (where more than one process reads)
 EDIT_STRETCHES = 4  # stretches changed at most where the indexes are edited (backends that can), not made again
 

@@ -59,13 +59,15 @@ class Search(Backend):
              parts) -> Edit | None:
         """The term index's files that change where `changes` changed (search_index.edit)."""
         folder, specs = search_index.index_dir(name), query[SEARCH][name]
-        columns = search_index.readers(search_index.index_fields(specs))
+        fields = search_index.index_fields(specs)
+        columns = search_index.readers(fields)
 
         def values(document: dict) -> dict[str, list[str | None]]:
             return search_index.document_values(document, columns, folding(query.get(NORMALISE)))
 
         files = search_index.edit(lambda path: previous(f"{folder}/{path}"), specs, count,
-                                 [(position, values(then), values(now)) for position, then, now in changes])
+                                 [(position, values(then), values(now)) for position, then, now in changes],
+                                 search_index.alphabets(fields, [columns for _, _, columns in parts()]))
         return None if files is None else Edit([folder], {f"{folder}/{path}": data for path, data in files.items()})
 
     def openapi(self, resource: Resource, settings) -> list[dict]:

@@ -7,7 +7,8 @@ request's (folded) terms select. The files lie under `api/v1/<name>/_query/searc
 (`index_dir`); the paths below are relative to it.
 
 A request's search costs: the root, the branches and leaves holding its terms' keys
-(usually one of each a term), the postings files of the few terms whose lists are too
+(usually one of each a term; none in a field whose values lack a character of the term:
+the root tells each field's alphabet), the postings files of the few terms whose lists are too
 long to sit in a leaf, and, where few candidates are left, the pages of those candidates
 (their documents), on which the remaining terms are checked exactly. The answers are DRF's SearchFilter's
 (docs/spec/query.md §3), exactly: see `search`.
@@ -74,8 +75,9 @@ keys from the last restart at or before the key it looks for (as LevelDB's block
 a lookup decodes some RESTART keys of a leaf, not its thousand.
 
 Files (paths relative to the index's directory):
-- `root.bin`: b"TIR1", varint version (4), varint record count, varint number of
-  fields, each field's spec (varint length, bytes), varint levels; then a key list of the
+- `root.bin`: b"TIR1", varint version (5), varint record count, varint number of
+  fields, each field's spec (varint length, bytes) and alphabet (varint length, bytes:
+  every character its values hold, once, in code point order), varint levels; then a key list of the
   first key of each file of the level below, each followed by varint name: with levels 0
   the leaves (the leaf is `leaf/<name as 8 lower-case hex digits>.bin`), with levels 1 the
   branches (`branch/<name>.bin`).
@@ -175,7 +177,7 @@ from .common import (NUL, SPACES, Flush, Missing, Reader, Records, Request, fold
 
 ROOT, BRANCH_DIR, LEAF_DIR, POSTINGS_DIR = "root.bin", "branch", "leaf", "post"
 ROOT_MAGIC, BRANCH_MAGIC, LEAF_MAGIC, POSTINGS_MAGIC = b"TIR1", b"TIB1", b"TIL2", b"TIP1"
-VERSION = 4
+VERSION = 5
 ANY, EXACT, GRAM, HEAD, PAIR, SUFFIX = "A", "E", "G", "H", "P", "S"
 GRAM_MAX = 2  # characters of the terms answered by a precomputed set
 MIN_SUFFIX = GRAM_MAX + 1
@@ -629,17 +631,38 @@ class _Column:
 
 class _Joined(NamedTuple):
     """Texts one after another (common.joined_texts), or (where some text holds a NUL: not the
-    catalogue's, which refuses it) the list of them; and how many."""
+    catalogue's, which refuses it) the list of them; how many; and every character they hold
+    (in code point order: their alphabet, which the root tells)."""
     texts: bytes | list[str]
     count: int
+    characters: str
 
     @classmethod
     def of(cls, texts: list[str]) -> "_Joined":
         data = joined_texts(texts)
-        return cls(data if data.count(NUL.encode()) == len(texts) - 1 else texts, len(texts))
+        if data.count(NUL.encode()) == len(texts) - 1:
+            return cls(data, len(texts), _characters(data.decode()).replace(NUL, ""))
+        return cls(texts, len(texts), _characters("".join(texts)))
 
     def apart(self) -> list[str]:
         return self.texts.decode().split(NUL) if isinstance(self.texts, bytes) else self.texts
+
+
+def _characters(text: str) -> str:
+    """Every character a text holds, once, in code point order (counted by vector operations:
+    a run's texts are millions of characters)."""
+    codes = numpy.frombuffer(text.encode("utf-32-le", "surrogatepass"), "<u4")
+    return "".join(map(chr, numpy.flatnonzero(numpy.bincount(codes)).tolist())) if len(codes) else ""
+
+
+def alphabets(fields: list[SearchField], runs: Iterable[dict[str, "_Column"]]) -> list[str]:
+    """Each field's alphabet: every character its column's values hold (in the columns of
+    every run of records), in code point order."""
+    found: dict[str, set[str]] = {field.column: set() for field in fields}
+    for columns in runs:
+        for name, held in found.items():
+            held.update(*(run.characters for run in columns[name]._joined()))
+    return ["".join(sorted(found[field.column])) for field in fields]
 
 
 class TermIndexWriter:
@@ -717,7 +740,7 @@ class TermIndexWriter:
         levels, listing, branches = _upper(leaves)
         for name, data in branches.items():
             flush(branch_file(name), data)
-        flush(ROOT, _root_data(self.count, self.fields, levels, listing))
+        flush(ROOT, _root_data(self.count, self.fields, alphabets(self.fields, [self.columns]), levels, listing))
 
     def _write(self, table: "_KeyTable", start: int, stop: int, flush: Flush, names: "_Names") \
             -> list[tuple[bytes, int]]:
@@ -1081,14 +1104,14 @@ def _field_keys(pl, number: int, field: SearchField, sources: _Sources) -> list[
     return found
 
 
-def _root_data(count: int, fields: list[SearchField], levels: int, listing: bytes) -> bytes:
+def _root_data(count: int, fields: list[SearchField], alphabets: list[str], levels: int, listing: bytes) -> bytes:
     out = bytearray(ROOT_MAGIC)
     for number in (VERSION, count, len(fields)):
         put_varint(out, number)
-    for field in fields:
-        spec = field.spec.encode()
-        put_varint(out, len(spec))
-        out += spec
+    for field, alphabet in zip(fields, alphabets):
+        for text in (field.spec.encode(), alphabet.encode()):
+            put_varint(out, len(text))
+            out += text
     put_varint(out, levels)
     return bytes(out + listing)
 
@@ -1451,10 +1474,11 @@ Lookup = tuple[bytes, bool]  # a key, and whether every key starting with it
 
 @dataclass(frozen=True)
 class Root:
-    """What `root.bin` says: the record count, the fields, and (looked up) the files of the
-    level below it: leaves (levels 0) or branches (levels 1)."""
+    """What `root.bin` says: the record count, the fields and their alphabets, and (looked up)
+    the files of the level below it: leaves (levels 0) or branches (levels 1)."""
     count: int
     fields: list[SearchField]
+    alphabets: list[str]
     levels: int
     data: bytes
     keys: int  # where its key list of those files' first keys starts
@@ -1468,13 +1492,14 @@ class Root:
             raise ValueError(f"a term index of version {version}; this reader reads {VERSION}")
         count, at = get_varint(data, at)
         size, at = get_varint(data, at)
-        fields = []
+        fields, alphabets = [], []
         for _ in range(size):
-            length, at = get_varint(data, at)
-            fields.append(search_field(data[at:at + length].decode()))
-            at += length
+            for found in (fields, alphabets):
+                length, at = get_varint(data, at)
+                found.append(data[at:at + length].decode())
+                at += length
         levels, at = get_varint(data, at)
-        return cls(count, fields, levels, data, at)
+        return cls(count, [search_field(spec) for spec in fields], alphabets, levels, data, at)
 
     def leaves(self, lookups: Iterable[Lookup], reads: "Reads") -> dict[Lookup, list[tuple[bytes, int]]]:
         """The leaves (first key, name) that may hold each lookup's keys, through the branches
@@ -1628,8 +1653,9 @@ class _Hits:
 
 @dataclass
 class _Term:
-    """A request's term, and the keys whose sets give its records: per field, the lookups
-    (key, whether a prefix) all of which hold where the term matches; `exact`: the term
+    """A request's term, and the keys whose sets give its records: per field whose alphabet
+    holds its characters, the lookups (key, whether a prefix) all of which hold where the
+    term matches; `exact`: the term
     holds no white space, so the keys give exactly its records."""
     text: str
     exact: bool
@@ -1637,11 +1663,15 @@ class _Term:
     pieces: dict[tuple[int, int], list[Piece]] = dataclass_field(default_factory=dict)  # (field, lookup)
 
     @classmethod
-    def of(cls, text: str, fields: list[SearchField]) -> "_Term":
+    def of(cls, text: str, fields: list[SearchField], alphabets: list[str]) -> "_Term":
+        """A term's lookups in each field but those whose alphabet lacks one of its characters
+        (no value there holds the term: its keys are not read)."""
         words = text.split()
         spaced = bool(text) and words != [text]
         clauses = []
         for number, field in enumerate(fields):
+            if not set(alphabets[number]).issuperset(text):
+                continue
             if field.lookup == "exact" or not spaced:
                 looked = [_lookup(text, field)]
             elif field.lookup == "startswith":
@@ -1725,7 +1755,7 @@ def search(read: Reader, terms: list[str], documents: Callable[[list[int]], dict
     reads = Reads(read)
     root = Root.decode(reads.get(ROOT))
     fields = root.fields
-    pending = sorted((_Term.of(term, fields) for term in dict.fromkeys(terms)), key=_Term.prior)
+    pending = sorted((_Term.of(term, fields, root.alphabets) for term in dict.fromkeys(terms)), key=_Term.prior)
     texts = [term.text for term in pending]
     candidates: Records | None = None
     hits: list[_Hits] = []
@@ -1887,13 +1917,14 @@ class _Stored(NamedTuple):
     ordinal: int = 0
 
 
-def edit(read: Read, specs: list[str], count: int,
-         changes: list[tuple[int, Values, Values]]) -> dict[str, bytes | None] | None:
+def edit(read: Read, specs: list[str], count: int, changes: list[tuple[int, Values, Values]],
+         alphabets: list[str]) -> dict[str, bytes | None] | None:
     """The files of the index that change (paths relative to its directory; None: the file
-    goes) where the records `changes` names (position, values before, values now) changed;
-    every other file stays as it is. None where the previous index cannot be edited into
-    this one (none there, another format, count or fields, no key, a file of it missing or
-    broken): it is made again."""
+    goes) where the records `changes` names (position, values before, values now) changed,
+    the fields' alphabets now `alphabets` (of every record's values: the function of them all
+    that a fresh build writes); every other file stays as it is. None where the previous
+    index cannot be edited into this one (none there, another format, count or fields, no
+    key, a file of it missing or broken): it is made again."""
     data = read(ROOT)
     try:
         root = None if data is None else Root.decode(data)
@@ -1903,8 +1934,9 @@ def edit(read: Read, specs: list[str], count: int,
     if root is None or root.count != count or [f.spec for f in root.fields] != [f.spec for f in fields]:
         return None
     moved = _moved(specs, changes)
-    if not moved:
-        return {}
+    if not moved:  # (the keys as they were; a `^` field's alphabet holds more than its keys)
+        same = _root_data(count, root.fields, alphabets, root.levels, data[root.keys:])
+        return {} if same == data else {ROOT: same}
     try:
         leaves, branches = _all_leaves(read, root)
         if not leaves:
@@ -1915,7 +1947,7 @@ def edit(read: Read, specs: list[str], count: int,
             by_leaf.setdefault(max(bisect.bisect_right(firsts, tag[0]) - 1, 0), {})[tag] = change
         editor = _Editor(read, fields, count)
         cut = _cut_again(leaves, by_leaf, editor)
-        return {**editor.postings(), **_leaves_and_root(read, root, (leaves, branches), cut)}
+        return {**editor.postings(), **_leaves_and_root(read, root, alphabets, (leaves, branches), cut)}
     except ValueError:  # (a branch, leaf or postings file missing or broken: made again, whole)
         return None
 
@@ -2144,7 +2176,7 @@ def _cut_again(leaves: list[tuple[bytes, int]], by_leaf: dict[int, dict], editor
     return cut
 
 
-def _leaves_and_root(read: Read, root: Root, before: tuple[list[tuple[bytes, int]], dict[int, bytes]],
+def _leaves_and_root(read: Read, root: Root, alphabets: list[str], before: tuple[list[tuple[bytes, int]], dict[int, bytes]],
                      cut: dict[int, list[tuple[bytes, bytes]]]) -> dict[str, bytes | None]:
     """The leaves that change (cut again, or named again: a leaf's name is the CRC-32 of its
     first key plus 1 until no leaf before it has it), the branches whose lists change (of the
@@ -2167,7 +2199,7 @@ def _leaves_and_root(read: Read, root: Root, before: tuple[list[tuple[bytes, int
     levels, listing, now = _upper(named)
     out.update({branch_file(name): data for name, data in now.items() if branches.get(name) != data})
     out.update({branch_file(name): None for name in branches if name not in now})
-    out[ROOT] = _root_data(root.count, root.fields, levels, listing)
+    out[ROOT] = _root_data(root.count, root.fields, alphabets, levels, listing)
     return out
 
 

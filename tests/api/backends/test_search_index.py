@@ -224,6 +224,31 @@ def test_a_rare_word_reads_the_root_a_branch_and_a_leaf(monkeypatch):
         assert found.index_bytes == sum(read.values()) < 8000 * objects  # (no file lists every leaf)
 
 
+def test_a_term_is_not_looked_up_in_a_field_whose_values_lack_one_of_its_characters(monkeypatch):
+    """A word (letters) reads no key of the `=isbn` field (digits), an ISBN none of the title's
+    (letters): each field's alphabet is in the root. A letter some ISBN holds (X) is looked up."""
+    monkeypatch.setattr(ti, "LEAF_MASK", 0)  # (every key a leaf of its own: a leaf read is a key read)
+    made = [{"title": "w" + "".join("abcdefghij"[int(d)] for d in str(n)) + " common",
+             "isbn": f"97800{n:05d}" + ("X" if n == 7 else ""), "authors": [], "publishers": []} for n in range(300)]
+    built = Built(made, SPECS)
+    assert ti.Root.decode(built.files[ti.ROOT]).alphabets == [" abcdefghijmnow", "0123456789x", " abcdefghijmnow", "", "", ""]
+
+    def kinds_read(term: str) -> set[str]:
+        read: list[str] = []
+
+        def reader(path: str) -> bytes | None:
+            read.append(path)
+            return built.files.get(path)
+        found = ti.search(reader, [term], built.values)
+        assert list(found.records) == reference(made, SPECS, [term], None)
+        return {key[:1].decode() for path in read if path.startswith(ti.LEAF_DIR)
+                for key, _ in ti._key_list(built.files[path], len(ti.LEAF_MAGIC), ti._stored_pieces)}
+    assert kinds_read("wbcd") == {ti.SUFFIX, ti.HEAD}  # (title and ^title)
+    assert kinds_read("9780000123") == {ti.EXACT}
+    assert kinds_read("x") == {ti.EXACT}
+    assert kinds_read("a") == {ti.GRAM}
+
+
 def test_thirty_words_read_few_files():
     """Thirty words: a few leaves and postings files, then (candidates few) their documents."""
     made = [{"title": " ".join(f"w{(n * 7 + k) % 500}" for k in range(30)), "isbn": None, "authors": [],

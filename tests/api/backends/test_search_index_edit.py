@@ -17,12 +17,19 @@ def edited(before: Built, now: list[dict]) -> dict[str, bytes]:
     does (an index without a key is made again)."""
     changes = [(p, before.values([p])[p], ti.document_values(d, before.readers, before.fold))
                for p, d in enumerate(now) if d != before.documents[p]]
-    files = ti.edit(before.files.get, before.specs, len(now), changes)
+    files = ti.edit(before.files.get, before.specs, len(now), changes, alphabets(now, before))
     if files is None:
         assert not holds(before.files, before.specs), "only an index without a key is made again"
         return Built(now, before.specs).files
     made = {**before.files, **files}
     return {path: data for path, data in made.items() if data is not None}
+
+
+def alphabets(documents: list[dict], like: Built) -> list[str]:
+    """The fields' alphabets a fresh build of `documents` writes (as `like` folds them)."""
+    writer = ti.TermIndexWriter(like.specs, len(documents))
+    writer.add_documents(0, documents, like.fold)
+    return ti.alphabets(writer.fields, [writer.columns])
 
 
 def holds(files: dict[str, bytes], specs: list[str]) -> dict[tuple[bytes, int], tuple[int, list[int], bool]]:
@@ -104,15 +111,16 @@ def test_a_set_that_outgrows_its_leaf_gets_a_file_and_comes_back(shape):
 def test_another_count_or_fields_or_format_is_made_again():
     made = [{"title": "a b", "isbn": None, "authors": [], "publishers": []}] * 3
     before = Built(made, SPECS)
-    assert ti.edit(before.files.get, SPECS, 4, []) is None
-    assert ti.edit(before.files.get, SPECS[:2], 3, []) is None
-    assert ti.edit({}.get, SPECS, 3, []) is None
-    old = dict(before.files, **{ti.ROOT: before.files[ti.ROOT].replace(b"TIR1\x04", b"TIR1\x03", 1)})
-    assert ti.edit(old.get, SPECS, 3, []) is None
-    assert ti.edit(before.files.get, SPECS, 3, []) == {}
+    held = alphabets(made, before)
+    assert ti.edit(before.files.get, SPECS, 4, [], held) is None
+    assert ti.edit(before.files.get, SPECS[:2], 3, [], held[:2]) is None
+    assert ti.edit({}.get, SPECS, 3, [], held) is None
+    old = dict(before.files, **{ti.ROOT: before.files[ti.ROOT].replace(b"TIR1" + bytes([ti.VERSION]), b"TIR1\x03", 1)})
+    assert ti.edit(old.get, SPECS, 3, [], held) is None
+    assert ti.edit(before.files.get, SPECS, 3, [], held) == {}
     now = before.values([0])[0] | {"title": ["a c"]}
     leafless = {path: data for path, data in before.files.items() if not path.startswith(ti.LEAF_DIR)}
-    assert ti.edit(leafless.get, SPECS, 3, [(0, before.values([0])[0], now)]) is None  # (a file missing)
+    assert ti.edit(leafless.get, SPECS, 3, [(0, before.values([0])[0], now)], held) is None  # (a file missing)
 
 
 def test_a_missing_branch_is_made_again(monkeypatch):
@@ -122,10 +130,10 @@ def test_a_missing_branch_is_made_again(monkeypatch):
     before = Built(made, SPECS)
     now = before.values([0])[0] | {"title": ["a c"]}
     change = [(0, before.values([0])[0], now)]
-    assert ti.edit(before.files.get, SPECS, 3, change)
+    assert ti.edit(before.files.get, SPECS, 3, change, alphabets(made, before))
     branchless = {path: data for path, data in before.files.items() if not path.startswith(ti.BRANCH_DIR)}
     assert len(branchless) < len(before.files)
-    assert ti.edit(branchless.get, SPECS, 3, change) is None
+    assert ti.edit(branchless.get, SPECS, 3, change, alphabets(made, before)) is None
 
 
 def test_an_edited_set_of_inline_max_bytes_stays_in_its_leaf_as_a_fresh_build_s():
