@@ -146,7 +146,7 @@ def edge_reads(generation: Path, name: str, query: str) -> tuple[int, int, int, 
         return data
     read_files["_meta/site.json"] = len((generation / "_meta/site.json").read_bytes())  # (the hosts read it first)
     paging = Paging.read(name, query, info)
-    b"".join(assemble.answer(assemble.recent(read, 4096), paging, info.page_size, info.base_url, info.query))
+    b"".join(assemble.answer(assemble.recent(read, 4096), paging, info, info.base_url))
     index = {path: size for path, size in read_files.items() if "/_query/" in path}
     return len(read_files), sum(read_files.values()), len(index), sum(index.values())
 

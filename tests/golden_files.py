@@ -304,8 +304,7 @@ def put_together(generation: Path, name: str, query: str) -> tuple[int, bytes]:
     def read(path: str) -> bytes | None:
         return (generation / path).read_bytes() if (generation / path).is_file() else None
     try:
-        return 200, b"".join(assemble.answer(read, paging, info.page_size, f"{info.base_url}/api/v1/{name}/",
-                                             info.query))
+        return 200, b"".join(assemble.answer(read, paging, info, f"{info.base_url}/api/v1/{name}/"))
     except Rejected as rejected:
         return 400, rejected.encoded()
 

@@ -1,7 +1,9 @@
 """Pages that no file holds, put together at request time from what the build wrote: the
-pre-built pages of the default size and their indexes (api/pageindex.py). Any limit and
+pre-built pages and the indexes of the default size's (api/pageindex.py). Any limit and
 offset DRF answers, with DRF's count and links (docs/spec/query.md §1), never from the data and
-never encoding a record again: a page is a new head, slices of page files and TAIL.
+never encoding a record again: a page is a new head, slices of page files and TAIL. A run of
+the collection's own order is cut from the pages of the size that holds it in the fewest
+files (a page of 100 from pages of 24, where the build wrote them: 5 or 6 files, not 9 or 10).
 
 `read` is the host's way to read a file of the published generation (None when there is
 none); this module is the Python hosts' one implementation of request-time pages, and
@@ -11,6 +13,7 @@ byte for byte (tests/hosts/test_pages_js.py).
 from __future__ import annotations
 
 import functools
+import re
 from collections import OrderedDict
 from typing import Callable, Iterator, Sequence
 
@@ -20,35 +23,29 @@ from . import pageindex
 from .pages import TAIL
 from .backends import Paging, select
 from .backends.common import Documents
+from .serving import SiteInfo
 from .urls import PAGE_BUCKET, page_file, page_index_file
+
+COUNT = re.compile(rb'\{"count":(\d+),')  # (what a page's head opens with: head())
 
 Reader = Callable[[str], "bytes | None"]
 
 
 class Spans:
-    """The indexes of a collection's spans of pages, each read once per answer."""
+    """A collection's pages of the default size, and the count the first span's index tells
+    (read once per answer)."""
 
     def __init__(self, read: Reader, name: str, page_size: int) -> None:
         self.read = read
         self.name = name
         self.page_size = page_size
-        self._held: dict[int, pageindex.Index | None] = {}
 
-    def index(self, span: int) -> pageindex.Index | None:
-        if span not in self._held:
-            first = pageindex.first_page(span, self.page_size)
-            data = self.read(page_index_file(self.name, str(self.page_size), str(first // PAGE_BUCKET), str(first)))
-            self._held[span] = decoded(data) if data is not None else None
-        return self._held[span]
-
-    def count(self, offset: int) -> int:
-        """The collection's count: from the span of the page the offset falls in, or the first's."""
-        found = self.index(pageindex.span_of(offset - offset % self.page_size))
-        if found is None:
-            found = self.index(0)
-        if found is None:
+    @functools.cached_property
+    def count(self) -> int:
+        data = self.read(page_index_file(self.name, str(self.page_size), "0", "0"))
+        if data is None:
             raise FileNotFoundError(f"the index of the first pages of {self.name}")
-        return found.count
+        return decoded(data).count
 
 
 @functools.lru_cache(maxsize=64)  # (a host that keeps the files it read hands the same bytes again)
@@ -63,24 +60,25 @@ def head(count: int, base: str, links: tuple[str | None, str | None]) -> bytes:
         count, orjson.dumps(following), orjson.dumps(previous))
 
 
-def answer(read: Reader, wanted: Paging, page_size: int, base: str, query: dict | None = None) -> Iterator[bytes]:
+def answer(read: Reader, wanted: Paging, info: SiteInfo, base: str) -> Iterator[bytes]:
     """The page's bytes, in pieces (a large page is never held whole): the head, the records
-    a piece per page file they come from, and TAIL. With the site's `query` settings, the
+    a piece per page file they come from, and TAIL. With the site's query settings, the
     request's query backends pick the records (api/backends/). Raises
     FileNotFoundError when a file it needs is missing (a generation built before there were
     indexes), backends.Rejected for a request DRF answers with 400."""
+    query = info.query
     if query:  # (records picked from one page, or checked by a search and then shown, read it once)
         read = recent(read)
-    spans = Spans(read, wanted.name, page_size)
-    selection = select(read, wanted.name, wanted.pairs, query, spans.count(0), documents(read, spans)) \
+    spans = Spans(read, wanted.name, info.page_size)
+    selection = select(read, wanted.name, wanted.pairs, query, spans.count, documents(read, spans)) \
         if query else None
-    count = spans.count(wanted.offset) if selection is None else selection.count
-    stop = min(wanted.offset + wanted.limit, count)
-    yield head(count, base, wanted.links(count))
-    if selection is None:
-        pieces = records(read, spans, wanted.offset, stop)
+    if selection is None:  # (the count the backends were given, else the run's first page's)
+        run = Run.of(read, spans, wanted, info.page_sizes, spans.count if query else None)
+        count, pieces = run.count, run.records(min(wanted.offset + wanted.limit, run.count))
     else:
-        pieces = picked(read, spans, selection.take(wanted.offset, stop))
+        count = selection.count
+        pieces = picked(read, spans, selection.take(wanted.offset, min(wanted.offset + wanted.limit, count)))
+    yield head(count, base, wanted.links(count))
     first = True
     for piece in pieces:
         yield piece if first else b"," + piece
@@ -137,15 +135,45 @@ def _page(read: Reader, spans: Spans, offset: int) -> bytes:
     return data
 
 
-def records(read: Reader, spans: Spans, start: int, stop: int) -> Iterator[bytes]:
-    """Records start..stop, as slices of the default size's pages (each page read once)."""
-    at = start
-    while at < stop:
-        span = pageindex.span_of(at - at % spans.page_size)
-        index = spans.index(span)
-        if index is None:
-            raise FileNotFoundError(f"the index of span {span} of {spans.name}")
-        upto = min(stop, pageindex.first_page(span + 1, spans.page_size))
-        for piece in pageindex.slices(index, at, upto):
-            yield piece.cut(_page(read, spans, piece.page))
-        at = upto
+class Run:
+    """A run of the collection's own order from an offset: the size of the pages it is cut
+    from, and the collection's count."""
+
+    def __init__(self, read: Reader, name: str, size: int, start: int) -> None:
+        self.read, self.name, self.size, self.start = read, name, size, start
+        self.count = 0
+
+    @classmethod
+    def of(cls, read: Reader, spans: Spans, wanted: Paging, sizes: Sequence[int], count: int | None) -> "Run":
+        """The run a page asks for, from the pages of the size (the default, or one the build
+        wrote no larger than the limit: no more than three times the page's records) that
+        hold it in the fewest files (of two such, the smaller). Where the `count` is not
+        known, the first of them tells it (kept for the records), or, past the last page,
+        the first span's index."""
+        start, stop = wanted.offset, wanted.offset + wanted.limit
+        size = min({spans.page_size, *(s for s in sizes if s <= wanted.limit)},
+                   key=lambda s: ((stop - 1) // s - start // s, s))
+        run = cls(recent(read, keep=1), wanted.name, size, start)
+        if count is None:
+            first = run.page(start - start % size)
+            count = spans.count if first is None else int(COUNT.match(first)[1])
+        run.count = count
+        return run
+
+    def page(self, offset: int) -> bytes | None:
+        return self.read(page_file(self.name, str(self.size), str(offset // PAGE_BUCKET), str(offset)))
+
+    def records(self, stop: int) -> Iterator[bytes]:
+        """Records start..stop, a piece a page: of a page wholly wanted its results as they
+        stand, of the others those found in its bytes (each page read once)."""
+        if stop <= self.start:  # (past the collection's end: no record)
+            return
+        for page in range(self.start - self.start % self.size, stop, self.size):
+            data = self.page(page)
+            if data is None:
+                raise FileNotFoundError(f"page {page} of {self.name}")
+            if self.start <= page and min(page + self.size, self.count) <= stop:
+                found = pageindex.Slice(page, data.index(pageindex.RESULTS) + len(pageindex.RESULTS), None)
+            else:
+                found = pageindex.found_in(data, page, max(self.start, page), min(stop, page + self.size))
+            yield found.cut(data)

@@ -1,6 +1,6 @@
-"""Where each record lies inside the pre-built pages of the default page size: what lets
-a host answer any other page (docs/spec/query.md §1) from the files the build wrote, without the
-data and without encoding a record again.
+"""Where the records lie inside the pre-built pages: what lets a host answer any other page
+(docs/spec/query.md §1) from the files the build wrote, without the data and without
+encoding a record again.
 
 A page is its head, its records joined by commas, and TAIL (api/pages.py). The page
 offsets are cut into spans of PAGE_INDEX_SPAN (api/urls.py), a divisor of a page shard
@@ -11,11 +11,11 @@ writes one index file beside them, named after its first page: a header (a magic
 collection's count, the page size and the offset of the span's first page) and, for each
 record of the span's pages in order, the byte where it starts inside its page, as
 little-endian 32-bit numbers (some 4 KB a span). A record ends one byte before the next
-record of its page starts, or, the last of its page, where TAIL starts. So a page of any
-limit and offset is a new head and slices of a few page files: `slices()` says which; a
-run of records costs a host its pages and their spans' indexes. The records a query picks
-here and there are found in their page's bytes instead (`found_in`): each costs its page
-alone, where its span's index would double the files read.
+record of its page starts, or, the last of its page, where TAIL starts. A host reads the
+first span's index for the count alone, where no page it reads tells it (a query's, or an
+offset past the last page): it finds the records in their pages' bytes (`found_in`), so
+that a run of records, or a record a query picks here and there, costs its pages alone,
+where the spans' indexes would add one file for each span the pages lie in.
 """
 from __future__ import annotations
 
@@ -100,19 +100,6 @@ class Slice:
 
     def cut(self, page: bytes) -> bytes:
         return page[self.begin:len(page) - len(TAIL) if self.end is None else self.end]
-
-
-def slices(index: Index, start: int, stop: int) -> Iterator[Slice]:
-    """The pieces of the span's pages holding records start..stop (within the span's pages)."""
-    limit = index.limit
-    at = start
-    while at < stop:
-        page = at - at % limit
-        upto = min(stop, page + limit)
-        begin = index.starts[at - index.first]
-        end = None if upto == page + limit or upto >= index.count else index.starts[upto - index.first] - 1
-        yield Slice(page, begin, end)
-        at = upto
 
 
 def found_in(page: bytes, offset: int, start: int, stop: int) -> Slice:

@@ -85,6 +85,7 @@ class SiteInfo:
     page_size: int = 12  # the default page size (DRF's PAGE_SIZE)
     max_limit: int | None = None  # DRF's max_limit: None, no clamp
     query: dict = field(default_factory=dict)  # search, ordering, filters (catalogue/querying.py)
+    page_sizes: tuple[int, ...] = ()  # the sizes of the pages the build wrote (the default's among them)
 
     @property
     def prefix(self) -> str:
@@ -93,7 +94,8 @@ class SiteInfo:
 
     def encode(self) -> bytes:
         return orjson.dumps({"base_url": self.base_url, "cache_control": self.cache_control,
-                             "page_size": self.page_size, "max_limit": self.max_limit, "query": self.query})
+                             "page_size": self.page_size, "max_limit": self.max_limit, "query": self.query,
+                             "page_sizes": self.page_sizes})
 
     @classmethod
     def of_site(cls, site: Path) -> "SiteInfo":
@@ -104,4 +106,5 @@ class SiteInfo:
 
     @classmethod
     def of_generation(cls, root: Path) -> "SiteInfo":
-        return cls(**orjson.loads((root / SITE_INFO).read_bytes()))
+        recorded = orjson.loads((root / SITE_INFO).read_bytes())
+        return cls(**recorded | {"page_sizes": tuple(recorded.get("page_sizes", ()))})

@@ -202,7 +202,7 @@ class Server:
         except TooManyFields:
             return Response(meta.TOO_MANY_FIELDS, 400, headers, media_type=JSON)
         reads = Reads(generation.root, self.indexes)
-        pieces = assemble.answer(reads, paging, info.page_size, f"{info.base_url}/{API}/{answer.page}/", info.query)
+        pieces = assemble.answer(reads, paging, info, f"{info.base_url}/{API}/{answer.page}/")
         body = bytearray()
         try:
             for piece in pieces:

@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 from ..api import meta, pageindex, routes
 from ..api.backends import PAGINATION
 from ..api.serving import FORWARDED, GZIP_MIN, HTML_TYPE, JSON_TYPE, MAX_BODY, WRITE_TIMEOUT, SiteInfo, headers
-from ..api.urls import API, HOSTS, OPENAPI_FILE, PAGE_BUCKET, PAGE_INDEX_SPAN, SITE_INFO, VIEWER, detail_file, page_file, page_index_file, root_path
+from ..api.urls import API, HOSTS, OPENAPI_FILE, PAGE_BUCKET, SITE_INFO, VIEWER, detail_file, page_file, page_index_file, root_path
 from . import query, querystring
 from .files import replace, templates
 
@@ -121,8 +121,7 @@ def answer_values(cache_control: str) -> dict:
     together (templates/pages.js.j2, with the query-string reading of querystring.py)."""
     return {"headers": json.dumps(headers(cache_control)), "max_body": MAX_BODY,
             "querystring": querystring.javascript(), "query": query.javascript(), "site_info": json.dumps(SITE_INFO), "api_path": json.dumps(API),
-            "index": json.dumps({"bucket": PAGE_BUCKET, "span": PAGE_INDEX_SPAN, "header": pageindex.HEADER.size,
-                                 "results": pageindex.RESULTS.decode()}),
+            "index": json.dumps({"bucket": PAGE_BUCKET, "results": pageindex.RESULTS.decode()}),
             "page_file": json.dumps(page_file("{name}", "{limit}", "{bucket}", "{offset}")),
             "index_file": json.dumps(page_index_file("{name}", "{limit}", "{bucket}", "{offset}")),
             "too_many_fields": json.dumps(meta.TOO_MANY_FIELDS.decode()),

@@ -3,7 +3,7 @@ a generation written here in memory as the build lays it out (pages of the defau
 one index a span of page offsets, docs/spec/query.md §1), and each answer compared, byte for
 byte, with the page DRF would write of the same records (count, links, results). Records
 of different lengths and a collection over eleven spans and two blocks (page shard
-directories) of offsets, so that the slices of a page, of a span and of the collection's end
+directories) of offsets, so that the slices of a page, of a block and of the collection's end
 are all taken."""
 from __future__ import annotations
 
@@ -76,9 +76,9 @@ FILES = generation()
 SITE = SiteInfo(base_url="https://k.example", cache_control="no-cache", page_size=SIZE)
 
 
-def answered(query: str, files: dict[str, bytes] = FILES, size: int = SIZE) -> bytes:
-    wanted = Paging.read(NAME, query, SITE)
-    return b"".join(assemble.answer(files.get, wanted, size, BASE))
+def answered(query: str, files: dict[str, bytes] = FILES, size: int = SIZE, sizes: tuple[int, ...] = ()) -> bytes:
+    info = SiteInfo(base_url="https://k.example", cache_control="no-cache", page_size=size, page_sizes=sizes)
+    return b"".join(assemble.answer(files.get, Paging.read(NAME, query, info), info, BASE))
 
 
 def test_the_generation_here_is_the_builds_own_layout():
@@ -102,7 +102,7 @@ def test_any_page_is_the_records_it_names_with_drfs_count_and_links(limit, offse
 @pytest.mark.parametrize("limit, offset", [(5, 0), (30, 2495), (2500, 2), (1, 4999), (3000, 7499), (40, COUNT - 20)])
 def test_a_default_page_larger_than_a_span_leaves_spans_without_an_index(limit, offset):
     """Pages of 2,500 start in spans 0, 2, 5, 7 and 10 alone: each has an index, the others
-    none, and each record is found from the index of its page's span."""
+    none, and each record is found in its page."""
     files = generation(size=2500)
     assert page_index_file(NAME, "2500", "0", "1000") not in files and page_index_file(NAME, "2500", "0", "2500") in files
     assert answered(f"limit={limit}&offset={offset}", files, 2500) == expected(limit, offset)
@@ -128,23 +128,47 @@ def test_a_small_collection_and_an_empty_one(count):
 def test_a_missing_file_is_said_not_hidden():
     def without(*paths: str) -> dict[str, bytes]:
         return {k: v for k, v in FILES.items() if k not in paths}
-    with pytest.raises(FileNotFoundError):
-        answered("limit=5&offset=0", without(page_index_file(NAME, str(SIZE), "0", "0")))
-    with pytest.raises(FileNotFoundError):  # (the count is there, in span 0's index; the records are not)
-        answered("limit=5&offset=10010", without(page_index_file(NAME, str(SIZE), "1", "10008")))
+    with pytest.raises(FileNotFoundError):  # (past the last page: the count is span 0's index's)
+        answered(f"limit=5&offset={COUNT + 100}", without(page_index_file(NAME, str(SIZE), "0", "0")))
     with pytest.raises(FileNotFoundError):
         answered("limit=5&offset=30", without(page_file(NAME, str(SIZE), "0", "24")))
+    with pytest.raises(FileNotFoundError):  # (the first page missing: not taken for the collection's end)
+        answered("limit=5&offset=26", without(page_file(NAME, str(SIZE), "0", "24")))
 
 
-def test_the_count_is_read_from_the_offsets_span_or_else_the_first():
-    """An offset past the last span is answered with the first span's count."""
-    only_first = {k: v for k, v in FILES.items() if k != page_index_file(NAME, str(SIZE), "1", "10008")}
-    assert answered("limit=5&offset=20000", only_first) == expected(5, 20000)
+def test_the_count_is_read_from_the_first_page_or_past_the_last_from_the_first_span_s_index():
+    """A run's count is its first page's, no index read; past the last page, span 0's
+    index's, the only file read."""
+    assert answered("limit=5&offset=20000") == expected(5, 20000)
+    for query, files in [("limit=30&offset=9990", [page_file(NAME, str(SIZE), "0", str(p)) for p in (9984, 9996)]
+                          + [page_file(NAME, str(SIZE), "1", "10008")]),
+                         ("limit=5&offset=20000", [page_file(NAME, str(SIZE), "1", "19992"),
+                                                   page_index_file(NAME, str(SIZE), "0", "0")])]:
+        reads = []
+        counting = lambda path: reads.append(path) or FILES.get(path)  # noqa: E731
+        b"".join(assemble.answer(counting, Paging.read(NAME, query, SITE), SITE, BASE))
+        assert reads == files
+
+
+@pytest.mark.parametrize("limit, offset, sizes, pages", [
+    (100, 990, (12, 24), [(24, p) for p in range(984, 1090, 24)]),  # (5 files of 24, not 9 of 12)
+    (24, 13, (12, 24), [(24, 0), (24, 24)]),  # (as many files either way: the smaller pages)
+    (24, 13, (12,), [(12, 12), (12, 24), (12, 36)]),
+    (23, 0, (12, 24), [(12, 0), (12, 12)]),  # (no page larger than the limit)
+    (48, 24, (12, 24), [(24, 24), (24, 48)]),
+    (100, COUNT - 30, (12, 24), [(24, p) for p in range(COUNT - 30 - (COUNT - 30) % 24, COUNT, 24)]),
+])
+def test_a_run_is_read_from_the_pages_that_hold_it_in_the_fewest_files(limit, offset, sizes, pages):
+    """Of the pages the build wrote no larger than the limit (the default's always), the size
+    whose pages hold the run in the fewest files; the records of a page wholly wanted as they
+    stand, the others found in its bytes."""
+    files = generation() | generation(size=24)
     reads = []
-    counting = lambda path: reads.append(path) or FILES.get(path)  # noqa: E731
-    b"".join(assemble.answer(counting, Paging.read(NAME, "limit=30&offset=9990", SITE), SIZE, BASE))
-    assert len(reads) == len(set(reads))  # (each index and page read once)
-    assert reads[0] == page_index_file(NAME, str(SIZE), "0", "9000")  # (span 9's, where page 9984 lies)
+    counting = lambda path: reads.append(path) or files.get(path)  # noqa: E731
+    assert answered(f"limit={limit}&offset={offset}", files, sizes=sizes) == expected(limit, offset)
+    info = SiteInfo(base_url="https://k.example", cache_control="no-cache", page_size=SIZE, page_sizes=sizes)
+    b"".join(assemble.answer(counting, Paging.read(NAME, f"limit={limit}&offset={offset}", info), info, BASE))
+    assert reads == [page_file(NAME, str(size), str(page // PAGE_BUCKET), str(page)) for size, page in pages]
 
 
 def test_recent_keeps_the_last_files_read():
@@ -163,30 +187,19 @@ def test_picked_records_come_in_the_order_asked_each_run_at_once():
 
 
 def test_a_missing_file_names_what_is_missing():
-    with pytest.raises(FileNotFoundError, match="^the index of span 10 of books$"):
-        answered("limit=5&offset=10010", {k: v for k, v in FILES.items()
-                                         if k != page_index_file(NAME, str(SIZE), "1", "10008")})
     with pytest.raises(FileNotFoundError, match="^page 24 of books$"):
         answered("limit=5&offset=30", {k: v for k, v in FILES.items() if k != page_file(NAME, str(SIZE), "0", "24")})
+    with pytest.raises(FileNotFoundError, match="^page 24 of books$"):
+        answered("limit=5&offset=20", {k: v for k, v in FILES.items() if k != page_file(NAME, str(SIZE), "0", "24")})
     with pytest.raises(FileNotFoundError, match="^the index of the first pages of books$"):
-        answered("limit=5&offset=0", {k: v for k, v in FILES.items() if k != page_index_file(NAME, str(SIZE), "0", "0")})
+        answered(f"limit=5&offset={COUNT + 100}",
+                 {k: v for k, v in FILES.items() if k != page_index_file(NAME, str(SIZE), "0", "0")})
 
 
-def test_the_count_comes_from_the_offsets_own_span_when_the_first_is_missing():
-    no_first = {k: v for k, v in FILES.items() if k != page_index_file(NAME, str(SIZE), "0", "0")}
-    assert answered("limit=5&offset=10010", no_first) == expected(5, 10010)
-    assert answered("limit=5&offset=10999", no_first) == expected(5, 10999)  # (past the end, in span 10's range)
-
-
-def test_a_record_costs_its_page_and_the_index_of_its_span():
-    """A record is read from its page and the index of the span of PAGE_INDEX_SPAN offsets
-    its page lies in: a start for each record of that span's pages, not of a whole block."""
-    reads = []
-    counting = lambda path: reads.append(path) or FILES.get(path)  # noqa: E731
-    b"".join(assemble.answer(counting, Paging.read(NAME, "limit=1&offset=5003", SITE), SIZE, BASE))
-    assert reads == [page_index_file(NAME, str(SIZE), "0", "4008"), page_file(NAME, str(SIZE), "0", "4992")]
-    # (record 5003 lies in page 4992, of span 4, whose pages are those from 4008 to 4992)
-    assert len(FILES[reads[0]]) == pageindex.HEADER.size + 4 * (5004 - 4008) <= 4 * PAGE_INDEX_SPAN + 64
+def test_a_run_needs_no_index():
+    indexless = {k: v for k, v in FILES.items() if not k.endswith(".idx")}
+    for limit, offset in [(5, 10010), (5, COUNT - 3), (30, 0), (1, 5003)]:
+        assert answered(f"limit={limit}&offset={offset}", indexless) == expected(limit, offset)
 
 
 def test_recent_keeps_sixteen_files_by_default():
@@ -218,8 +231,7 @@ def filtered(tmp_path_factory):
 
     def read(path: str) -> bytes | None:
         return (root / path).read_bytes() if (root / path).is_file() else None
-    books = json.loads(b"".join(assemble.answer(read, Paging.read(NAME, "limit=1000", info), info.page_size,
-                                                BASE)))["results"]
+    books = json.loads(b"".join(assemble.answer(read, Paging.read(NAME, "limit=1000", info), info, BASE)))["results"]
     return read, info, books
 
 
@@ -235,7 +247,7 @@ def test_a_filtered_page_is_the_matching_records_in_order_with_drfs_count_and_li
         matching = [b for b in books if author in ids(b)]
         for limit, offset in [(1, 0), (2, 1), (100, 0), (1, len(matching) - 1), (3, len(matching))]:
             query = f"authors={author}&limit={limit}&offset={offset}"
-            got = b"".join(assemble.answer(read, Paging.read(NAME, query, info), info.page_size, BASE, info.query))
+            got = b"".join(assemble.answer(read, Paging.read(NAME, query, info), info, BASE))
             count = len(matching)
             following = f"{BASE}?authors={author}&limit={limit}&offset={offset + limit}" if offset + limit < count else None
             previous = None
@@ -258,8 +270,7 @@ def test_an_ordered_page_holds_every_record_once_in_that_order(filtered, orderin
     pages = []
     for offset in range(0, len(books), 5):
         query = f"ordering={ordering}&limit=5&offset={offset}"
-        page = json.loads(b"".join(assemble.answer(read, Paging.read(NAME, query, info), info.page_size, BASE,
-                                                   info.query)))
+        page = json.loads(b"".join(assemble.answer(read, Paging.read(NAME, query, info), info, BASE)))
         assert page["count"] == len(books)
         pages += page["results"]
     assert sorted(b["url"] for b in pages) == sorted(b["url"] for b in books)
@@ -288,20 +299,16 @@ VALUES = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allo
 
 
 @given(st.lists(st.dictionaries(JSON_TEXT, VALUES, max_size=5), min_size=1, max_size=SIZE), st.data())
-def test_records_are_found_in_their_page_where_its_index_places_them(documents, data):
-    """found_in takes from a page's bytes the records a slice of its index would (brackets,
-    quotes and backslashes in strings, nested arrays and objects, empty ones), at any offset."""
+def test_records_are_found_in_their_page(documents, data):
+    """found_in takes from a page's bytes the records it was made of (brackets, quotes and
+    backslashes in strings, nested arrays and objects, empty ones), at any offset."""
     records = [json.dumps(document, ensure_ascii=False, separators=(",", ":")).encode() for document in documents]
     offset = data.draw(st.sampled_from([0, SIZE, 996, 9996]))  # (pages of SIZE)
     page_head = head(offset + len(records), f"{BASE}?x=%22results%22:[", None)
     page = page_head + b",".join(records) + TAIL
-    index = pageindex.Index(offset + len(records), SIZE, offset,
-                            array("I", pageindex.record_starts(len(page_head), [len(r) for r in records])))
     start = data.draw(st.integers(offset, offset + len(records) - 1))
     stop = data.draw(st.integers(start + 1, offset + len(records)))
     assert pageindex.found_in(page, offset, start, stop).cut(page) == b",".join(records[start - offset:stop - offset])
-    whole, = pageindex.slices(index, start, stop)
-    assert whole.cut(page) == pageindex.found_in(page, offset, start, stop).cut(page)
 
 
 def test_a_page_without_the_records_asked_for_is_said():

@@ -141,7 +141,7 @@ def test_past_a_host_s_limits_a_page_answers_the_400_that_says_so(built, tmp_pat
     assert again[0] == 200
     scattered = requests(data)[0][0]
     status, body, files, _ = run(path, generation, [(scattered, {"reads": 20, "held": 1 << 30})])[0]
-    assert (status, files) == (400, 20)  # ((20 - 4) pages of 12 would hold the page of 100: not too large)
+    assert (status, files) == (400, 20)  # ((20 - 2) pages of 12 would hold the page of 100: not too large)
     assert json.loads(body)["detail"].startswith("This host reads at most 20 files, 1024 MB to answer one request")
 
 
@@ -149,9 +149,8 @@ def test_past_a_host_s_limits_a_page_answers_the_400_that_says_so(built, tmp_pat
 def test_past_a_host_s_file_cap_a_plain_page_names_the_largest_its_reads_hold(built, tmp_path):
     """A plain page longer than a host's files allow (the cap of reads, memory ample) is
     refused before it reads a page: the 400 names the largest page the cap holds wherever it
-    starts (reads - 4 default pages: up to 3 page indexes, the spans a page this short lies
-    in, and one page more for an offset off the grid), and that page is then answered within
-    the cap."""
+    starts (reads - 2 default pages: span 0's index, for the count, and one page more for an
+    offset off the grid), and that page is then answered within the cap."""
     from generator.api.serving import SiteInfo
 
     _, site, _ = built
@@ -162,7 +161,7 @@ def test_past_a_host_s_file_cap_a_plain_page_names_the_largest_its_reads_hold(bu
         caps = {"reads": reads, "held": 1 << 30}
         refused, = run(path, str(generation), [("limit=100&offset=7", caps)])
         assert refused[0] == 400 and refused[2] == 1, refused  # (the page index, for the count: no page)
-        largest = (reads - 4) * size
+        largest = (reads - 2) * size
         assert json.loads(refused[1])["detail"] == PAGE_TOO_LARGE.format(largest=largest)
         answered, = run(path, str(generation), [(f"limit={largest}&offset=7", caps)])
         assert answered[0] == 200 and answered[2] <= reads, answered

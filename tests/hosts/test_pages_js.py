@@ -120,25 +120,26 @@ def test_javascript_puts_pages_together_as_python_does(built, tmp_path):
 
 
 @pytest.mark.parametrize("built", ["blocks"], indirect=True)
-def test_a_record_costs_its_page_and_the_index_of_its_span(built, tmp_path):
-    """A record deep in the collection is read, by the JavaScript as by the Python, from its
-    page and the index of the span of 1,000 offsets that page lies in: 4 KB, not a block's 40."""
+def test_a_run_costs_the_fewest_pages_that_hold_it(built, tmp_path):
+    """A record deep in the collection costs the JavaScript, as the Python, its page alone
+    (whose head tells the count); a run of 100, the pages of 24 that hold it (5, not 9 of 12)."""
     from test_query_js import python_reads  # (which imports this module)
 
     site, _ = built
     generation = (site / CURRENT).resolve()
-    (status, _, keys), = run_node_reads(module(tmp_path), generation, [("books", "limit=1&offset=14999")])
-    index, page = "api/v1/books/pages/12/1/14004.idx", "api/v1/books/pages/12/1/14988.json"
-    assert status == 200 and [k for k in keys if not k.startswith("_meta/")] == [index, page]
-    assert python_reads(generation, "books", "limit=1&offset=14999") == [index, page]
-    assert (generation / index).stat().st_size == 16 + 4 * (15000 - 14004)  # (its header and span 14's records)
+    requests = [("books", "limit=1&offset=14999"), ("books", "limit=100&offset=14904")]
+    expected = [["api/v1/books/pages/12/1/14988.json"],
+                [f"api/v1/books/pages/24/1/{offset}.json" for offset in range(14904, 15004, 24)]]
+    for (status, _, keys), (name, query), files in zip(run_node_reads(module(tmp_path), generation, requests),
+                                                        requests, expected, strict=True):
+        assert status == 200 and [k for k in keys if not k.startswith("_meta/")] == files
+        assert python_reads(generation, name, query) == files
 
 
 @pytest.mark.parametrize("built", ["blocks"], indirect=True)
-def test_past_a_host_s_file_cap_the_largest_page_leaves_room_for_the_span_indexes_it_crosses(built, tmp_path):
-    """With room for 200 files, 196 pages of 12 may start where they cross four spans (2,352
-    records and 200 page files, 4 indexes): the largest page named is 195 pages' worth, and
-    that page is answered within the cap wherever it starts."""
+def test_past_a_host_s_file_cap_the_largest_page_is_what_its_reads_hold_wherever_it_starts(built, tmp_path):
+    """With room for 200 files, the largest page named is 198 pages of 12's worth (199 page
+    files off the grid, and span 0's index), answered within the cap wherever it starts."""
     from test_edge_limits import guard_module, run
 
     site, _ = built
@@ -146,9 +147,9 @@ def test_past_a_host_s_file_cap_the_largest_page_leaves_room_for_the_span_indexe
     caps = {"reads": 200, "held": 1 << 30}
     path = guard_module(tmp_path)
     refused, = run(path, generation, [("limit=3000&offset=995", caps)])
-    assert refused[0] == 400 and json.loads(refused[1])["detail"] == PAGE_TOO_LARGE.format(largest=195 * 12)
+    assert refused[0] == 400 and json.loads(refused[1])["detail"] == PAGE_TOO_LARGE.format(largest=198 * 12)
     for offset in (995, 7, 2000):
-        answered, = run(path, generation, [(f"limit={195 * 12}&offset={offset}", caps)])
+        answered, = run(path, generation, [(f"limit={198 * 12}&offset={offset}", caps)])
         assert answered[0] == 200 and answered[2] <= 200, (offset, answered[:3])
 
 

@@ -70,7 +70,7 @@ def python_reads(generation, name: str, query: str) -> list[str]:
             keys.append(path)
         return (generation / path).read_bytes() if (generation / path).is_file() else None
     try:
-        b"".join(assemble.answer(read, PAGINATION.read(name, query, info), info.page_size, "", info.query))
+        b"".join(assemble.answer(read, PAGINATION.read(name, query, info), info, ""))
     except Rejected:
         pass
     return keys
