@@ -105,7 +105,7 @@ ENGINE: dict[str, list[list[str]]] = {
 }
 QUOTE = 'found += /[A-Za-z0-9_.~-]/.test(c) || (b < 128 && safe.includes(c)) ? c : "%" + (b < 16 ? "0" : "") + ' \
     'b.toString(16).toUpperCase();'  # (qsQuote's line, querystring.js.j2)
-PAGE_INDEX_LINE = "if (index === null && big < BigInt(Number.MAX_SAFE_INTEGER)) {"  # (assemblePage's, pages.js.j2)
+FIRST_PAGE_LINE = "const first = counted === null && page < BigInt(Number.MAX_SAFE_INTEGER)"  # (ownRun's, pages.js.j2)
 # Survivors explained: (module, line as it was, line as mutated), each stripped: why no test can
 # tell them apart (equivalent), or why none should.
 EXPLAINED: dict[tuple[str, str, str], str] = {
@@ -170,11 +170,11 @@ EXPLAINED: dict[tuple[str, str, str], str] = {
        "lastIndexOf gives -1 or a place past 1"
        for line in ('return {spec, lookup: lookup || "contains", relation: at < 0 ? null : path.slice(0, at), '
                     'column: path,', "field: at < 0 ? path : path.slice(at + QY_SEARCH_C.sep.length)};")},
-    (f"{TEMPLATES}/pages.js.j2", PAGE_INDEX_LINE, PAGE_INDEX_LINE.replace("big < ", "big <= ")):
-        "equivalent in every answer but at a host's cap of files exactly: at offset 2**53 - 1 (still exact as a "
-        "Number) the page's span has no index (no collection is that large), so both answer from span 0's; the "
-        "mutant asks for the missing one first, as the Python (Spans.count) does: one read more, a 400 only for a "
-        "request that needs exactly the cap's files (either threshold is right: a test would pin one)",
+    (f"{TEMPLATES}/pages.js.j2", FIRST_PAGE_LINE, FIRST_PAGE_LINE.replace("page < ", "page <= ")):
+        "equivalent in every answer: a page at offset 2**53 - 1 exactly (still exact as a Number; a multiple of "
+        "the page size only for sizes of 1, 6,361, 69,431 ...) is past every collection's end, which the mutant "
+        "reads, missing, before span 0's index: one read more, a 400 only for a request that needs exactly the "
+        "cap's files",
     (f"{TEMPLATES}/pages.js.j2",
      "for (let at = 0; at < positions.length;) {  // (each run of neighbours on one page at once)",
      "for (let at = 0; at <= positions.length;) {  // (each run of neighbours on one page at once)"):

@@ -471,9 +471,9 @@ def stage(path: str) -> int:
 
 def order(path: str) -> tuple[int, int, str, bool]:
     """A changed file's place in the uploads: its stage, then (in stage 1) block by block,
-    each block's index after its pages (an index gives byte positions inside the pages of its
-    block: a page put together from an index and pages of two generations is wrong only while
-    that block's few files go up), and the query indexes after every page."""
+    each block's page indexes after its pages (the first span's tells the count a query's
+    answer takes records by: never before the pages holding them), and the query indexes
+    after every page."""
     shard = Shard.parse(shard_of(path) or "")
     if shard is not None and shard.limit is None:
         return (0, 0, "", False)

@@ -262,9 +262,9 @@ def test_a_deploy_from_elsewhere_since_the_last_one_is_noticed(data_dir, tmp_pat
     report = deploy.deploy(ours, f"s3://{name}", endpoint, progress=lambda line: None)
     assert report.compared.reason == "another deploy reached the bucket since this site's last one"
     # The book and its first pages of 12 (three objects, and their twins, and the page index
-    # as two objects), and the five files of _meta/ that name the page sizes, are theirs; the
-    # pages of 24 are gone with them.
-    assert len(report.compared.different) == 14 and sum(p.startswith("_meta/") for p in report.compared.different) == 5
+    # as two objects), and the six files of _meta/ that name the page sizes (site.json among
+    # them), are theirs; the pages of 24 are gone with them.
+    assert len(report.compared.different) == 15 and sum(p.startswith("_meta/") for p in report.compared.different) == 6
     assert len(report.compared.missing) == 11 and all("/pages/24/" in path for path in report.compared.missing)
     assert report.compared.extra == []
     assert objects(client, name) == published(ours)
