@@ -42,7 +42,7 @@ from .keys import Keys
 from .spool import Spools, spool_files
 from .team import part_file, part_files
 
-VERSION = "13"  # bump when the generator's output or this state changes for the same input
+VERSION = "14"  # bump when the generator's output or this state changes for the same input
 READ_AHEAD = 256  # records read at once when taking over a previous build's records
 # A build refers to the previous records where they lie unless they are spread over more
 # files than this, or the files hold more bytes no longer published than published.
