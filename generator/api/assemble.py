@@ -1,9 +1,10 @@
 """Pages that no file holds, put together at request time from what the build wrote: the
-pre-built pages and the indexes of the default size's (api/pageindex.py). Any limit and
-offset DRF answers, with DRF's count and links (docs/spec/query.md §1), never from the data and
-never encoding a record again: a page is a new head, slices of page files and TAIL. A run of
-the collection's own order is cut from the pages of the size that holds it in the fewest
-files (a page of 100 from pages of 24, where the build wrote them: 5 or 6 files, not 9 or 10).
+pre-built pages (and, for a count no page read tells, the first span's index,
+api/pageindex.py). Any limit and offset DRF answers, with DRF's count and links
+(docs/spec/query.md §1), never from the data and never encoding a record again: a page is a
+new head, slices of page files and TAIL. A run of the collection's own order is cut from the
+pages of the size that holds it in the fewest files (a page of 100 from pages of 24, where
+the build wrote them: 5 or 6 files, not 9 or 10).
 
 `read` is the host's way to read a file of the published generation (None when there is
 none); this module is the Python hosts' one implementation of request-time pages, and

@@ -623,6 +623,10 @@ class _Column:
     def _joined(self) -> "list[_Joined]":
         return self.joined + [_Joined.of(self.texts)] if self.texts else self.joined
 
+    def characters(self) -> set[str]:
+        """Every character its values hold."""
+        return set().union(*(run.characters for run in self._joined()))
+
     def __getstate__(self) -> dict:
         """The texts joined (pickled a string, a run's million strings cost more than their
         characters)."""
@@ -652,7 +656,7 @@ def _characters(text: str) -> str:
     """Every character a text holds, once, in code point order (counted by vector operations:
     a run's texts are millions of characters)."""
     codes = numpy.frombuffer(text.encode("utf-32-le", "surrogatepass"), "<u4")
-    return "".join(map(chr, numpy.flatnonzero(numpy.bincount(codes)).tolist())) if len(codes) else ""
+    return "".join(map(chr, numpy.flatnonzero(numpy.bincount(codes)).tolist()))
 
 
 def alphabets(fields: list[SearchField], runs: Iterable[dict[str, "_Column"]]) -> list[str]:
@@ -661,7 +665,7 @@ def alphabets(fields: list[SearchField], runs: Iterable[dict[str, "_Column"]]) -
     found: dict[str, set[str]] = {field.column: set() for field in fields}
     for columns in runs:
         for name, held in found.items():
-            held.update(*(run.characters for run in columns[name]._joined()))
+            held |= columns[name].characters()
     return ["".join(sorted(found[field.column])) for field in fields]
 
 
