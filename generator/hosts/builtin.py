@@ -71,8 +71,8 @@ class Generation:
 
 class Indexes:
     """The index files last read (api/backends/, api/pageindex.py), kept in memory up to
-    a bound: a search of a million records reads tens of megabytes of them, and every page
-    put together one page index."""
+    a bound: a search of a million records reads tens of megabytes of them, and every query
+    the first span's page index (its count)."""
 
     def __init__(self, bound: int = 256 << 20) -> None:
         self.bound = bound

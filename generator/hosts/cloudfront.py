@@ -24,7 +24,7 @@ or 404 it answers 404 with the body the route table gives the missing file
 
 A CloudFront Function cannot read objects, so the pages sent to PAGES are put together by
 pages.mjs, on origin request: templates/pages.js.j2 (the JavaScript hosts' one
-implementation) reading the page indexes and pages from the S3 origin. Its caps: LIMITS
+implementation) reading the pages and indexes from the S3 origin. Its caps: LIMITS
 (the time and memory Lambda@Edge gives it), and the body CloudFront takes from a generated response (1 MB): a
 larger page answers the 400 that names the largest page (docs/spec/query.md). Only the collections'
 lists can ask for such a page, so only their cache behaviours call it.

@@ -331,7 +331,7 @@ def counted_only(root: Path, changed: list[str], bodies: dict[str, str]) -> set[
     record's body digests say) in the collection's count alone, written with as many digits:
     a record added at the end of a collection changes the count on every one of its pages.
     Such a page holds the same records at the same bytes as before, so a reader who reads it
-    beside newer files (the page index a page is put together from, the pages holding the new
+    beside newer files (the page index whose count a query takes, the pages holding the new
     record) reads a consistent answer, one count behind: they may go up after the rest."""
     candidates = [path for path in changed if path in bodies]  # (the record keeps pages' alone)
 
@@ -352,7 +352,7 @@ def is_page(path: str) -> bool:
 def body_digest(path: str, data: bytes) -> str | None:
     """For a page, a digest of its bytes but the collection's count (its head's `{"count":N`,
     api/assemble.head), and of how many digits the count has (so that the records' bytes lie
-    where the page index says); None for any other file."""
+    where they lay); None for any other file."""
     if not is_page(path):
         return None
     comma = data.find(b",")
