@@ -213,7 +213,7 @@ def write_skeleton(target: Target, settings: Settings) -> None:
     checker.check("root", root, root_path())
     checker.raise_if_violated()
     info = SiteInfo(settings.base_url, settings.cache_control, settings.default_page_size, settings.max_limit,
-                    settings.query, tuple(settings.page_sizes))
+                    settings.query, settings.page_sizes)
     for path, data in ((root_path(), root), (PAGE_NOT_BUILT, meta.page_not_built(settings)),
                        (NOT_FOUND_FILE, meta.NOT_FOUND), (SITE_INFO, info.encode()),
                        (OPENAPI_FILE, openapi.encoded(settings)), (VIEWER, viewer(settings))):
