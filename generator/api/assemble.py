@@ -32,7 +32,7 @@ COUNT = re.compile(rb'\{"count":(\d+),')  # (what a page's head opens with: head
 Reader = Callable[[str], "bytes | None"]
 
 
-class Spans:
+class Pages:
     """A collection's pages of the default size, and the count the first span's index tells
     (read once per answer)."""
 
@@ -70,15 +70,15 @@ def answer(read: Reader, wanted: Paging, info: SiteInfo, base: str) -> Iterator[
     query = info.query
     if query:  # (records picked from one page, or checked by a search and then shown, read it once)
         read = recent(read)
-    spans = Spans(read, wanted.name, info.page_size)
-    selection = select(read, wanted.name, wanted.pairs, query, spans.count, documents(read, spans)) \
+    pages = Pages(read, wanted.name, info.page_size)
+    selection = select(read, wanted.name, wanted.pairs, query, pages.count, documents(read, pages)) \
         if query else None
     if selection is None:  # (the count the backends were given, else the run's first page's)
-        run = Run.of(read, spans, wanted, info.page_sizes, spans.count if query else None)
+        run = Run.of(read, pages, wanted, info.page_sizes, pages.count if query else None)
         count, pieces = run.count, run.records(min(wanted.offset + wanted.limit, run.count))
     else:
         count = selection.count
-        pieces = picked(read, spans, selection.take(wanted.offset, min(wanted.offset + wanted.limit, count)))
+        pieces = picked(read, pages, selection.take(wanted.offset, min(wanted.offset + wanted.limit, count)))
     yield head(count, base, wanted.links(count))
     first = True
     for piece in pieces:
@@ -102,37 +102,41 @@ def recent(read: Reader, keep: int = 16) -> Reader:
     return reading
 
 
-def picked(read: Reader, spans: Spans, positions: Sequence[int]) -> Iterator[bytes]:
+def picked(read: Reader, pages: Pages, positions: Sequence[int]) -> Iterator[bytes]:
     """The records at these positions, in this order: each run of neighbours on one page at
     once, found in the page (no span's index read: a query's records lie here and there)."""
     at = 0
     while at < len(positions):
         end = at + 1
-        while end < len(positions) and positions[end] == positions[end - 1] + 1 and positions[end] % spans.page_size:
+        while end < len(positions) and positions[end] == positions[end - 1] + 1 and positions[end] % pages.page_size:
             end += 1
-        yield found(read, spans, positions[at], positions[end - 1] + 1)
+        yield found(read, pages, positions[at], positions[end - 1] + 1)
         at = end
 
 
-def documents(read: Reader, spans: Spans) -> Documents:
+def documents(read: Reader, pages: Pages) -> Documents:
     """The way a request's backends read records' documents: from the pages holding them."""
     def of(positions: Sequence[int]) -> dict[int, dict]:
-        return {position: orjson.loads(found(read, spans, position, position + 1)) for position in positions}
+        return {position: orjson.loads(found(read, pages, position, position + 1)) for position in positions}
     return of
 
 
-def found(read: Reader, spans: Spans, start: int, stop: int) -> bytes:
+def found(read: Reader, pages: Pages, start: int, stop: int) -> bytes:
     """Records start..stop, all on one page, found in its bytes (pageindex.found_in)."""
-    page = start - start % spans.page_size
-    data = _page(read, spans, page)
+    page = start - start % pages.page_size
+    data = _page(read, pages.name, pages.page_size, page)
     return pageindex.found_in(data, page, start, stop).cut(data)
 
 
-def _page(read: Reader, spans: Spans, offset: int) -> bytes:
-    """The default page at `offset`."""
-    data = read(page_file(spans.name, str(spans.page_size), str(offset // PAGE_BUCKET), str(offset)))
+def _read_page(read: Reader, name: str, size: int, offset: int) -> bytes | None:
+    """The page of `size` records at `offset` (None: there is none)."""
+    return read(page_file(name, str(size), str(offset // PAGE_BUCKET), str(offset)))
+
+
+def _page(read: Reader, name: str, size: int, offset: int) -> bytes:
+    data = _read_page(read, name, size, offset)
     if data is None:
-        raise FileNotFoundError(f"page {offset} of {spans.name}")
+        raise FileNotFoundError(f"page {offset} of {name}")
     return data
 
 
@@ -140,29 +144,24 @@ class Run:
     """A run of the collection's own order from an offset: the size of the pages it is cut
     from, and the collection's count."""
 
-    def __init__(self, read: Reader, name: str, size: int, start: int) -> None:
-        self.read, self.name, self.size, self.start = read, name, size, start
-        self.count = 0
+    def __init__(self, read: Reader, name: str, size: int, start: int, count: int) -> None:
+        self.read, self.name, self.size, self.start, self.count = read, name, size, start, count
 
     @classmethod
-    def of(cls, read: Reader, spans: Spans, wanted: Paging, sizes: Sequence[int], count: int | None) -> "Run":
+    def of(cls, read: Reader, pages: Pages, wanted: Paging, sizes: Sequence[int], count: int | None) -> "Run":
         """The run a page asks for, from the pages of the size (the default, or one the build
         wrote no larger than the limit: no more than three times the page's records) that
         hold it in the fewest files (of two such, the smaller). Where the `count` is not
         known, the first of them tells it (kept for the records), or, past the last page,
         the first span's index."""
         start, stop = wanted.offset, wanted.offset + wanted.limit
-        size = min({spans.page_size, *(s for s in sizes if s <= wanted.limit)},
+        size = min({pages.page_size, *(s for s in sizes if s <= wanted.limit)},
                    key=lambda s: ((stop - 1) // s - start // s, s))
-        run = cls(recent(read, keep=1), wanted.name, size, start)
+        read = recent(read, keep=1)
         if count is None:
-            first = run.page(start - start % size)
-            count = spans.count if first is None else int(COUNT.match(first)[1])
-        run.count = count
-        return run
-
-    def page(self, offset: int) -> bytes | None:
-        return self.read(page_file(self.name, str(self.size), str(offset // PAGE_BUCKET), str(offset)))
+            first = _read_page(read, wanted.name, size, start - start % size)
+            count = pages.count if first is None else int(COUNT.match(first)[1])
+        return cls(read, wanted.name, size, start, count)
 
     def records(self, stop: int) -> Iterator[bytes]:
         """Records start..stop, a piece a page: of a page wholly wanted its results as they
@@ -170,11 +169,9 @@ class Run:
         if stop <= self.start:  # (past the collection's end: no record)
             return
         for page in range(self.start - self.start % self.size, stop, self.size):
-            data = self.page(page)
-            if data is None:
-                raise FileNotFoundError(f"page {page} of {self.name}")
+            data = _page(self.read, self.name, self.size, page)
             if self.start <= page and min(page + self.size, self.count) <= stop:
-                found = pageindex.Slice(page, data.index(pageindex.RESULTS) + len(pageindex.RESULTS), None)
+                found = pageindex.every_record(data, page)
             else:
                 found = pageindex.found_in(data, page, max(self.start, page), min(stop, page + self.size))
             yield found.cut(data)

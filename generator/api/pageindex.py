@@ -102,11 +102,16 @@ class Slice:
         return page[self.begin:len(page) - len(TAIL) if self.end is None else self.end]
 
 
+def every_record(page: bytes, offset: int) -> Slice:
+    """The records of the page at `offset`, all of them: its `results` array's inside."""
+    return Slice(offset, page.index(RESULTS) + len(RESULTS), None)
+
+
 def found_in(page: bytes, offset: int, start: int, stop: int) -> Slice:
     """Records start..stop, all in the page at `offset`, found in its bytes: the objects of
     its `results` array, each ending where the brackets outside strings close it."""
     first, last = start - offset, stop - offset
-    at = page.index(RESULTS) + len(RESULTS)
+    at = every_record(page, offset).begin
     depth, seen, begin = 0, 0, at
     for bracket in BRACKET.finditer(page, at):
         if bracket[1] in b"{[":

@@ -180,9 +180,9 @@ def test_recent_keeps_the_last_files_read():
 
 
 def test_picked_records_come_in_the_order_asked_each_run_at_once():
-    spans = assemble.Spans(FILES.get, NAME, SIZE)
+    pages = assemble.Pages(FILES.get, NAME, SIZE)
     positions = [3, 4, 5, 40, 2, 10007, 10008, COUNT - 1]
-    assert list(map(bytes, assemble.picked(FILES.get, spans, positions))) == [
+    assert list(map(bytes, assemble.picked(FILES.get, pages, positions))) == [
         b",".join(RECORDS[3:6]), RECORDS[40], RECORDS[2], RECORDS[10007], RECORDS[10008], RECORDS[COUNT - 1]]
 
 
@@ -285,7 +285,7 @@ def test_the_records_a_query_picks_cost_their_pages_alone():
     reads = []
     counting = lambda path: reads.append(path) or FILES.get(path)  # noqa: E731
     positions = [5003, 40, 41, 9000, 11, 12, 13, COUNT - 1]
-    got = list(assemble.picked(counting, assemble.Spans(counting, NAME, SIZE), positions))
+    got = list(assemble.picked(counting, assemble.Pages(counting, NAME, SIZE), positions))
     assert b",".join(got) == b",".join(RECORDS[p] for p in positions)
     assert len(got) == 6  # (a piece a run on one page: 11, then 12..13, lie on two)
     assert reads == [page_file(NAME, str(SIZE), str(p // PAGE_BUCKET), str(p - p % SIZE)) for p in
