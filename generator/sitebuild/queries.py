@@ -30,7 +30,7 @@ import threading
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator
 
 import orjson
 
@@ -103,42 +103,78 @@ def write_query_indexes(job: Job, processes: int) -> None:
 
 
 def _write_query_indexes(job: Job, processes: int) -> None:
+    """The collections, largest first. With more than one process a collection's backends
+    finish in a thread of their own while the next collections are read and finished beside
+    them: a million books' finish leaves a core idle at times (its key table's last steps,
+    the writer's start), which the smaller collections' work fills."""
+    shared = _Shared(job)
+    names = sorted(configured(job.settings.query), key=lambda name: -job.counts[name])
+    if processes == 1 or len(names) < 2:
+        for name in names:
+            _collected(job, name, processes, shared)()
+        return
+    with ThreadPoolExecutor(len(names)) as pool:  # (a failure waits for the others)
+        for done in [pool.submit(_collected(job, name, processes, shared)) for name in names]:
+            done.result()
+
+
+class _Shared:
+    """What the collections' finishes share, one thread at a time: the generation's files,
+    and the ids of each collection some backend is given (read once)."""
+
+    def __init__(self, job: Job) -> None:
+        self.job, self.lock, self._ids = job, threading.Lock(), {}
+
+    def ids(self, target: str) -> list[str]:
+        with self.lock:
+            if target not in self._ids:
+                self._ids[target] = published_ids(self.job.generation.root, BY_NAME[target].collection)
+            return self._ids[target]
+
+    def flush(self, path: str, data: bytes) -> None:
+        with self.lock:
+            self.job.flush(path, data)
+
+    def carry(self, folder: str, skip: Iterable[str] = ()) -> None:
+        with self.lock:
+            _carry(self.job, folder, skip)
+
+
+def _collected(job: Job, name: str, processes: int, shared: _Shared) -> Callable[[], None]:
+    """A collection's stretches' parts, made or taken over (by as many processes as the build
+    uses); then what writes its index files from them and keeps, in the state, what they
+    were made from."""
     query = job.settings.query
-    ids: dict[str, list[str]] = {}
-
-    def ids_of(target: str) -> list[str]:
-        if target not in ids:
-            ids[target] = published_ids(job.generation.root, BY_NAME[target].collection)
-        return ids[target]
-
     made_with = _made_with(job)
-    for name in configured(query):
-        before = _made(job.previous, name)
-        runs = _runs(job.counts[name], processes)
-        parts = _parts_by_bounds(before, made_with)
-        # (forked: a run's indexers use no polars, whose threads a fork leaves behind: it would hang)
-        if len(runs) > 1:
-            with ProcessPoolExecutor(min(len(runs), processes), mp_context=multiprocessing.get_context("fork")) as pool:
-                kept = [path for run in pool.map(_collect, *zip(*[(job, name, run, parts) for run in runs])) for path in run]
-        else:
-            kept = _collect(job, name, runs[0], parts)
-        made = {"parts": [path.name for path in kept], "ids": {}, "made_with": made_with,
-                "formats": [backend.index_format for backend in indexing(name, query)],
-                "stretches": [list(bounds) for run in runs for bounds in _run_stretches(job, name, run)]}
-        same_ids = before is not None and all(_ids_kept(job, target) or _ids_digest(ids_of(target)) == digest
+    before = _made(job.previous, name)
+    runs = _runs(job.counts[name], processes)
+    parts = _parts_by_bounds(before, made_with)
+    # (forked: a run's indexers use no polars, whose threads a fork leaves behind: it would hang)
+    if len(runs) > 1:
+        with ProcessPoolExecutor(min(len(runs), processes), mp_context=multiprocessing.get_context("fork")) as pool:
+            kept = [path for run in pool.map(_collect, *zip(*[(job, name, run, parts) for run in runs])) for path in run]
+    else:
+        kept = _collect(job, name, runs[0], parts)
+    made = {"parts": [path.name for path in kept], "ids": {}, "made_with": made_with,
+            "formats": [backend.index_format for backend in indexing(name, query)],
+            "stretches": [list(bounds) for run in runs for bounds in _run_stretches(job, name, run)]}
+
+    def finish() -> None:
+        same_ids = before is not None and all(_ids_kept(job, target) or _ids_digest(shared.ids(target)) == digest
                                               for target, digest in before["ids"].items())
         if same_ids and (before["parts"], before.get("formats")) == (made["parts"], made["formats"]):
             made["ids"] = before["ids"]  # (every part and every id it was made from as before: its files too)
-            _carry(job, common.query_dir(name))
+            shared.carry(common.query_dir(name))
         else:
             edits = _changes(job, name, before, made) if same_ids else None  # (same_ids: a previous build)
             if edits is not None:
                 made["ids"] = dict(before["ids"])  # (the ids as then: what an edit takes them to be)
-            _finish(job, name, kept, made, ids_of, edits, processes)
+            _finish(job, name, kept, made, shared, edits, processes)
         (state_dir(job.generation.root) / _made_file(name)).write_bytes(orjson.dumps(made))
+    return finish
 
 
-def _finish(job: Job, name: str, kept: list[Path], made: dict, ids_of, changes: list[common.Change] | None,
+def _finish(job: Job, name: str, kept: list[Path], made: dict, shared: _Shared, changes: list[common.Change] | None,
             processes: int) -> None:
     """Each backend's files of the collection: edited from the previous build's where only
     the records `changes` names changed (the ids of every collection given to its backends
@@ -147,18 +183,11 @@ def _finish(job: Job, name: str, kept: list[Path], made: dict, ids_of, changes: 
     the backends work side by side, a thread each (their work is numpy's and polars', which
     let go of the interpreter: the filters and orderings take the processor time the term
     index's key table leaves idle; the processes its writer forks use neither polars nor the
-    lock), their files and ids given out one at a time."""
-    lock = threading.Lock()
-
+    lock), their files and ids given out one at a time (`shared`)."""
     def ids(target: str) -> list[str]:
-        with lock:
-            found = ids_of(target)
-            made["ids"][target] = _ids_digest(found)
+        found = shared.ids(target)
+        made["ids"][target] = _ids_digest(found)
         return found
-
-    def flush(path: str, data: bytes) -> None:
-        with lock:
-            job.flush(path, data)
 
     query, count = job.settings.query, job.counts[name]
 
@@ -167,14 +196,13 @@ def _finish(job: Job, name: str, kept: list[Path], made: dict, ids_of, changes: 
             return [pickle.loads(pickle.loads(path.read_bytes())[at]) for path in kept]
         edited = None if changes is None else backend.edit(name, query, job.read_previous, changes, count, parts)
         if edited is None:
-            backend.finish(name, query, flush, parts(), ids, processes)
+            backend.finish(name, query, shared.flush, parts(), ids, processes)
             return
         for path, data in edited.files.items():
             if data is not None:
-                flush(path, data)
-        with lock:
-            for folder in edited.folders:
-                _carry(job, folder, skip=edited.files.keys())
+                shared.flush(path, data)
+        for folder in edited.folders:
+            shared.carry(folder, skip=edited.files.keys())
 
     backends = list(enumerate(indexing(name, query)))
     if processes == 1:  # (one after another, here: a failure or an interrupt stops them at once)

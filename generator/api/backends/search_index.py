@@ -782,22 +782,53 @@ class TermIndexWriter:
 
     def _sets(self, table: "_KeyTable", start: int, stop: int) -> Encoded:
         """The sets of entries start..stop, encoded: each entry's sources' codes united, the
-        sets of each kind of field encoded together (encode_many); those of over UNION_ALONE
-        codes, where a bitmap of the records pays, before the union (a letter's, a pair of
-        letters': many thousands of a million records) united and encoded alone."""
+        sets of each kind of field encoded together (encode_many), those of one record (most)
+        at once by a shorter way (_encode_ones); those of over UNION_ALONE codes, where a
+        bitmap of the records pays, before the union (a letter's, a pair of letters': many
+        thousands of a million records) united and encoded alone."""
         relation = numpy.array(self.relations, dtype=bool)[table.numbers[start:stop]]
         totals = table.totals(start, stop)
         alone = (totals > UNION_ALONE) & _bitmap_pays(totals, self.count)
         codes, sizes = table.united(start, stop, ~alone)
         single = {at: encode_postings(table.union(start + at, bool(relation[at])), bool(relation[at]), self.count)
                   for at in numpy.flatnonzero(alone).tolist()}
-        together = []
+        ones = numpy.flatnonzero(sizes == 1)  # (most keys': one record, a fixed few bytes, written at once)
+        firsts = (numpy.cumsum(sizes) - sizes)[ones]
+        listed = _listed_one(codes[firsts], relation[ones], self.count)
+        ones, firsts = ones[listed], firsts[listed]
+        together = [(ones, _encode_ones(codes[firsts], relation[ones]))] if len(ones) else []
+        rest = ~alone
+        rest[ones] = False
         for kind in (False, True):
-            chosen = (relation == kind) & ~alone
+            chosen = (relation == kind) & rest
             if chosen.any():
                 together.append((numpy.flatnonzero(chosen), encode_many(codes[numpy.repeat(chosen, sizes)],
                                                                         sizes[chosen], kind, self.count)))
         return _joined_sets(stop - start, single, together)
+
+
+def _listed_one(codes: numpy.ndarray, relation: numpy.ndarray, count: int) -> numpy.ndarray:
+    """Which sets of one code each (`relation`: of a relation field) encode_postings writes
+    as _encode_ones does: a list (not a bitmap: of `count` records), its one group's high a
+    byte (a position under 2**23), of a relation field at element 0."""
+    positions = numpy.where(relation, codes >> ELEMENT_BITS, codes)
+    return ((positions < 1 << 23) & ((count + 7) // 8 >= 2 + 8 * ((positions >> 16) + 1))
+            & ~(relation & (codes & ELEMENT_MASK != 0)))
+
+
+def _encode_ones(codes: numpy.ndarray, relation: numpy.ndarray) -> Encoded:
+    """encode_postings of sets of one code each, those _listed_one chose, written at once:
+    LIST, one group, its high, one position, its low 16 bits (of a relation field after the
+    varint of its one element's set)."""
+    positions = numpy.where(relation, codes >> ELEMENT_BITS, codes)
+    sizes = 6 + relation.astype(numpy.int64)
+    starts = numpy.cumsum(sizes) - sizes
+    data = numpy.zeros(int(sizes.sum()), numpy.uint8)  # (LIST is 0)
+    data[starts[relation]] = 1
+    at = starts + relation
+    data[at + 1], data[at + 2], data[at + 3] = 1, positions >> 16, 1
+    data[at + 4], data[at + 5] = positions & 0xFF, positions >> 8 & 0xFF
+    return Encoded(data, starts, sizes, numpy.ones(len(codes), numpy.int64))
 
 
 def _joined_sets(count: int, single: dict[int, tuple[bytes, int]],
@@ -875,11 +906,9 @@ class _KeyTable:
         # (a kind's keys after another's, as their letters sort: a kind at a time, the least memory)
         runs = [_sorted_run(polars, by_kind[kind]) for kind in sorted(by_kind)]
         text = b"".join([*(run[0] for run in runs), bytes(WORD)])
-        lengths, fresh, numbers, counts, found = (
-            numpy.concatenate([numpy.zeros(0, numpy.int64)] + [run[at] for run in runs]) for at in range(1, 6))
+        lengths, fresh, numbers, counts, found = (numpy.concatenate([run[at] for run in runs]) for at in range(1, 6))
         codes, held = sources.arrays()
-        return cls(text, numpy.concatenate(([0], numpy.cumsum(lengths))), fresh.astype(bool), numbers,
-                   numpy.concatenate(([0], numpy.cumsum(counts))), found, codes, held)
+        return cls(text, _starts(lengths), fresh, numbers, _starts(counts), found, codes, held)
 
     def __len__(self) -> int:
         return len(self.numbers)
@@ -979,13 +1008,22 @@ def _ranges_of(starts: numpy.ndarray, sizes: numpy.ndarray) -> numpy.ndarray:
 def _sorted_run(pl, frames: list) -> tuple:
     """The entries of one kind's keys (lazy frames of key, field number, source), each (key,
     field) once, sorted: the keys' bytes one after another, their lengths, whether each differs
-    from the one before it, the fields, the number of sources of each, the sources."""
-    found = pl.concat(frames).group_by("key", "number").agg(pl.col("src").unique()).sort("key", "number").collect()
-    keys = found["key"]
-    return (keys.str.join("").cast(pl.Binary).item(), keys.str.len_bytes().to_numpy().astype(numpy.int64),
-            (keys != keys.shift(1)).fill_null(True).to_numpy().astype(bool),
-            found["number"].to_numpy().astype(numpy.int64), found["src"].list.len().to_numpy().astype(numpy.int64),
-            found["src"].explode().to_numpy().astype(numpy.int64))
+    from the one before it, the fields, the number of sources of each, the sources (each
+    column made by polars, side by side, as numpy takes it: no copy made after)."""
+    key, src = pl.col("key"), pl.col("src")
+    found = (pl.concat(frames).group_by("key", "number").agg(src.unique()).sort("key", "number")
+             .select(key, src, length=key.str.len_bytes().cast(pl.Int64), fresh=key.ne_missing(key.shift(1)),
+                     number=pl.col("number").cast(pl.Int64), count=src.list.len().cast(pl.Int64))
+             .collect())
+    return (found["key"].str.join("").cast(pl.Binary).item(), found["length"].to_numpy(), found["fresh"].to_numpy(),
+            found["number"].to_numpy(), found["count"].to_numpy(), found["src"].explode().to_numpy())
+
+
+def _starts(sizes: numpy.ndarray) -> numpy.ndarray:
+    """Where each of runs of `sizes` starts, one after another, and where the last ends."""
+    starts = numpy.zeros(len(sizes) + 1, numpy.int64)
+    numpy.cumsum(sizes, out=starts[1:])
+    return starts
 
 
 class _Sources:
@@ -1018,7 +1056,7 @@ class _Sources:
             return numpy.zeros(0, numpy.int64), held
         runs = self.pl.concat(self.held)
         numpy.cumsum(runs.list.len().to_numpy(), out=held[1:])
-        return runs.explode().to_numpy().astype(numpy.int64), held
+        return runs.explode().to_numpy(), held  # (Int64: as numpy takes it)
 
 
 def _grouped(pl, values: "Any", kind: str, relation: bool) -> "Any":
