@@ -139,17 +139,17 @@ class Referred:
         start = self.count
         for relation, references in self.references.items():
             positions = self.positions[relation]
-            for position, document in enumerate(documents, start):
-                related = document.get(relation)
+            for position, related in enumerate([document.get(relation) for document in documents], start):
                 if not related:
                     continue
                 if related.__class__ is dict:  # (a to-one relation's)
                     related = (related,)
-                found = [record.get("id") or record["url"] for record in related]
-                if len(found) > 1:
-                    found = list(dict.fromkeys(found))
-                references += found
-                positions.extend([position] * len(found))
+                for record in related:  # (appended as they come: most name one record, and none twice)
+                    references.append(record.get("id") or record["url"])
+                if len(related) > 1 and len(set(references[-len(related):])) < len(related):
+                    del references[-len(related):]
+                    references += dict.fromkeys([record.get("id") or record["url"] for record in related])
+                positions.extend([position] * (len(references) - len(positions)))
         self.count += len(documents)
 
     def close(self) -> dict[str, "References"]:
