@@ -724,23 +724,20 @@ class TermIndexWriter:
         ranges = _ranges(table, processes * SHARES) if processes > 1 else [(0, len(table))]
         if len(ranges) == 1:
             leaves = self._write(table, *ranges[0], flush, names)
-        else:
-            global _FORKED
-            _FORKED = self, table
-            try:
-                with ProcessPoolExecutor(processes, mp_context=multiprocessing.get_context("fork")) as pool:
-                    leaves = []
-                    for within, (files, written, taken) in zip(ranges, pool.map(_write_apart, ranges)):
-                        if names.leaves.isdisjoint(taken.leaves) and names.postings.isdisjoint(taken.postings):
-                            names.leaves |= taken.leaves
-                            names.postings |= taken.postings
-                            for path, data in files:
-                                flush(path, data)
-                            leaves += written
-                        else:  # (a name a range before it took: named again, here, in order)
-                            leaves += self._write(table, *within, flush, names)
-            finally:
-                _FORKED = None
+        else:  # (the writer and table given to each process as it is forked, unpickled; set in it alone:
+            # another collection's index may be written beside this one, by another thread)
+            with ProcessPoolExecutor(processes, mp_context=multiprocessing.get_context("fork"),
+                                     initializer=_forked_with, initargs=(self, table)) as pool:
+                leaves = []
+                for within, (files, written, taken) in zip(ranges, pool.map(_write_apart, ranges)):
+                    if names.leaves.isdisjoint(taken.leaves) and names.postings.isdisjoint(taken.postings):
+                        names.leaves |= taken.leaves
+                        names.postings |= taken.postings
+                        for path, data in files:
+                            flush(path, data)
+                        leaves += written
+                    else:  # (a name a range before it took: named again, here, in order)
+                        leaves += self._write(table, *within, flush, names)
         levels, listing, branches = _upper(leaves)
         for name, data in branches.items():
             flush(branch_file(name), data)
@@ -1184,7 +1181,12 @@ def _listing(named: list[tuple[bytes, int]]) -> bytes:
     return keys.encoded()
 
 
-_FORKED: "tuple[TermIndexWriter, _KeyTable] | None" = None  # (what finish's processes read)
+_FORKED: "tuple[TermIndexWriter, _KeyTable] | None" = None  # (what a process finish forks reads)
+
+
+def _forked_with(writer: TermIndexWriter, table: "_KeyTable") -> None:
+    global _FORKED
+    _FORKED = writer, table
 
 
 @dataclass

@@ -301,6 +301,45 @@ def test_processes_cut_the_keys_where_one_writer_ends_a_leaf_with_the_writer_s_c
     assert Built(made, ["title"], processes=3).files == Built(made, ["title"]).files
 
 
+def test_two_indexes_written_side_by_side_by_processes_are_each_one_writer_s(monkeypatch):
+    """Two collections' term indexes finished at once, by threads of one process (the build
+    finishes a collection while the next is read), each forking its writer's processes: each
+    process writes its own index's ranges, as one writer alone would (what a process reads is
+    given to it as it is forked, not left where the other's would replace it)."""
+    import threading
+
+    monkeypatch.setattr(ti, "PARALLEL_MIN", 1)
+    monkeypatch.setattr(ti, "LEAF_MASK", 3)  # (many ranges, each ending where a leaf does)
+    monkeypatch.setattr(ti, "SPLIT_MASK", 7)
+    indexes = [[{"title": f"{word}{n} w{n % 7}", "isbn": None, "authors": [], "publishers": []} for n in range(400)]
+               for word in ("alpha", "beta")]
+    together = threading.Barrier(2)
+    cut = ti._ranges
+
+    def ranges(*args):  # (both threads about to fork their processes at once)
+        found = cut(*args)
+        together.wait(timeout=60)
+        return found
+
+    def writer(made: list[dict]) -> ti.TermIndexWriter:
+        made_by = ti.TermIndexWriter(SPECS, len(made))
+        made_by.add_documents(0, made, str.lower)
+        return made_by
+    alone: list[dict[str, bytes]] = [{}, {}]
+    for made, files in zip(indexes, alone):
+        writer(made).finish(files.__setitem__, processes=1)
+    monkeypatch.setattr(ti, "_ranges", ranges)
+    for _ in range(3):
+        written: list[dict[str, bytes]] = [{}, {}]
+        threads = [threading.Thread(target=writer(made).finish, args=(files.__setitem__, 2))
+                   for made, files in zip(indexes, written)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert written == alone
+
+
 def test_runs_merged_and_ranges_written_by_processes_give_the_same_files(catalogue, monkeypatch):
     """The build's way (runs of records read by writers of their own, merged; the keys cut
     in ranges made and written by processes, front-coded a batch at a time; every set encoded
