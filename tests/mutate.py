@@ -223,9 +223,6 @@ EXPLAINED: dict[tuple[str, str, str], str] = {
         "every key starting with it is that key",
     (f"{BACKENDS}/search_index.py", "return False", "return None"):
         "equivalent: _check_instead's answer is only asked by `if`, alike for None and False",
-    (f"{BACKENDS}/search_index.py", "if len(one) <= INLINE_MAX:", "if len(one) < INLINE_MAX:"):
-        "equivalent: a set of one code of INLINE_MAX bytes is then made by encode_postings, whose bytes are "
-        "_one_set's (test_a_set_of_one_record_an_edit_makes_is_a_fresh_builds)",
     (f"{BACKENDS}/search_index.py",
      "return [Piece(held.field, (1 << held.size_class) - 1, held.data, 0, 0) if held.data is not None else",
      "return [Piece(held.field, (1 << held.size_class) - 1, held.data, 0, 1) if held.data is not None else"):

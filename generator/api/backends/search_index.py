@@ -1205,23 +1205,6 @@ def _write_apart(within: tuple[int, int]) -> tuple[list[tuple[str, bytes]], list
     return files, leaves, names
 
 
-def _one_set(code: int, relation: bool) -> bytes:
-    """The postings of one code: a set of one record (in a relation field, at its element:
-    an empty set at each element before it)."""
-    position = code >> ELEMENT_BITS if relation else code
-    high = position >> 16
-    one = bytes((LIST, 1, high, 1, position & 0xFF, position >> 8 & 0xFF)) if high < 0x80 else \
-        _ONE_SET + _varint(high) + b"\x01" + (position & LOW).to_bytes(2, "little")
-    if not relation:
-        return one
-    element = code & ELEMENT_MASK
-    return bytes(_varint(element + 1)) + _EMPTY_SET * element + one
-
-
-_ONE_SET = bytes((LIST, 1))  # (a set of one record: its form, one group)
-_EMPTY_SET = bytes((LIST, 0))
-
-
 class _Chunks:
     """The postings files, filled with sets in key order: a set longer than CHUNK_ALONE has
     a file of its own; a file ends after a set, once it holds CHUNK_MIN bytes, where the
@@ -2101,11 +2084,8 @@ class _Editor:
         return numpy.sort(numpy.concatenate(found)) if found else numpy.zeros(0, numpy.int64)
 
     def encoded(self, codes: list[int], relation: bool) -> tuple[bytes, int]:
-        """A set's bytes as a fresh build encodes it (one code: _one_set, as its writer does)."""
-        if len(codes) == 1:
-            one = _one_set(codes[0], relation)
-            if len(one) <= INLINE_MAX:
-                return one, 1
+        """A set's bytes as a fresh build encodes it (of one record too: a list, or a bitmap
+        where the collection's is shorter, under some 80 records)."""
         return encode_postings(codes, relation, self.count)
 
     def file(self, name: int) -> list[bytes]:

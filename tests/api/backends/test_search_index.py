@@ -464,12 +464,26 @@ def test_many_sets_encoded_together_as_each_alone(count, relation, data):
 
 
 @settings(max_examples=200)
-@given(st.integers(0, 16_000_000), st.sampled_from([0, 1, 5, 130]), st.booleans())
-def test_a_set_of_one_record_an_edit_makes_is_a_fresh_builds(position, element, relation):
-    """_one_set (an edit's set of one record) is encode_postings' bytes of that one code:
-    positions past 2**23 (a varint high of two bytes) and elements past 126 included."""
-    code = position << ti.ELEMENT_BITS | element if relation else position
-    assert ti._one_set(code, relation) == ti.encode_postings([code], relation, 16_000_001)[0]
+@given(st.lists(st.tuples(st.integers(0, 16_000_000), st.sampled_from([0, 1, 5, 130]), st.booleans()),
+                min_size=1, max_size=20),
+       st.sampled_from([1, 50, 72, 73, 100, 70_000, 8_388_609, 16_000_001]))
+def test_sets_of_one_record_written_at_once_are_encode_postings_bytes(ones, count):
+    """The writer's sets of one code written at once (_encode_ones) are encode_postings' bytes,
+    and _listed_one gives it exactly those that are a list of one group with a high of one
+    byte, at element 0 in a relation field (not a bitmap, shorter in a collection of some 80
+    records; not a position past 2**23; not an element past the first)."""
+    codes = numpy.array([(at % count) << ti.ELEMENT_BITS | element if relation else at % count
+                         for at, element, relation in ones], dtype=numpy.int64)
+    relations = numpy.array([relation for _, _, relation in ones])
+    picked = ti._listed_one(codes, relations, count)
+    encoded = ti._encode_ones(codes[picked], relations[picked])
+    assert [(encoded.data[start:start + size].tobytes(), held) for start, size, held
+            in zip(encoded.starts.tolist(), encoded.sizes.tolist(), encoded.records.tolist())] == \
+        [ti.encode_postings([code], relation, count) for code, relation in
+         zip(codes[picked].tolist(), relations[picked].tolist())]
+    for code, relation, chosen in zip(codes.tolist(), relations.tolist(), picked.tolist()):
+        data = ti.encode_postings([code], relation, count)[0]
+        assert chosen == (len(data) == 6 + relation and data[relation] == ti.LIST and (not relation or data[0] == 1))
 
 
 @settings(max_examples=100)

@@ -123,6 +123,15 @@ def test_another_count_or_fields_or_format_is_made_again():
     assert ti.edit(leafless.get, SPECS, 3, [(0, before.values([0])[0], now)], held) is None  # (a file missing)
 
 
+def test_an_edit_of_a_small_collection_writes_a_fresh_build_s_bytes():
+    """Of a collection under some 80 records a set of one record is a bitmap (shorter there
+    than its list): an edit writes it as a fresh build does, every file the same bytes."""
+    made = [{"title": f"w{n} common", "isbn": None, "authors": [], "publishers": []} for n in range(50)]
+    now = [dict(document) for document in made]
+    now[10]["title"] = "zz common"
+    assert edited(Built(made, SPECS), now) == Built(now, SPECS).files
+
+
 def test_a_missing_branch_is_made_again(monkeypatch):
     monkeypatch.setattr(ti, "LEAF_MASK", 0)  # (every key a leaf of its own, every leaf a branch)
     monkeypatch.setattr(ti, "BRANCH_MASK", 0)
