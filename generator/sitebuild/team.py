@@ -8,6 +8,7 @@ parts exchange them through files, and the parent receives small results.
 """
 from __future__ import annotations
 
+import errno
 import multiprocessing
 import os
 import pickle
@@ -26,9 +27,12 @@ from .spool import Spool
 Progress = Callable[[str, int, bool], None]
 
 
+_FULL = (errno.ENOSPC, errno.EDQUOT)  # (a part that failed writing for these: the machine's, not a bug)
+
+
 class PartFailed(CatalogueError):
-    """A part of the build died or raised: a bug, or the machine (memory, a kill). The
-    message names the part and the file that keeps the traceback."""
+    """A part of the build died or raised: a bug, or the machine (memory, a kill, the disk
+    full). The message names the part and the file that keeps the traceback."""
 
     @classmethod
     def raised(cls, part: int, count: int, trace: str) -> "PartFailed":
@@ -36,8 +40,11 @@ class PartFailed(CatalogueError):
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(trace)
         last = trace.strip().splitlines()[-1] if trace.strip() else "no message"
-        return cls(f"part {part + 1} of {count} of the build failed: {last}\n"
-                   f"This is a bug in the generator, not in the data; nothing was published. "
+        head = f"part {part + 1} of {count} of the build failed: {last}\n"
+        if any(last.startswith(f"OSError: [Errno {number}]") for number in _FULL):
+            return cls(f"{head}The disk holding the site is full (or its quota is spent); nothing was published. "
+                       f"Free some space there and build again (the traceback is in {path}).")
+        return cls(f"{head}This is a bug in the generator, not in the data; nothing was published. "
                    f"The traceback is in {path}: please report it with that file.")
 
     @classmethod

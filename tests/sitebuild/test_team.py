@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import csv
+import errno
 import os
 import re
 import signal
@@ -92,6 +93,8 @@ def broken_make(number: int, how: str):
         if self.number == number and collection == "books":
             if how == "raise":
                 raise RuntimeError("deliberately broken")
+            if how == "full":
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
             os.kill(os.getpid(), signal.SIGKILL)
         return original(self, collection)
     return make
@@ -111,6 +114,21 @@ def test_a_part_that_raises_is_a_bug_report_with_its_traceback_in_a_file(data_di
         assert "in make" in trace.read_text() and "deliberately broken" in trace.read_text()
     finally:
         trace.unlink()
+    assert not (tmp_path / "site" / "api").exists()
+
+
+def test_a_part_that_finds_the_disk_full_says_so_not_a_bug(data_dir, tmp_path, monkeypatch):
+    """A part whose write fails for want of space (ENOSPC, as a full disk raises it in the
+    part's write) is reported as the disk's, not as a bug to report."""
+    monkeypatch.setattr(Part, "make", broken_make(1, "full"))
+    with pytest.raises(PartFailed) as caught:
+        build(data_dir, tmp_path / "site", processes=2)
+    message = str(caught.value)
+    assert message.startswith("part 2 of 2 of the build failed: OSError: [Errno 28] No space left on device\n"
+                              "The disk holding the site is full (or its quota is spent); nothing was published. "
+                              "Free some space there and build again"), message
+    assert "bug" not in message
+    Path(re.search(r"the traceback is in (\S+)\)", message)[1]).unlink()
     assert not (tmp_path / "site" / "api").exists()
 
 
