@@ -120,15 +120,17 @@ def _write_query_indexes(job: Job, processes: int) -> None:
 
 class _Shared:
     """What the collections' finishes share, one thread at a time: the generation's files,
-    and the ids of each collection some backend is given (read once)."""
+    and the ids of each collection some backend is given, with their digest (each read and
+    digested once)."""
 
     def __init__(self, job: Job) -> None:
         self.job, self.lock, self._ids = job, threading.Lock(), {}
 
-    def ids(self, target: str) -> list[str]:
+    def ids(self, target: str) -> tuple[list[str], str]:
         with self.lock:
             if target not in self._ids:
-                self._ids[target] = published_ids(self.job.generation.root, BY_NAME[target].collection)
+                found = published_ids(self.job.generation.root, BY_NAME[target].collection)
+                self._ids[target] = found, _ids_digest(found)
             return self._ids[target]
 
     def flush(self, path: str, data: bytes) -> None:
@@ -160,7 +162,7 @@ def _collected(job: Job, name: str, processes: int, shared: _Shared) -> Callable
             "stretches": [list(bounds) for run in runs for bounds in _run_stretches(job, name, run)]}
 
     def finish() -> None:
-        same_ids = before is not None and all(_ids_kept(job, target) or _ids_digest(shared.ids(target)) == digest
+        same_ids = before is not None and all(_ids_kept(job, target) or shared.ids(target)[1] == digest
                                               for target, digest in before["ids"].items())
         if same_ids and (before["parts"], before.get("formats")) == (made["parts"], made["formats"]):
             made["ids"] = before["ids"]  # (every part and every id it was made from as before: its files too)
@@ -185,8 +187,7 @@ def _finish(job: Job, name: str, kept: list[Path], made: dict, shared: _Shared, 
     index's key table leaves idle; the processes its writer forks use neither polars nor the
     lock), their files and ids given out one at a time (`shared`)."""
     def ids(target: str) -> list[str]:
-        found = shared.ids(target)
-        made["ids"][target] = _ids_digest(found)
+        found, made["ids"][target] = shared.ids(target)
         return found
 
     query, count = job.settings.query, job.counts[name]

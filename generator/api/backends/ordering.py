@@ -139,14 +139,10 @@ class Keys:
 
     def add(self, documents: list[dict]) -> None:
         for field, (kind, keys) in self.order.items():
-            values = [document.get(field) for document in documents]
-            if kind == "number":  # (page counts and whole prices, most: as sort_key takes them, without a call each)
-                values = [value if value.__class__ is int else
-                          int(value) if value.__class__ is str and value.isascii() and value.isdigit() else
-                          None if value is None else sort_key(kind, value) for value in values]
-            elif kind != "text":
-                values = [None if value is None else sort_key(kind, value) for value in values]
-            keys.extend(values)
+            if kind == "text":
+                keys.extend([d.get(field) for d in documents])
+            else:
+                keys.extend([None if d.get(field) is None else sort_key(kind, d[field]) for d in documents])
 
     def close(self) -> dict[str, list]:
         return {field: keys for field, (_, keys) in self.order.items()}

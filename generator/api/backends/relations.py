@@ -147,8 +147,7 @@ class Referred:
                 for record in related:  # (appended as they come: most name one record, and none twice)
                     references.append(record.get("id") or record["url"])
                 if len(related) > 1 and len(set(references[-len(related):])) < len(related):
-                    del references[-len(related):]
-                    references += dict.fromkeys([record.get("id") or record["url"] for record in related])
+                    references[-len(related):] = dict.fromkeys(references[-len(related):])
                 positions.extend([position] * (len(references) - len(positions)))
         self.count += len(documents)
 
