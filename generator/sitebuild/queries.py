@@ -1,6 +1,6 @@
 """The build's query indexes: what each query backend (api/backends/) writes, made after the
 pages from the pages of the default size the new generation holds (records encoded once,
-read back here one page at a time), and written only where a file's bytes changed; an
+read back here one page at a time, only the fields the indexers read), and written only where a file's bytes changed; an
 unchanged one is linked from the previous generation. A collection of several blocks of
 records is read by as many processes as the build uses, in runs of whole blocks (a few a
 process, each taken by the process that comes free), every backend's indexer fed the same
@@ -22,6 +22,7 @@ as they are, not made again (an edit of another collection).
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import multiprocessing
 import os
@@ -30,11 +31,13 @@ import threading
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator, TypedDict
 
+import msgspec
 import orjson
 
 from ..api.backends import Backend, common, configured, indexing
+from ..api.backends.common import DocumentField
 from ..api.urls import BY_NAME, PAGE_BUCKET, page_file
 from ..catalogue.settings import Settings
 from ..system import big_arrays, no_cycle_collector
@@ -89,9 +92,31 @@ class Job:
         for offset in range(start - start % size, stop, size):
             yield offset, root + page_file(name, str(size), str(offset // PAGE_BUCKET), str(offset))
 
-    def documents(self, page: bytes, offset: int, start: int, stop: int) -> list[dict]:
-        """The documents of records start..stop that the default page at `offset` holds."""
-        return orjson.loads(page)["results"][max(start - offset, 0):stop - offset]
+    def documents(self, name: str) -> Callable[[bytes, int, int, int], list[dict]]:
+        """What reads a collection's documents of records start..stop from its default page at
+        `offset` (page, offset, start, stop): of each, only the fields its backends' indexers
+        read (Backend.reads)."""
+        query = self.settings.query
+        decode = _page_decoder(frozenset(field for backend in indexing(name, query)
+                                         for field in backend.reads(name, query))).decode
+        return lambda page, offset, start, stop: decode(page)["results"][max(start - offset, 0):stop - offset]
+
+
+@functools.cache
+def _page_decoder(fields: frozenset[DocumentField]) -> msgspec.json.Decoder:
+    """A decoder of a page that makes, of each record's document, the `fields` alone (a field,
+    or a field of the records of a relation, a to-one's or a to-many's): what else a record
+    holds is skipped, not made (a book's page of twelve is read in half orjson's time: most
+    of its bytes are the related records' other fields)."""
+    whole = {field[0] for field in fields if len(field) == 1}
+    related: dict[str, dict] = {}
+    for relation, key in (field for field in fields if len(field) == 2 and field[0] not in whole):
+        related.setdefault(relation, {})[key] = Any
+    shapes = {relation: TypedDict(f"Related_{relation}", keys, total=False) for relation, keys in related.items()}
+    document = TypedDict("Document", {**dict.fromkeys(whole, Any),
+                                      **{relation: list[shape] | shape | None for relation, shape in shapes.items()}},
+                         total=False)
+    return msgspec.json.Decoder(TypedDict("Page", {"results": list[document]}, total=False))
 
 
 def write_query_indexes(job: Job, processes: int) -> None:
@@ -216,21 +241,22 @@ def _finish(job: Job, name: str, kept: list[Path], made: dict, shared: _Shared, 
 
 
 def _changes(job: Job, name: str, before: dict, made: dict) -> list[common.Change] | None:
-    """The records whose documents differ from the previous build's (position, then, now),
-    where its indexes were made with the same settings and formats, the collection's
-    stretches lie where they lay and at most EDIT_STRETCHES of them changed (an edit, not
-    records inserted or taken away, which move every record after them); else None."""
+    """The records whose fields the indexers read differ from the previous build's (position,
+    then, now: those fields), where its indexes were made with the same settings and
+    formats, the collection's stretches lie where they lay and at most EDIT_STRETCHES of them
+    changed (an edit, not records inserted or taken away, which move every record after
+    them); else None."""
     if any(before.get(key) != made[key] for key in ("made_with", "formats", "stretches")):
         return None
     changed = [bounds for bounds, then, now in zip(made["stretches"], before["parts"], made["parts"]) if then != now]
     if len(changed) > EDIT_STRETCHES:
         return None
-    changes = []
+    changes, documents = [], job.documents(name)
     for start, stop in changed:
         for (offset, now), (_, then) in zip(job.page_bytes(name, start, stop), job.page_bytes(name, start, stop,
                                                                                              job.previous)):
             if now != then:
-                pairs = zip(job.documents(then, offset, start, stop), job.documents(now, offset, start, stop))
+                pairs = zip(documents(then, offset, start, stop), documents(now, offset, start, stop))
                 changes.extend((position, old, new) for position, (old, new) in enumerate(pairs, max(offset, start))
                                if old != new)
     return changes
@@ -323,8 +349,9 @@ def _stretch_parts(job: Job, name: str, start: int, stop: int, before: dict[tupl
     path = state / f"query-parts-{name}-{start}-{job.generation.number}"
     query = job.settings.query
     indexers = [backend.indexer(name, query, job.flush, start) for backend in indexing(name, query)]
+    read = job.documents(name)
     for offset, data in pages:
-        documents = job.documents(data, offset, start, stop)
+        documents = read(data, offset, start, stop)
         for indexer in indexers:
             indexer.add(documents)
     path.write_bytes(pickle.dumps([pickle.dumps(indexer.close(), pickle.HIGHEST_PROTOCOL) for indexer in indexers],

@@ -364,3 +364,57 @@ def test_a_backend_that_fails_fails_the_build_and_the_backends_not_begun_do_not_
         build(catalogue, site, processes=processes)
     assert not (site / CURRENT).exists()
     assert ("books" in begun) == (processes > 1)  # (the authors' term index came before)
+
+
+def test_the_pages_are_read_back_with_just_the_fields_each_indexer_reads(catalogue, tmp_path):
+    """The index step reads a page's documents with only the fields its backends' indexers
+    read (Backend.reads): each indexer makes of them, page by page, what it makes of the
+    whole documents (a field an indexer reads and does not declare fails this), and of
+    the related records nothing else is made (a book's authors' bios, urls kept)."""
+    import pickle
+
+    import orjson
+
+    from generator.api.backends import indexing
+    from generator.sitebuild import queries
+    from generator.sitebuild.pipeline import Job as BuildJob
+    from generator.sitebuild.publish import Site
+    from generator.sitebuild.state import counts
+
+    site = tmp_path / "site"
+    build(catalogue, site)
+    root, settings = Site(site).published(), BuildJob.read(catalogue, None, 1, None).settings
+    job = queries.Job(Site(site), None, None, settings, counts(root))
+    query = settings.query
+    for name in queries.configured(query):
+        count, read = job.counts[name], job.documents(name)
+        pages = list(job.page_bytes(name, 0, count, root))
+        assert pages, name
+        for backend in indexing(name, query):
+            made = []
+            for documents in ([orjson.loads(page)["results"] for _, page in pages],
+                              [read(page, offset, 0, count) for offset, page in pages]):
+                indexer = backend.indexer(name, query, None, 0)
+                for page in documents:
+                    indexer.add(page)
+                made.append(pickle.dumps(indexer.close()))
+            assert made[0] == made[1], (name, backend.name)
+    book = job.documents("books")(dict(job.page_bytes("books", 0, 1, root))[0], 0, 0, 1)[0]
+    assert set(book) == {"title", "isbn", "price", "pages", "created_time", "authors", "translators", "publishers",
+                         "categories"}
+    assert set(book["authors"][0]) == {"fullName", "url"}  # (its filter's id, taken from the url; no id given)
+
+
+def test_an_edit_of_fields_no_index_reads_writes_no_index_file(catalogue, tmp_path):
+    """A book's `about` and an author's bio edited: their pages change, the stretches' parts
+    are made again, and no index file is written (each linked as it was: the documents read
+    back differ in nothing an indexer reads), as a fresh build makes them."""
+    site, fresh = tmp_path / "site", tmp_path / "fresh"
+    build(catalogue, site)
+    before = index_inodes(site)
+    edit_rows(catalogue / "books.csv", lambda rows: rows[7].__setitem__(rows[0].index("about"), "دربارهٔ تازه"))
+    edit_rows(catalogue / "authors.csv", lambda rows: rows[2].__setitem__(rows[0].index("bio"), "زندگی تازه"))
+    build(catalogue, site)
+    build(catalogue, fresh)
+    assert index_inodes(site) == before
+    assert index_files(site) == index_files(fresh)

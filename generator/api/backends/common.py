@@ -26,14 +26,16 @@ Flush = Callable[[str, bytes], None]  # the build's way to write an index file
 # The documents of the records at these positions, from the pages that hold them (the pages
 # an answer reads anyway: api/assemble.py), by position.
 Documents = Callable[[Sequence[int]], "dict[int, dict]"]
-Change = tuple[int, dict, dict]  # a record whose document changed since the previous build: its position, then, now
+Change = tuple[int, dict, dict]  # a record whose fields indexers read changed since the previous build: position, then, now
+# A field of a document an indexer reads: (field,), or (relation, field) of each related record
+DocumentField = tuple[str, ...]
 SPACES = "".join(chr(c) for c in range(0x10000) if chr(c).isspace())  # what Python's \s and strip() take
 NUL = "\x00"
 NUL_MESSAGE = "Null characters are not allowed."  # Django's
 BLOCK = 65536  # records (or positions in an order) of one index file of a block
 UUID_IN_URL = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
-__all__ = ["Reader", "Flush", "Documents", "Change", "Edit", "SPACES", "NUL", "NUL_MESSAGE", "BLOCK", "Backend", "Rejected", "Missing", "Request", "Records",
+__all__ = ["Reader", "Flush", "Documents", "Change", "DocumentField", "Edit", "SPACES", "NUL", "NUL_MESSAGE", "BLOCK", "Backend", "Rejected", "Missing", "Request", "Records",
            "need", "blocks", "query_dir", "u32", "read_u32", "related_id", "related_records", "fold", "folding"]
 
 
@@ -238,7 +240,8 @@ class Backend:
       slices (None: it asks for no order). Both raise Rejected with DRF's 400 body.
     - build: `indexes(name, query)` says whether it writes files for a collection; then
       `indexer(name, query, flush, first)` is fed the documents of a run of whole blocks of
-      records from `first` (`add(documents)`, then `close()`, whose value is picklable), and
+      records from `first` (`add(documents)`, then `close()`, whose value is picklable), of
+      which the build reads only the fields `reads(name, query)` names (DocumentField), and
       `finish(name, query, flush, parts, ids, processes)` writes what needs every run's part
       (`ids` gives the ids of every record of a collection, by its URL segment), with up to
       `processes` processes. Where only some records' documents changed since the previous
@@ -264,6 +267,9 @@ class Backend:
         return False
 
     def indexer(self, name: str, query: dict, flush: Flush, first: int) -> Any:
+        raise NotImplementedError
+
+    def reads(self, name: str, query: dict) -> list[DocumentField]:
         raise NotImplementedError
 
     def finish(self, name: str, query: dict, flush: Flush, parts: list, ids: Callable[[str], Iterable[str]],

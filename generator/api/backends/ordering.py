@@ -24,7 +24,7 @@ import numpy
 from ...catalogue.querying import ORDERING, scalars, sort_kind
 from ...catalogue.resources import BY_NAME, RESOURCES, Resource
 from . import common
-from .common import SPACES, Backend, Change, Edit, Flush, Reader, Records, Request, need, query_dir, read_u32
+from .common import SPACES, Backend, Change, DocumentField, Edit, Flush, Reader, Records, Request, need, query_dir, read_u32
 
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 MICROSECOND = timedelta(microseconds=1)
@@ -65,6 +65,9 @@ class Ordering(Backend):
 
     def indexer(self, name: str, query: dict, flush: Flush, first: int) -> "Keys":
         return Keys(name, query.get(ORDERING, {}).get(name, []))
+
+    def reads(self, name: str, query: dict) -> list[DocumentField]:
+        return [(field,) for field in query.get(ORDERING, {}).get(name, [])]
 
     def finish(self, name: str, query: dict, flush: Flush, parts: list, ids, processes: int = 1) -> None:
         for field in parts[0]:

@@ -24,7 +24,7 @@ import orjson
 from ...catalogue.querying import FILTERS, is_to_many, relations
 from ...catalogue.resources import BY_NAME, RESOURCES, Resource
 from ..querystring import digit_value, trimmed
-from .common import (NUL, UUID_IN_URL, Backend, Change, Edit, NUL_MESSAGE, Flush, Reader, Records, Rejected, Request,
+from .common import (NUL, UUID_IN_URL, Backend, Change, DocumentField, Edit, NUL_MESSAGE, Flush, Reader, Records, Rejected, Request,
                      joined_texts, query_dir, related_id, related_records, texts_apart)
 
 ID_PREFIX = 2  # characters of an id that name its filter file
@@ -276,6 +276,9 @@ class Relations(Backend):
 
     def indexer(self, name: str, query: dict, flush: Flush, first: int) -> Referred:
         return Referred(query.get(FILTERS, {}).get(name, []), first)
+
+    def reads(self, name: str, query: dict) -> list[DocumentField]:
+        return [(relation, key) for relation in query.get(FILTERS, {}).get(name, []) for key in ("id", "url")]
 
     def finish(self, name: str, query: dict, flush: Flush, parts: list, ids: Callable[[str], Iterable[str]],
                processes: int = 1) -> None:

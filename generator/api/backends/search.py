@@ -15,7 +15,7 @@ import re
 from ...catalogue.querying import LOOKUPS, NORMALISE, SEARCH, SEP, relations, scalars, search_field, sort_kind
 from ...catalogue.resources import Resource
 from . import search_index
-from .common import NUL, NUL_MESSAGE, Backend, Change, Edit, Flush, Reader, Records, Rejected, Request, folding
+from .common import NUL, NUL_MESSAGE, Backend, Change, DocumentField, Edit, Flush, Reader, Records, Rejected, Request, folding
 
 # Django's smart_split: quoted phrases (with backslash escapes) stay one bit (its pattern, but the
 # group around it all: a bit is the whole match).
@@ -51,6 +51,10 @@ class Search(Backend):
 
     def indexer(self, name: str, query: dict, flush: Flush, first: int) -> search_index.Indexer:
         return search_index.Indexer(name, query, first)
+
+    def reads(self, name: str, query: dict) -> list[DocumentField]:
+        return [(field.relation, field.field) if field.relation else (field.field,)
+                for field in search_index.index_fields(query.get(SEARCH, {}).get(name, []))]
 
     def finish(self, name: str, query: dict, flush: Flush, parts: list, ids, processes: int = 1) -> None:
         search_index.finish(name, query, flush, parts, processes)
