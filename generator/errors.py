@@ -8,9 +8,11 @@ then counted ("and 40 more like it"), so the first lines stay readable.
 from __future__ import annotations
 
 import difflib
+import errno
 import re
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Iterable, Iterator
 
 
 @dataclass(frozen=True, order=True)
@@ -112,6 +114,25 @@ class DataError(CatalogueError):
     def __init__(self, problems: Problems) -> None:
         self.problems = problems
         super().__init__(problems.report())
+
+
+class DiskFull(CatalogueError):
+    """The disk holding the site filled (or its quota was spent) before the build published:
+    the machine's, not a bug."""
+    ERRNOS = (errno.ENOSPC, errno.EDQUOT)
+    ADVICE = ("The disk holding the site is full (or its quota is spent); nothing was published. "
+              "Free some space there and build again")
+
+
+@contextmanager
+def disk_full_said() -> Iterator[None]:
+    """A write that fails for want of space, raised as DiskFull (with the file it names)."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.errno in DiskFull.ERRNOS:
+            raise DiskFull(f"{exc}\n{DiskFull.ADVICE}.") from exc
+        raise
 
 
 class GeneratorBug(CatalogueError):

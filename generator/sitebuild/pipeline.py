@@ -26,7 +26,7 @@ from ..api.urls import (BY_COLLECTION, NOT_FOUND_FILE, OPENAPI_FILE, PAGE_INDEX,
 from ..catalogue.resources import COLLECTIONS
 from ..catalogue.load import Input, Source, read_catalogue
 from ..catalogue.settings import Settings
-from ..errors import DataError, GeneratorBug
+from ..errors import DataError, GeneratorBug, disk_full_said
 from . import state
 from .queries import Job as QueryJob, write_query_indexes
 from .part import Part, PartResult, Phases, Plan
@@ -124,21 +124,23 @@ def build(data_dir: Path, out_dir: Path, base_url: str | None = None, progress: 
         incremental = state.Incremental.between(previous, before, now)
         with (site.new_generation() as generation,
               tempfile.TemporaryDirectory(prefix="scratch-", dir=site.state, ignore_cleanup_errors=True) as scratch):
-            target = Target(site, generation, previous)
-            workspace = Workspace(generation.writer, Path(scratch), state.data_tag(generation.number))
-            same_settings = before is not None and now is not None and before.settings == now.settings
-            result = produce(job, workspace, incremental, tables, announce if same_settings else None)
-            phases.done("records and pages (parts)")
-            phases.seconds.update({f"parts: {step}": seconds for step, seconds in result.phases.items()})
-            write_skeleton(target, job.settings)
-            linked = link_shards(target, incremental, job.settings, result, before)
-            phases.done("skeleton and shards")
-            state.keep(generation.root, workspace.scratch, incremental, result.published, tables)
-            phases.done("state for the next build")  # (first: the query indexes read the ids kept)
-            write_query_indexes(QueryJob(site, generation, previous, job.settings, result.published), job.processes)
-            phases.done("query indexes")
-            record_sizes(target, now, before, sum_sizes([result.sizes, linked]))
-            phases.done("state for the next build")
+            with disk_full_said():  # (the generation, unpublished, is thrown away: its space freed)
+                target = Target(site, generation, previous)
+                workspace = Workspace(generation.writer, Path(scratch), state.data_tag(generation.number))
+                same_settings = before is not None and now is not None and before.settings == now.settings
+                result = produce(job, workspace, incremental, tables, announce if same_settings else None)
+                phases.done("records and pages (parts)")
+                phases.seconds.update({f"parts: {step}": seconds for step, seconds in result.phases.items()})
+                write_skeleton(target, job.settings)
+                linked = link_shards(target, incremental, job.settings, result, before)
+                phases.done("skeleton and shards")
+                state.keep(generation.root, workspace.scratch, incremental, result.published, tables)
+                phases.done("state for the next build")  # (first: the query indexes read the ids kept)
+                write_query_indexes(QueryJob(site, generation, previous, job.settings, result.published),
+                                    job.processes)
+                phases.done("query indexes")
+                record_sizes(target, now, before, sum_sizes([result.sizes, linked]))
+                phases.done("state for the next build")
             replaced = site.publish(generation)
             phases.done("publish (flush, swap)")
         site.collect_garbage(keep=[generation.root, replaced], background=background)

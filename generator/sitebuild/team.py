@@ -8,7 +8,6 @@ parts exchange them through files, and the parent receives small results.
 """
 from __future__ import annotations
 
-import errno
 import multiprocessing
 import os
 import pickle
@@ -20,14 +19,11 @@ import traceback
 from pathlib import Path
 from typing import Any, Callable
 
-from ..errors import CatalogueError
+from ..errors import CatalogueError, DiskFull
 from .spool import Spool
 
 # progress(resource name, records done so far, whether the collection is finished)
 Progress = Callable[[str, int, bool], None]
-
-
-_FULL = (errno.ENOSPC, errno.EDQUOT)  # (a part that failed writing for these: the machine's, not a bug)
 
 
 class PartFailed(CatalogueError):
@@ -41,9 +37,8 @@ class PartFailed(CatalogueError):
             f.write(trace)
         last = trace.strip().splitlines()[-1] if trace.strip() else "no message"
         head = f"part {part + 1} of {count} of the build failed: {last}\n"
-        if any(last.startswith(f"OSError: [Errno {number}]") for number in _FULL):
-            return cls(f"{head}The disk holding the site is full (or its quota is spent); nothing was published. "
-                       f"Free some space there and build again (the traceback is in {path}).")
+        if any(last.startswith(f"OSError: [Errno {number}]") for number in DiskFull.ERRNOS):
+            return cls(f"{head}{DiskFull.ADVICE} (the traceback is in {path}).")
         return cls(f"{head}This is a bug in the generator, not in the data; nothing was published. "
                    f"The traceback is in {path}: please report it with that file.")
 

@@ -137,3 +137,30 @@ def test_a_part_killed_is_named(data_dir, tmp_path, monkeypatch):
     with pytest.raises(PartFailed, match=r"^part 2 of 2 of the build died \(killed by signal 9\): "):
         build(data_dir, tmp_path / "site", processes=2)
     assert not (tmp_path / "site" / "api").exists()
+
+
+def test_the_disk_full_in_the_build_s_own_process_says_so_and_publishes_nothing(tmp_path, monkeypatch):
+    """A write of the build's own process (here the query indexes') failing for want of space:
+    the build says the disk is full, with the file it was writing, keeps the generation
+    published before and throws the new one away."""
+    from generator.catalogue import synth
+    from generator.errors import DiskFull
+    from generator.sitebuild import queries
+    from query_probes import with_settings
+
+    synth.write(tmp_path / "plain", 60, seed=3)
+    data, site = with_settings(tmp_path / "plain", tmp_path / "data"), tmp_path / "site"
+    build(data, site)
+    published = os.readlink(site / "current")
+
+    def full(job, path, data):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), path)
+    monkeypatch.setattr(queries.Job, "flush", full)
+    monkeypatch.setattr(queries.Job, "read_previous", lambda job, path: None)  # (no edit: every file made again)
+    with pytest.raises(DiskFull) as caught:
+        build(data, site, base_url="https://elsewhere.example")
+    assert str(caught.value).startswith("[Errno 28] No space left on device: '"), caught.value
+    assert str(caught.value).endswith("\nThe disk holding the site is full (or its quota is spent); nothing was "
+                                      "published. Free some space there and build again.")
+    assert os.readlink(site / "current") == published
+    assert [path.name for path in (site / ".build" / "gens").iterdir()] == [Path(published).name]
