@@ -71,7 +71,7 @@ class Search(Backend):
 
         files = search_index.edit(lambda path: previous(f"{folder}/{path}"), specs, count,
                                  [(position, values(then), values(now)) for position, then, now in changes],
-                                 search_index.alphabets(fields, [columns for _, _, columns in parts()]))
+                                 lambda: search_index.alphabets(fields, [columns for _, _, columns in parts()]))
         return None if files is None else Edit([folder], {f"{folder}/{path}": data for path, data in files.items()})
 
     def openapi(self, resource: Resource, settings) -> list[dict]:

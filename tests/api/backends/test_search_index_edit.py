@@ -17,7 +17,7 @@ def edited(before: Built, now: list[dict]) -> dict[str, bytes]:
     does (an index without a key is made again)."""
     changes = [(p, before.values([p])[p], ti.document_values(d, before.readers, before.fold))
                for p, d in enumerate(now) if d != before.documents[p]]
-    files = ti.edit(before.files.get, before.specs, len(now), changes, alphabets(now, before))
+    files = ti.edit(before.files.get, before.specs, len(now), changes, lambda: alphabets(now, before))
     if files is None:
         assert not holds(before.files, before.specs), "only an index without a key is made again"
         return Built(now, before.specs).files
@@ -111,9 +111,9 @@ def test_a_set_that_outgrows_its_leaf_gets_a_file_and_comes_back(shape):
 def test_another_count_or_fields_or_format_is_made_again():
     made = [{"title": "a b", "isbn": None, "authors": [], "publishers": []}] * 3
     before = Built(made, SPECS)
-    held = alphabets(made, before)
+    held = lambda: alphabets(made, before)  # noqa: E731
     assert ti.edit(before.files.get, SPECS, 4, [], held) is None
-    assert ti.edit(before.files.get, SPECS[:2], 3, [], held[:2]) is None
+    assert ti.edit(before.files.get, SPECS[:2], 3, [], lambda: held()[:2]) is None
     assert ti.edit({}.get, SPECS, 3, [], held) is None
     old = dict(before.files, **{ti.ROOT: before.files[ti.ROOT].replace(b"TIR1" + bytes([ti.VERSION]), b"TIR1\x03", 1)})
     assert ti.edit(old.get, SPECS, 3, [], held) is None
@@ -139,10 +139,10 @@ def test_a_missing_branch_is_made_again(monkeypatch):
     before = Built(made, SPECS)
     now = before.values([0])[0] | {"title": ["a c"]}
     change = [(0, before.values([0])[0], now)]
-    assert ti.edit(before.files.get, SPECS, 3, change, alphabets(made, before))
+    assert ti.edit(before.files.get, SPECS, 3, change, lambda: alphabets(made, before))
     branchless = {path: data for path, data in before.files.items() if not path.startswith(ti.BRANCH_DIR)}
     assert len(branchless) < len(before.files)
-    assert ti.edit(branchless.get, SPECS, 3, change, alphabets(made, before)) is None
+    assert ti.edit(branchless.get, SPECS, 3, change, lambda: alphabets(made, before)) is None
 
 
 def test_an_edited_set_of_inline_max_bytes_stays_in_its_leaf_as_a_fresh_build_s():
@@ -157,3 +157,37 @@ def test_an_edited_set_of_inline_max_bytes_stays_in_its_leaf_as_a_fresh_build_s(
     assert len(ti._Editor(fresh.files.get, ti.index_fields(["title"]), 248).encoded(list(range(20)) + [30], False)[0]) \
         == ti.INLINE_MAX and holds(fresh.files, ["title"])[key][2]
     same_index(edited(before, now), fresh)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sets(st.integers(0, 1 << 20)), st.sets(st.integers(0, 1 << 20), max_size=4),
+       st.sets(st.integers(0, 1 << 20), max_size=4), st.data())
+def test_a_set_s_codes_moved_are_numpy_s_union_and_difference(codes, lost, gained, data):
+    """moved_codes (bisection) gives what setdiff1d then union1d give, codes lost or gained
+    that the set holds or not, at its ends too."""
+    import numpy
+
+    held = sorted(codes)
+    lost |= set(data.draw(st.sets(st.sampled_from(held), max_size=3))) if held else set()
+    gained |= set(data.draw(st.sets(st.sampled_from(held), max_size=2))) if held else set()
+    array = numpy.array(held, numpy.int64)
+    want = numpy.union1d(numpy.setdiff1d(array, list(lost)), numpy.fromiter(gained, numpy.int64, len(gained)))
+    got = ti.moved_codes(array, lost, gained)
+    assert got.dtype == numpy.int64 and got.tolist() == want.tolist()
+
+
+def test_every_record_s_alphabets_are_asked_only_where_a_changed_value_lost_a_character():
+    """A word added keeps every character the values held: the root's alphabets, with the new
+    characters, are a fresh build's, every record's not read. A character taken away (here
+    the only "q"): every record's alphabets are asked, and are the fresh build's."""
+    made = [{"title": f"w{n} common", "isbn": None, "authors": [], "publishers": []} for n in range(20)]
+    made[3]["title"] = "quiet w3"
+    before = Built(made, SPECS)
+    for title, asked in (("quiet w3 ژرف", False), ("w3 huge", True)):
+        now = [dict(document) for document in made]
+        now[3]["title"] = title
+        told = []
+        change = [(3, before.values([3])[3], ti.document_values(now[3], before.readers, before.fold))]
+        files = ti.edit(before.files.get, SPECS, 20, change, lambda: told.append(1) or alphabets(now, before))
+        assert bool(told) == asked
+        assert files[ti.ROOT] == Built(now, SPECS).files[ti.ROOT]
