@@ -346,11 +346,11 @@ def _stretch_parts(job: Job, name: str, start: int, stop: int, before: dict[tupl
     state = state_dir(job.generation.root)
     state.mkdir(exist_ok=True)
     kept = before.get((start, stop))
-    if kept is not None and _pages_kept(job, name, start, stop):
-        return _taken_over(job, kept)
+    if kept is not None and _pages_kept(job, name, start, stop) and (taken := _taken_over(job, kept)):
+        return taken
     pages = list(job.page_bytes(name, start, stop))
-    if kept is not None and _same_pages(job, name, start, stop, pages):
-        return _taken_over(job, kept)
+    if kept is not None and _same_pages(job, name, start, stop, pages) and (taken := _taken_over(job, kept)):
+        return taken
     path = state / f"query-parts-{name}-{start}-{job.generation.number}"
     query = job.settings.query
     indexers = [backend.indexer(name, query, job.flush, start) for backend in indexing(name, query)]
@@ -364,10 +364,14 @@ def _stretch_parts(job: Job, name: str, start: int, stop: int, before: dict[tupl
     return path
 
 
-def _taken_over(job: Job, file: str) -> Path:
-    """A parts file of the previous state linked into the new one."""
+def _taken_over(job: Job, file: str) -> Path | None:
+    """A parts file of the previous state linked into the new one (None: it is gone, and the
+    stretch's parts are made again)."""
     path = state_dir(job.generation.root) / file
-    os.link(state_dir(job.previous) / file, path)
+    try:
+        os.link(state_dir(job.previous) / file, path)
+    except FileNotFoundError:
+        return None
     return path
 
 

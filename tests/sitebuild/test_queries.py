@@ -418,3 +418,22 @@ def test_an_edit_of_fields_no_index_reads_writes_no_index_file(catalogue, tmp_pa
     build(catalogue, fresh)
     assert index_inodes(site) == before
     assert index_files(site) == index_files(fresh)
+
+
+def test_a_parts_file_gone_from_the_state_is_made_again(catalogue, tmp_path, monkeypatch):
+    """A stretch's parts file missing from the published state (deleted by hand, a disk
+    repaired): the next build makes that stretch's parts again instead of failing, and
+    writes what a fresh build writes."""
+    from generator.api.urls import STATE
+    from generator.sitebuild import queries
+
+    monkeypatch.setattr(queries, "PART_PAGES", 3)  # (36 records a stretch: a dozen of them)
+    site, fresh = tmp_path / "site", tmp_path / "fresh"
+    build(catalogue, site, processes=2)
+    gone = sorted(parts_files(site, "books"))[4]
+    ((site / CURRENT).resolve() / STATE / gone).unlink()
+    edit_rows(catalogue / "books.csv", lambda rows: rows[201].__setitem__(rows[0].index("title"), "عنوان تازه"))
+    build(catalogue, site, processes=2)
+    build(catalogue, fresh, processes=1)
+    assert gone not in parts_files(site, "books")
+    assert index_files(site) == index_files(fresh)
