@@ -1,10 +1,10 @@
 """The build's query indexes: what each query backend (api/backends/) writes, made after the
 pages from the pages of the default size the new generation holds (records encoded once,
-read back here one page at a time, only the fields the indexers read), and written only where a file's bytes changed; an
-unchanged one is linked from the previous generation. A collection of several blocks of
-records is read by as many processes as the build uses, in runs of whole blocks (a few a
-process, each taken by the process that comes free), every backend's indexer fed the same
-pages; each backend then finishes from the runs' parts.
+read back here one page at a time, only the fields the indexers read), and written only
+where a file's bytes changed; an unchanged one is linked from the previous generation. A
+collection of several blocks of records is read by as many processes as the build uses, in
+runs of whole blocks (a few a process, each taken by the process that comes free), every
+backend's indexer fed the same pages; each backend then finishes from the runs' parts.
 
 A run is read a *stretch* at a time (PART_PAGES pages of the default size), and each
 stretch's parts (what every backend's indexer made of it) are kept in the generation's
