@@ -355,10 +355,9 @@ def _stretch_parts(job: Job, name: str, start: int, stop: int, before: dict[tupl
     query = job.settings.query
     indexers = [backend.indexer(name, query, job.flush, start) for backend in indexing(name, query)]
     read = job.documents(name)
-    for offset, data in pages:
-        documents = read(data, offset, start, stop)
-        for indexer in indexers:
-            indexer.add(documents)
+    documents = [document for offset, data in pages for document in read(data, offset, start, stop)]
+    for indexer in indexers:  # (the stretch's at once: each add's own work, done once, not a page at a time)
+        indexer.add(documents)
     path.write_bytes(pickle.dumps([pickle.dumps(indexer.close(), pickle.HIGHEST_PROTOCOL) for indexer in indexers],
                                   pickle.HIGHEST_PROTOCOL))
     return path
