@@ -185,14 +185,14 @@ def _ranks(keys: list) -> numpy.ndarray:
     """Each key's rank among the distinct keys (1 the smallest; 0 for None): by vectors where
     the keys are whole numbers (instants among them) or texts (a text's order, its code
     points', is its UTF-8 bytes' order), else as Python orders them (exact numbers)."""
+    kinds = set(map(type, keys)) - {type(None)}
+    if kinds == {str}:  # (the nulls polars' too, ranked 0: no list of the keys present made)
+        import polars  # (here: a request, and a build without ordering, do without it)
+        return polars.Series(keys, dtype=polars.String).rank("dense").fill_null(0).cast(polars.Int64).to_numpy()
     present = [key for key in keys if key is not None]
-    kinds = set(map(type, present))
     ranks = numpy.zeros(len(keys), numpy.int64)
     where = numpy.fromiter((key is not None for key in keys), bool, len(keys))
-    if kinds == {str}:
-        import polars  # (here: a request, and a build without ordering, do without it)
-        ranks[where] = polars.Series(present, dtype=polars.String).rank("dense").to_numpy()
-    elif kinds == {int} and -2 ** 63 < min(present) and max(present) < 2 ** 63:
+    if kinds == {int} and -2 ** 63 < min(present) and max(present) < 2 ** 63:
         ranks[where] = numpy.unique(numpy.array(present, numpy.int64), return_inverse=True)[1] + 1
     elif present:
         rank_of = {key: rank for rank, key in enumerate(sorted(set(present)), 1)}
