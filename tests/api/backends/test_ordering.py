@@ -11,7 +11,7 @@ from hypothesis import given, settings, strategies as st
 from backend_cases import QUERY, blocks_of, catalogues, documents_of, files_of
 from generator.api.backends import select
 from generator.api.backends.common import Request
-from generator.api.backends.ordering import Ordering, _ranks, by_documents, ordered, sort_key, write_order
+from generator.api.backends.ordering import Ordering, _ranks, by_documents, edited_ranks, ordered, sort_key, write_order
 
 
 def test_orderings_drop_names_not_allowed():
@@ -38,6 +38,24 @@ def test_ranks_made_by_vectors_are_pythons(keys):
     ranks them: 1 the least, None 0."""
     rank = {key: at for at, key in enumerate(sorted({key for key in keys if key is not None}), 1)}
     assert _ranks(keys).tolist() == [0 if key is None else rank[key] for key in keys]
+
+
+EDITED = st.sampled_from([st.text("ab\U0001F600", max_size=2), st.integers(-3, 3),
+                          st.integers(-3, 3) | st.decimals(-3, 3, places=1)]).flatmap(
+    lambda key: st.tuples(st.lists(st.none() | key, min_size=1), st.lists(st.tuples(st.integers(0), st.none() | key),
+                                                                          max_size=6)))
+
+
+@given(EDITED)
+def test_ranks_edited_from_the_previous_ones_are_those_made_again(case):
+    """A few records' keys changed (to a key another has, one nobody has or had, None, one
+    no other record keeps): the previous ranks edited are the new keys' ranked afresh."""
+    keys, edits = case
+    now = list(keys)
+    for at, key in edits:
+        now[at % len(keys)] = key
+    changed = [at for at in range(len(keys)) if now[at] != keys[at]]
+    assert edited_ranks(_ranks(keys), now, changed).tolist() == _ranks(now).tolist()
 
 
 def test_records_without_a_value_come_before_the_least_value_not_among_it():
