@@ -12,10 +12,10 @@ state, named after the build that made them: the next build, made with the same 
 and generator, takes over the parts of every stretch whose pages hold the bytes they held
 (a hard link; a stretch whose pages are the previous generation's files, the same inodes,
 without reading them) and parses and keys only the stretches that changed (a one-title
-edit: one). Where at most EDIT_STRETCHES changed, no record moved and the related
-collections' ids are as before, each backend that can edits the previous build's files
-where those records changed (`Backend.edit`: the term index, the filters) instead of
-making every file again from every part. A collection whose every part, and the ids of
+edit: one). Where at most EDIT_STRETCHES changed and no record moved, each backend that
+can, and whose related collections' ids are as before (`Backend.given_ids`), edits the
+previous build's files where those records changed (`Backend.edit`: the term index, the
+orderings, the filters) instead of making every file again from every part. A collection whose every part, and the ids of
 every collection its backends were given, are as the previous build had them, and whose
 backends write their files as then (`index_format`), has its index files linked from it
 as they are, not made again (an edit of another collection).
@@ -205,20 +205,22 @@ def _collected(job: Job, name: str, processes: int, shared: _Shared) -> Callable
             made["ids"] = before["ids"]  # (every part and every id it was made from as before: its files too)
             shared.carry(common.query_dir(name))
         else:
-            edits = _changes(job, name, before, made) if same_ids else None  # (same_ids: a previous build)
+            edits = _changes(job, name, before, made) if before is not None else None
             if edits is not None:
                 made["ids"] = dict(before["ids"])  # (the ids as then: what an edit takes them to be)
-            _finish(job, name, kept, made, shared, edits, processes)
+            _finish(job, name, kept, made, shared, edits, processes, same_ids)
         (state_dir(job.generation.root) / _made_file(name)).write_bytes(orjson.dumps(made))
     return finish
 
 
 def _finish(job: Job, name: str, kept: list[Path], made: dict, shared: _Shared, changes: list[common.Change] | None,
-            processes: int) -> None:
+            processes: int, same_ids: bool) -> None:
     """Each backend's files of the collection: edited from the previous build's where only
-    the records `changes` names changed (the ids of every collection given to its backends
-    as before) and the backend can, else made from its stretches' parts; `made["ids"]` says
-    the digest of the ids of each collection they were given. With more than one process,
+    the records `changes` names changed, the backend can and the ids of the collections it
+    is given are as before (`same_ids`: every one's; a record added to a related collection
+    makes again only the backends given its ids: the filters, not the term index), else made
+    from its stretches' parts; `made["ids"]` says the digest of the ids of each collection
+    they were given. With more than one process,
     the backends work side by side, a thread each (their work is numpy's and polars', which
     let go of the interpreter: the filters and orderings take the processor time the term
     index's key table leaves idle; the processes its writer forks use neither polars nor the
@@ -232,7 +234,8 @@ def _finish(job: Job, name: str, kept: list[Path], made: dict, shared: _Shared, 
     def make(at: int, backend: Backend) -> None:
         def parts() -> list:
             return [_read_part(path, at) for path in kept]
-        edited = None if changes is None else backend.edit(name, query, job.read_previous, changes, count, parts)
+        editable = changes is not None and (same_ids or not backend.given_ids(name, query))
+        edited = backend.edit(name, query, job.read_previous, changes, count, parts) if editable else None
         if edited is None:
             backend.finish(name, query, shared.flush, parts(), ids, processes)
             return

@@ -219,22 +219,30 @@ def edit_rows(path: Path, change) -> None:
 def test_a_collection_made_from_the_same_parts_and_ids_keeps_its_index_files(catalogue, tmp_path, monkeypatch):
     """An edit of bookshelves alone: only the bookshelves' indexes are made again, the others
     linked as they were; an author added (no book refers to it): the books' filter by author
-    is made again too (it holds every author's id). Each time: what a fresh build writes."""
+    is made again too (it holds every author's id), and of the books' indexes it alone (their
+    term index and orderings as they were). Each time: what a fresh build writes."""
     from generator.sitebuild import queries
 
-    made = []
+    made, finished = [], []
     finish = queries._finish
     monkeypatch.setattr(queries, "_finish", lambda job, name, *rest: (made.append(name), finish(job, name, *rest)))
+    for backend in BACKENDS:
+        monkeypatch.setattr(backend, "finish", lambda name, *rest, finish=backend.finish, backend=backend.name: (
+            finished.append((name, backend)), finish(name, *rest)))
     site = tmp_path / "site"
     build(catalogue, site)
     every = list(made)
     assert sorted(every) == ["author", "books", "bookshelf", "category"]
 
-    def edited(file: str, change) -> None:
+    def edited(file: str, change) -> list[tuple[str, str]]:
+        """The (collection, backend) of each backend's index made again by the edit's build."""
         edit_rows(catalogue / file, change)
         made.clear()
+        finished.clear()
         build(catalogue, site)
+        again = list(finished)
         assert index_files(site) == index_files(build_fresh())
+        return again
 
     def build_fresh() -> Path:
         fresh = tmp_path / f"fresh-{len(list(tmp_path.glob('fresh-*')))}"
@@ -243,9 +251,10 @@ def test_a_collection_made_from_the_same_parts_and_ids_keeps_its_index_files(cat
 
     edited("bookshelves.csv", lambda rows: rows[3].__setitem__(rows[0].index("title"), "قفسهٔ تازه"))
     assert sorted(made) == sorted(["bookshelf", *every])  # (then the fresh build's; finished side by side)
-    edited("authors.csv", lambda rows: rows.append(
+    again = edited("authors.csv", lambda rows: rows.append(
         ["00000000-0000-4000-8000-0000000000aa", "نویسنده-تازه", "نویسنده تازه", ""]))
     assert sorted(made) == sorted(["author", "books", *every])
+    assert [backend for name, backend in again if name == "books"] == ["relations"]
 
 
 def test_an_index_format_changed_makes_the_files_again(catalogue, tmp_path, monkeypatch):

@@ -244,10 +244,11 @@ class Backend:
       which the build reads only the fields `reads(name, query)` names (DocumentField), and
       `finish(name, query, flush, parts, ids, processes)` writes what needs every run's part
       (`ids` gives the ids of every record of a collection, by its URL segment), with up to
-      `processes` processes. Where only some records' documents changed since the previous
-      build, `edit(name, query, previous, changes, count, parts)` is asked first: an Edit of
-      the files `previous` reads (`parts()` gives the runs' parts as `finish` takes them),
-      or None (it cannot; then `finish` makes them).
+      `processes` processes; `given_ids(name, query)` names the collections whose ids it
+      asks `ids` for. Where only some records' documents changed since the previous
+      build, and those collections' ids did not, `edit(name, query, previous, changes, count,
+      parts)` is asked first: an Edit of the files `previous` reads (`parts()` gives the
+      runs' parts as `finish` takes them), or None (it cannot; then `finish` makes them).
     - OpenAPI: `openapi(resource, settings)`, the parameters of a collection's list;
       `shared_openapi(settings)`, parameters every list refers to (components);
       `rejects(name, query)`, whether it may answer 400 there.
@@ -279,6 +280,9 @@ class Backend:
     def edit(self, name: str, query: dict, previous: Reader, changes: list[Change], count: int,
              parts: Callable[[], list]) -> Edit | None:
         return None
+
+    def given_ids(self, name: str, query: dict) -> list[str]:
+        return []
 
     def openapi(self, resource: Any, settings: Any) -> list[dict]:
         return []

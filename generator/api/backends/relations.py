@@ -285,6 +285,9 @@ class Relations(Backend):
         for relation, target in targets(name, query).items():
             write_filter(name, flush, relation, [part[relation] for part in parts], ids(target))
 
+    def given_ids(self, name: str, query: dict) -> list[str]:
+        return list(targets(name, query).values())
+
     def edit(self, name: str, query: dict, previous: Reader, changes: list[Change], count: int, parts) -> Edit:
         """Every filter's files where some records changed (the related collections' ids as
         before: the caller edits only then)."""
