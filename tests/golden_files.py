@@ -230,13 +230,13 @@ ORDERING_CASES = ["", "title", "-title", " -title ,pages", "--title", "-", "titl
 LOOKUP_TERMS = ["", "a", "ab", "abc", "کتاب", "تا", "𝔫", "𝔘𝔫𝔦", " a", "x" * 40]
 WORD_TERMS = ["a b", " a", "a\u3000\x1cb ", "\u200c", "کتاب\u2028ها", "\x85\xa0", "a\u200bb"]
 SETS = [([], 1), ([0], 1), ([5], 9), ([70000], 70001), ([1, 2, 3, 65535, 65536, 200000], 200001),
-        (list(range(0, 300, 2)), 300), (list(range(100)), 100)]
+        (list(range(0, 300, 2)), 300), (list(range(100)), 100), (list(range(100)), 1000)]
 
 
 def _set_bytes(positions: list[int], count: int) -> str:
     from generator.api.backends.search_index import encode_set
     out = bytearray()
-    encode_set(positions, count, out)
+    encode_set(positions, out)
     return out.hex()
 
 

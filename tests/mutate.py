@@ -193,10 +193,10 @@ EXPLAINED: dict[tuple[str, str, str], str] = {
     (f"{BACKENDS}/ordering.py", "return (0,) if value is None else (1, sort_key(kind, value))",
      "return (0,) if value is None else (2, sort_key(kind, value))"):
         "equivalent: every value's key starts with the same number, above the 0 of a record without a value",
-    (f"{BACKENDS}/search_index.py", "VERSION = 5", "VERSION = 6"):
+    (f"{BACKENDS}/search_index.py", "VERSION = 6", "VERSION = 7"):
         "equivalent: the format's number, written by the writer and compared by its readers (the Python, and the "
         "JavaScript's rendered from it) and the build's index_format: any number tells this format from another; "
-        "an index of version 5 a previous build wrote is only made again whole",
+        "an index of version 6 a previous build wrote is only made again whole",
     (f"{BACKENDS}/search_index.py",
      "VECTOR_MIN = 64  # positions of a set encoded or decoded with vector operations (fewer: a loop is quicker)",
      "VECTOR_MIN = 65  # positions of a set encoded or decoded with vector operations (fewer: a loop is quicker)"):

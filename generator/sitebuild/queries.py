@@ -32,6 +32,7 @@ import threading
 from array import array
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass
+from itertools import zip_longest
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, TypedDict
 
@@ -40,6 +41,7 @@ import orjson
 
 from ..api.backends import Backend, common, configured, indexing
 from ..api.backends.common import DocumentField
+from ..api.pageindex import RESULTS
 from ..api.urls import BY_NAME, PAGE_BUCKET, page_file
 from ..catalogue.settings import Settings
 from ..system import big_arrays, no_cycle_collector
@@ -257,24 +259,40 @@ def _finish(job: Job, name: str, kept: list[Path], made: dict, shared: _Shared, 
 
 def _changes(job: Job, name: str, before: dict, made: dict) -> list[common.Change] | None:
     """The records whose fields the indexers read differ from the previous build's (position,
-    then, now: those fields), where its indexes were made with the same settings and
-    formats, the collection's stretches lie where they lay and at most EDIT_STRETCHES of them
-    changed (an edit, not records inserted or taken away, which move every record after
-    them); else None."""
-    if any(before.get(key) != made[key] for key in ("made_with", "formats", "stretches")):
+    then, now: those fields; a record added at the end, then `{}`), where its indexes were
+    made with the same settings and formats, the collection's stretches lie where they lay
+    (the last one longer, more after it, where records were added) and at most
+    EDIT_STRETCHES of them changed (an edit, or records added at the end: not records
+    inserted or taken away, which move every record after them); else None."""
+    then_stretches, now_stretches = before["stretches"], made["stretches"]
+    if any(before.get(key) != made[key] for key in ("made_with", "formats")) \
+            or not _grown_from(then_stretches, now_stretches):
         return None
-    changed = [bounds for bounds, then, now in zip(made["stretches"], before["parts"], made["parts"]) if then != now]
+    changed = [bounds for at, bounds in enumerate(now_stretches)
+               if at >= len(before["parts"]) or before["parts"][at] != made["parts"][at]]
     if len(changed) > EDIT_STRETCHES:
         return None
+    had = then_stretches[-1][1]  # (the previous build's count)
     changes, documents = [], job.documents(name)
     for start, stop in changed:
-        for (offset, now), (_, then) in zip(job.page_bytes(name, start, stop), job.page_bytes(name, start, stop,
-                                                                                             job.previous)):
+        then_pages = dict(job.page_bytes(name, start, min(stop, had), job.previous)) if start < had else {}
+        for offset, now in job.page_bytes(name, start, stop):
+            then = then_pages.get(offset)
             if now != then:
-                pairs = zip(documents(then, offset, start, stop), documents(now, offset, start, stop))
-                changes.extend((position, old, new) for position, (old, new) in enumerate(pairs, max(offset, start))
-                               if old != new)
+                first = max(offset, start)
+                was = documents(then, offset, start, min(stop, had)) if then is not None else []
+                changes.extend((position, old, new) for position, (old, new) in enumerate(
+                    zip_longest(was, documents(now, offset, start, stop), fillvalue={}), first) if old != new)
     return changes
+
+
+def _grown_from(then: list[list[int]], now: list[list[int]]) -> bool:
+    """Whether stretches `now` are `then`, or `then` with its last one longer and maybe more
+    after it (records added at the end)."""
+    if not then or len(now) < len(then) or now[:len(then) - 1] != then[:-1]:
+        return False
+    (start, stop), (new_start, new_stop) = then[-1], now[len(then) - 1]
+    return new_start == start and new_stop >= stop
 
 
 def _made_file(name: str) -> str:
@@ -406,11 +424,18 @@ def _ids_kept(job: Job, name: str) -> bool:
 
 def _same_pages(job: Job, name: str, start: int, stop: int, pages: list[tuple[int, bytes]]) -> bool:
     """Whether the previous generation's default pages of records start..stop hold these
-    bytes (read until one differs: a fresh build digests none of a million books' pages)."""
+    records, in the same bytes (read until one differs: a fresh build digests none of a
+    million books' pages); their heads may differ (a record added: every page's count)."""
     try:
-        return all(data == then for (_, data), (_, then) in zip(pages, job.page_bytes(name, start, stop, job.previous)))
+        return all(_records(data) == _records(then)
+                   for (_, data), (_, then) in zip(pages, job.page_bytes(name, start, stop, job.previous)))
     except FileNotFoundError:
         return False
+
+
+def _records(page: bytes) -> bytes:
+    """A page's records, and what follows them (api/assemble.head: the head ends at RESULTS)."""
+    return page[page.find(RESULTS):]
 
 
 def _pages_kept(job: Job, name: str, start: int, stop: int) -> bool:

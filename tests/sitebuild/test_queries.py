@@ -17,6 +17,7 @@ from generator.api.urls import CURRENT
 from generator.catalogue import synth
 from generator.sitebuild import build
 from golden_files import put_together
+from term_index import holds
 from query_probes import SETTINGS, with_settings
 
 
@@ -446,3 +447,64 @@ def test_a_parts_file_gone_from_the_state_is_made_again(catalogue, tmp_path, mon
     build(catalogue, fresh, processes=1)
     assert gone not in parts_files(site, "books")
     assert index_files(site) == index_files(fresh)
+
+
+def test_books_added_at_the_end_edit_every_index_as_a_fresh_build_writes_it(catalogue, tmp_path, monkeypatch):
+    """Books added at the end of books.csv (as a POST adds them: one, then forty, the last
+    stretch longer and one more after it): every backend of the books edits its files (none
+    is made again from every part: a million books' term index takes half a minute), the
+    stretches before the last are taken over, and the files are those a fresh build writes."""
+    import uuid
+
+    from generator.sitebuild import queries
+
+    monkeypatch.setattr(queries, "PART_PAGES", 3)  # (36 records a stretch)
+    finished = []
+    for backend in BACKENDS:
+        monkeypatch.setattr(backend, "finish", lambda name, *rest, finish=backend.finish, backend=backend.name: (
+            finished.append((name, backend)), finish(name, *rest)))
+    site = tmp_path / "site"
+    build(catalogue, site, processes=2)
+
+    def added(count: int):
+        def add(rows: list[list[str]]) -> None:
+            header = rows[0]
+            for n in range(count):
+                row = list(rows[1 + n * 7 % 300])
+                row[header.index("id")] = str(uuid.uuid4())
+                row[header.index("isbn")] = str(9790000000000 + len(rows))
+                row[header.index("title")] += f" تازه {len(rows)}"
+                rows.append(row)
+        return add
+    for count in (1, 40):
+        before = parts_files(site, "books")
+        edit_rows(catalogue / "books.csv", added(count))
+        finished.clear()
+        build(catalogue, site, processes=2)
+        assert [backend for name, backend in finished if name == "books"] == []
+        after = parts_files(site, "books")
+        assert 1 <= len([name for name in after if before.get(name) != after[name]]) <= 2
+        same_indexes(site, build_fresh(catalogue, tmp_path))
+
+
+def same_indexes(site: Path, fresh: Path) -> None:
+    """The index files of an edited site are a fresh build's, but a term index's postings
+    files (and the leaves naming them), which an edit lays out by history: there, every key
+    holds the same set in every field, the root and the leaves are the same."""
+    got, want = index_files(site), index_files(fresh)
+    term = "/_query/search/"
+    assert {p: d for p, d in got.items() if term not in p} == {p: d for p, d in want.items() if term not in p}
+    for folder in {path.split(term)[0] for path in want if term in path}:
+        index = [{path[len(folder + term):]: data for path, data in files.items() if path.startswith(folder + term)}
+                 for files in (got, want)]
+        assert index[0][search_index.ROOT] == index[1][search_index.ROOT]
+        assert [sorted(p for p in files if p.startswith(search_index.LEAF_DIR)) for files in index] == \
+            [sorted(p for p in index[1] if p.startswith(search_index.LEAF_DIR))] * 2
+        specs = [field.spec for field in search_index.Root.decode(index[1][search_index.ROOT]).fields]
+        assert holds(index[0], specs) == holds(index[1], specs)
+
+
+def build_fresh(catalogue: Path, tmp_path: Path) -> Path:
+    fresh = tmp_path / f"fresh-{len(list(tmp_path.glob('fresh-*')))}"
+    build(catalogue, fresh)
+    return fresh

@@ -77,22 +77,26 @@ class Ordering(Backend):
     def edit(self, name: str, query: dict, previous: Reader, changes: list[Change], count: int,
              parts: Callable[[], list]) -> Edit:
         """The orders of the fields some changed record's value changed in made again (a
-        record's move shifts every place between where it was and where it goes), their
-        ranks from the previous build's (edited_ranks); the other fields' files as they were."""
+        record's move shifts every place between where it was and where it goes), and of
+        every field where records were added (their places added), their ranks from the
+        previous build's (edited_ranks); the other fields' files as they were."""
         then, now = Keys(name, query[ORDERING][name]), Keys(name, query[ORDERING][name])
         then.add([old for _, old, _ in changes])
         now.add([new for _, _, new in changes])
         before, after = then.close(), now.close()
         files: dict[str, bytes | None] = {}
-        moved = [field for field in after if after[field] != before[field]]
-        held = parts() if moved else []
-        for field in moved:
+        moved, held = [], None
+        for field in after:
+            ranks = _previous_ranks(previous, name, field, count, {position for position, _, _ in changes})
+            if ranks is not None and len(ranks) == count and after[field] == before[field]:
+                continue
+            moved.append(field)
+            held = parts() if held is None else held
             keys = [key for part in held for key in part[field]]
             changed = [position for (position, _, _), old, new in zip(changes, before[field], after[field])
                        if old != new]
-            ranks = _previous_ranks(previous, name, field, count)
             write_ranks(name, files.__setitem__, field,
-                        _ranks(keys) if ranks is None else edited_ranks(ranks, keys, changed))
+                        _ranks(keys) if ranks is None else edited_ranks(_padded(ranks, count), keys, changed))
         return Edit([folder for field in query[ORDERING][name] if field not in moved
                      for folder in field_folders(name, field)], files)
 
@@ -209,13 +213,22 @@ def _ranks(keys: list) -> numpy.ndarray:
     return ranks
 
 
-def _previous_ranks(previous: Reader, name: str, field: str, count: int) -> numpy.ndarray | None:
-    """A field's ranks as the previous build wrote them (None: a block of them is gone)."""
-    found = [previous(rank_file(name, field, block)) for block in common.blocks(count)]
-    if any(data is None for data in found):
-        return None
+def _previous_ranks(previous: Reader, name: str, field: str, count: int, changed: set[int]) -> numpy.ndarray | None:
+    """A field's ranks as the previous build wrote them, of the records it had (of `count`
+    now: those added since among those `changed`); None where a block of them is gone."""
+    found = []
+    for block in common.blocks(count):
+        data = previous(rank_file(name, field, block))
+        if data is None:
+            break
+        found.append(data)
     ranks = numpy.frombuffer(b"".join(found), "<u4").astype(numpy.int64)
-    return ranks if len(ranks) == count else None
+    return ranks if found and len(ranks) <= count and changed.issuperset(range(len(ranks), count)) else None
+
+
+def _padded(ranks: numpy.ndarray, count: int) -> numpy.ndarray:
+    """Ranks of `count` records, those after the ranks given 0 (records added: changed)."""
+    return numpy.concatenate((ranks, numpy.zeros(count - len(ranks), numpy.int64)))
 
 
 def edited_ranks(before: numpy.ndarray, keys: list, changed: list[int]) -> numpy.ndarray:

@@ -60,9 +60,11 @@ Keys sort by their UTF-8 bytes (that is, by code point).
 Postings (the records of one key in one field), a *set*:
   varint form; form 0 (a list): varint n of groups, then per group varint high and
   varint count, then every position's low 16 bits as little-endian uint16, group after
-  group (a position is high * 65536 + low); form 1 (a bitmap): ceil(N / 8) bytes, N the
-  record count, record p present iff bit p % 8 (least significant first) of byte p // 8
-  is set.
+  group (a position is high * 65536 + low); form 1 (a bitmap): varint n, then n bytes,
+  record p present iff bit p % 8 (least significant first) of byte p // 8 is set (n =
+  p // 8 + 1 for the last p: the bytes up to it). The writer takes a bitmap where its n is
+  under 2 * positions + 8 * (the last position's high + 1), else a list: a set's bytes
+  depend on its records alone, not on the collection's count.
   In a relation field the postings are varint m, then m sets: the records the key
   matched at element 0, 1, .. m-1 (their union: its records).
 
@@ -75,7 +77,7 @@ keys from the last restart at or before the key it looks for (as LevelDB's block
 a lookup decodes some RESTART keys of a leaf, not its thousand.
 
 Files (paths relative to the index's directory):
-- `root.bin`: b"TIR1", varint version (5), varint record count, varint number of
+- `root.bin`: b"TIR1", varint version (6), varint record count, varint number of
   fields, each field's spec (varint length, bytes) and alphabet (varint length, bytes:
   every character its values hold, once, in code point order), varint levels; then a key list of the
   first key of each file of the level below, each followed by varint name: with levels 0
@@ -166,7 +168,7 @@ import re
 import zlib
 from array import array
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field as dataclass_field
+from dataclasses import dataclass, field as dataclass_field, replace
 from typing import Any, Callable, Iterable, Iterator, NamedTuple, Sequence
 
 import numpy
@@ -177,7 +179,7 @@ from .common import (NUL, SPACES, Flush, Missing, Reader, Records, Request, fold
 
 ROOT, BRANCH_DIR, LEAF_DIR, POSTINGS_DIR = "root.bin", "branch", "leaf", "post"
 ROOT_MAGIC, BRANCH_MAGIC, LEAF_MAGIC, POSTINGS_MAGIC = b"TIR1", b"TIB1", b"TIL2", b"TIP1"
-VERSION = 5
+VERSION = 6
 ANY, EXACT, GRAM, HEAD, PAIR, SUFFIX = "A", "E", "G", "H", "P", "S"
 GRAM_MAX = 2  # characters of the terms answered by a precomputed set
 MIN_SUFFIX = GRAM_MAX + 1
@@ -295,19 +297,21 @@ def _text(value) -> str:
 # ---- sets ---------------------------------------------------------------------------
 
 
-def encode_set(positions: Sequence[int], count: int, out: bytearray) -> None:
-    """Sorted distinct positions (of `count` records) as a set, the smaller form."""
+def encode_set(positions: Sequence[int], out: bytearray) -> None:
+    """Sorted distinct positions as a set, the smaller form (its bytes the same however many
+    records the collection holds: a record added changes only the sets that hold it)."""
     if len(positions) > VECTOR_MIN:
-        _encode_long_set(numpy.asarray(positions, dtype=numpy.uint32), count, out)
+        _encode_long_set(numpy.asarray(positions, dtype=numpy.uint32), out)
         return
     if positions.__class__ is numpy.ndarray:
         positions = positions.tolist()
     listed = 2 * len(positions) + 8 * (-(-(positions[-1] + 1) // 65536) if positions else 0)
-    if (count + 7) // 8 < listed:
-        bitmap = bytearray((count + 7) // 8)
+    if positions and bitmap_size(positions[-1]) < listed:
+        bitmap = bytearray(bitmap_size(positions[-1]))
         for position in positions:
             bitmap[position >> 3] |= 1 << (position & 7)
         put_varint(out, BITMAP)
+        put_varint(out, len(bitmap))
         out += bitmap
         return
     put_varint(out, LIST)
@@ -342,15 +346,17 @@ def encode_set(positions: Sequence[int], count: int, out: bytearray) -> None:
     out += lows.tobytes()
 
 
-def _encode_long_set(positions: numpy.ndarray, count: int, out: bytearray) -> None:
+def _encode_long_set(positions: numpy.ndarray, out: bytearray) -> None:
     """encode_set's bytes of a long set, a vector operation a step (a common letter's set
     holds most of a million records)."""
     highs = positions >> 16
     groups = numpy.flatnonzero(numpy.diff(highs)) + 1
-    if (count + 7) // 8 < 2 * len(positions) + 8 * (int(highs[-1]) + 1):
-        present = numpy.zeros((count + 7) // 8 * 8, dtype=bool)
+    size = bitmap_size(int(positions[-1]))
+    if size < 2 * len(positions) + 8 * (int(highs[-1]) + 1):
+        present = numpy.zeros(size * 8, dtype=bool)
         present[positions] = True
         put_varint(out, BITMAP)
+        put_varint(out, size)
         out += numpy.packbits(present, bitorder="little").tobytes()
         return
     put_varint(out, LIST)
@@ -366,14 +372,19 @@ def _encode_long_set(positions: numpy.ndarray, count: int, out: bytearray) -> No
 _BIG_ENDIAN = array("H", [1]).tobytes() == b"\x00\x01"
 
 
+def bitmap_size(last: int) -> int:
+    """The bytes of a bitmap whose last position is `last` (its bytes up to that one's)."""
+    return (last >> 3) + 1
+
+
 def add_set(records: Records, data: bytes, at: int) -> int:
     """Adds the set at `at` to records being made (a bitmap as it lies, a list through its
     positions: one bitmap a lookup, not one a key of it); where the set ends."""
     form, at = get_varint(data, at)
     if form == BITMAP:
-        stop = at + len(records.bits)
-        records.bits |= numpy.frombuffer(data, numpy.uint8, stop - at, at)
-        return stop
+        size, at = get_varint(data, at)
+        records.bits[:size] |= numpy.frombuffer(data, numpy.uint8, size, at)
+        return at + size
     groups, at = get_varint(data, at)
     heads = []
     for _ in range(groups):
@@ -388,12 +399,12 @@ def add_set(records: Records, data: bytes, at: int) -> int:
     return at + 2 * total
 
 
-def encode_postings(codes: Sequence[int], relation: bool, count: int) -> tuple[bytes, int]:
+def encode_postings(codes: Sequence[int], relation: bool) -> tuple[bytes, int]:
     """A key's postings in a field: its positions (of a relation field: record << ELEMENT_BITS
     | element codes), sorted; and how many records they hold."""
     out = bytearray()
     if not relation:
-        encode_set(codes, count, out)
+        encode_set(codes, out)
         return bytes(out), len(codes)
     if len(codes) > VECTOR_MIN:
         coded = numpy.asarray(codes, dtype=numpy.uint64)
@@ -410,11 +421,11 @@ def encode_postings(codes: Sequence[int], relation: bool, count: int) -> tuple[b
         distinct = len(set(records)) if top else len(records)  # (at element 0 alone, one code a record)
     put_varint(out, top + 1)
     if not top:
-        encode_set(records, count, out)
+        encode_set(records, out)
         return bytes(out), distinct
     for element in range(top + 1):
         encode_set(records[elements == element] if records.__class__ is numpy.ndarray else
-                   [record for record, at in zip(records, elements) if at == element], count, out)
+                   [record for record, at in zip(records, elements) if at == element], out)
     return bytes(out), distinct
 
 
@@ -427,12 +438,12 @@ class Encoded(NamedTuple):
     records: numpy.ndarray
 
 
-def encode_many(codes: numpy.ndarray, sizes: numpy.ndarray, relation: bool, count: int) -> Encoded:
+def encode_many(codes: numpy.ndarray, sizes: numpy.ndarray, relation: bool) -> Encoded:
     """encode_postings of each of many sets (one or more codes: `sizes` each, one after another
     in `codes`), with vector operations across them all (a million books' index has millions
     of sets, most of a few codes: a call a set costs more than its bytes)."""
     if not relation:
-        return Encoded(*_encode_lists(codes, sizes, count), sizes)
+        return Encoded(*_encode_lists(codes, sizes), sizes)
     owner = numpy.repeat(numpy.arange(len(sizes)), sizes)
     records, elements = codes >> ELEMENT_BITS, codes & ELEMENT_MASK
     starts = numpy.cumsum(sizes) - sizes
@@ -444,7 +455,7 @@ def encode_many(codes: numpy.ndarray, sizes: numpy.ndarray, relation: bool, coun
     first = numpy.cumsum(subsets) - subsets
     subset = first[owner] + elements
     order = numpy.argsort(subset, kind="stable")
-    lists, at, lengths = _encode_lists(records[order], numpy.bincount(subset, minlength=int(subsets.sum())), count)
+    lists, at, lengths = _encode_lists(records[order], numpy.bincount(subset, minlength=int(subsets.sum())))
     # a set: the varint of its subsets, then their lists (one after another in `lists`)
     body = numpy.add.reduceat(lengths, first)
     head = _varint_widths(subsets)
@@ -479,7 +490,7 @@ def _put_varints(out: numpy.ndarray, at: numpy.ndarray, values: numpy.ndarray, w
     out[where] = (numpy.repeat(values, widths) >> 7 * byte) & 0x7F | numpy.where(last, 0, 0x80)
 
 
-def _encode_lists(positions: numpy.ndarray, sizes: numpy.ndarray, count: int) \
+def _encode_lists(positions: numpy.ndarray, sizes: numpy.ndarray) \
         -> tuple[numpy.ndarray, numpy.ndarray, numpy.ndarray]:
     """encode_set of each of runs of sorted positions (of `sizes` each, in order), one after
     another (bytes, each one's start and size): the lists written at once, their varints
@@ -495,11 +506,11 @@ def _encode_lists(positions: numpy.ndarray, sizes: numpy.ndarray, count: int) \
     counted = numpy.bincount(group_owner, minlength=len(sizes))
     last = positions[numpy.maximum(starts + sizes - 1, 0)] if len(positions) else numpy.zeros(len(sizes), numpy.int64)
     listed = 2 * sizes + 8 * numpy.where(sizes > 0, (last + 1 + LOW) // 65536, 0)
-    alone = (count + 7) // 8 < listed
+    alone = (sizes > 0) & (bitmap_size(last) < listed)
     made = {}
     for index in numpy.flatnonzero(alone).tolist():
         made[index] = bytearray()
-        encode_set(positions[starts[index]:starts[index] + sizes[index]].tolist(), count, made[index])
+        encode_set(positions[starts[index]:starts[index] + sizes[index]].tolist(), made[index])
     # a list: LIST, varint groups, each group's varint high and varint size, then the lows
     high_widths, size_widths, counted_widths = (_varint_widths(values) for values in (group_high, group_sizes, counted))
     group_widths = high_widths + size_widths
@@ -787,11 +798,11 @@ class TermIndexWriter:
         totals = table.totals(start, stop)
         alone = (totals > UNION_ALONE) & _bitmap_pays(totals, self.count)
         codes, sizes = table.united(start, stop, ~alone)
-        single = {at: encode_postings(table.union(start + at, bool(relation[at])), bool(relation[at]), self.count)
+        single = {at: encode_postings(table.union(start + at, bool(relation[at])), bool(relation[at]))
                   for at in numpy.flatnonzero(alone).tolist()}
         ones = numpy.flatnonzero(sizes == 1)  # (most keys': one record, a fixed few bytes, written at once)
         firsts = (numpy.cumsum(sizes) - sizes)[ones]
-        listed = _listed_one(codes[firsts], relation[ones], self.count)
+        listed = _listed_one(codes[firsts], relation[ones])
         ones, firsts = ones[listed], firsts[listed]
         together = [(ones, _encode_ones(codes[firsts], relation[ones]))] if len(ones) else []
         rest = ~alone
@@ -800,16 +811,16 @@ class TermIndexWriter:
             chosen = (relation == kind) & rest
             if chosen.any():
                 together.append((numpy.flatnonzero(chosen), encode_many(codes[numpy.repeat(chosen, sizes)],
-                                                                        sizes[chosen], kind, self.count)))
+                                                                        sizes[chosen], kind)))
         return _joined_sets(stop - start, single, together)
 
 
-def _listed_one(codes: numpy.ndarray, relation: numpy.ndarray, count: int) -> numpy.ndarray:
+def _listed_one(codes: numpy.ndarray, relation: numpy.ndarray) -> numpy.ndarray:
     """Which sets of one code each (`relation`: of a relation field) encode_postings writes
-    as _encode_ones does: a list (not a bitmap: of `count` records), its one group's high a
-    byte (a position under 2**23), of a relation field at element 0."""
+    as _encode_ones does: a list (not a bitmap: of a position past the first 72), its one
+    group's high a byte (a position under 2**23), of a relation field at element 0."""
     positions = numpy.where(relation, codes >> ELEMENT_BITS, codes)
-    return ((positions < 1 << 23) & ((count + 7) // 8 >= 2 + 8 * ((positions >> 16) + 1))
+    return ((positions < 1 << 23) & (bitmap_size(positions) >= 2 + 8 * ((positions >> 16) + 1))
             & ~(relation & (codes & ELEMENT_MASK != 0)))
 
 
@@ -1947,20 +1958,22 @@ class _Stored(NamedTuple):
 def edit(read: Read, specs: list[str], count: int, changes: list[tuple[int, Values, Values]],
          every_alphabet: Callable[[], list[str]]) -> dict[str, bytes | None] | None:
     """The files of the index that change (paths relative to its directory; None: the file
-    goes) where the records `changes` names (position, values before, values now) changed;
-    every other file stays as it is. `every_alphabet()` gives the fields' alphabets of every
-    record's values now (what a fresh build writes), asked only where a changed value lost a
-    character (else the root's alphabets hold). None where the previous index cannot be
-    edited into this one (none there, another format, count or fields, no key, a file of it
-    missing or broken): it is made again."""
+    goes) where the records `changes` names (position, values before, values now) changed,
+    records added after the previous index's among them (their values before, none: a set's
+    bytes do not depend on the count); every other file stays as it is. `every_alphabet()`
+    gives the fields' alphabets of every record's values now (what a fresh build writes),
+    asked only where a changed value lost a character (else the root's alphabets hold). None
+    where the previous index cannot be edited into this one (none there, another format,
+    more records or other fields, no key, a file of it missing or broken): it is made again."""
     data = read(ROOT)
     try:
         root = None if data is None else Root.decode(data)
     except ValueError:
         return None
     fields = index_fields(specs)
-    if root is None or root.count != count or [f.spec for f in root.fields] != [f.spec for f in fields]:
+    if root is None or root.count > count or [f.spec for f in root.fields] != [f.spec for f in fields]:
         return None
+    root = replace(root, count=count)  # (records added: the count the root says now)
     alphabets = _alphabets_after(root, fields, changes) or every_alphabet()
     moved = _moved(specs, changes)
     if not moved:  # (the keys as they were; a `^` field's alphabet holds more than its keys)
@@ -2128,8 +2141,8 @@ class _Editor:
 
     def encoded(self, codes: list[int], relation: bool) -> tuple[bytes, int]:
         """A set's bytes as a fresh build encodes it (of one record too: a list, or a bitmap
-        where the collection's is shorter, under some 80 records)."""
-        return encode_postings(codes, relation, self.count)
+        where that is shorter, a record among the first 72)."""
+        return encode_postings(codes, relation)
 
     def file(self, name: int) -> list[bytes]:
         if name not in self.files:

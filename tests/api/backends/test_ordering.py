@@ -58,6 +58,32 @@ def test_ranks_edited_from_the_previous_ones_are_those_made_again(case):
     assert edited_ranks(_ranks(keys), now, changed).tolist() == _ranks(now).tolist()
 
 
+def test_records_added_edit_every_field_s_files_into_a_fresh_build_s():
+    """Records added at the end: every field's files are written again as a fresh build
+    writes them, a field in which the new records have no value too (its keys changed in
+    none of them, its orders one place longer)."""
+    from generator.api.backends.ordering import Keys
+
+    query = {"ordering": {"books": ["pages", "title", "price"]}}
+    made = [{"pages": 5, "title": "b", "price": 1}, {"pages": 3, "title": "a", "price": None},
+            {"pages": None, "title": "c", "price": 7}]
+    now = made + [{"pages": None, "title": "a", "price": None}, {"pages": 4, "title": None, "price": None}]
+
+    def part(documents: list[dict]) -> dict:
+        keys = Keys("books", query["ordering"]["books"])
+        keys.add(documents)
+        return keys.close()
+
+    def built(documents: list[dict]) -> dict[str, bytes]:
+        files: dict[str, bytes] = {}
+        Ordering().finish("books", query, files.__setitem__, [part(documents)], None)
+        return files
+    before = built(made)
+    edit = Ordering().edit("books", query, before.get, [(p, {}, d) for p, d in enumerate(now) if p >= len(made)],
+                           len(now), lambda: [part(now)])
+    assert edit.folders == [] and {**before, **edit.files} == built(now)
+
+
 def test_records_without_a_value_come_before_the_least_value_not_among_it():
     """As SQLite orders NULL: first ascending, last descending; the least value's records
     apart from them, in the collection's order (a record without a value after one with it)."""

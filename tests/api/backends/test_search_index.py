@@ -365,9 +365,9 @@ def test_runs_merged_and_ranges_written_by_processes_give_the_same_files(catalog
     forms = []
     encode = ti._encode_long_set
 
-    def noted(positions, count, out):
+    def noted(positions, out):
         start = len(out)
-        encode(positions, count, out)
+        encode(positions, out)
         forms.append(out[start] == ti.BITMAP)
     monkeypatch.setattr(ti, "_encode_long_set", noted)
     merged().finish(files.__setitem__, processes=1)
@@ -456,10 +456,10 @@ def test_many_sets_encoded_together_as_each_alone(count, relation, data):
         sets.append(data.draw(st.sampled_from([codes, array("Q" if relation else "I", codes)])))
     flat = numpy.array([code for codes in sets for code in codes], dtype=numpy.int64)
     sizes = numpy.array([len(codes) for codes in sets], dtype=numpy.int64)
-    encoded = ti.encode_many(flat, sizes, relation, count)
+    encoded = ti.encode_many(flat, sizes, relation)
     assert [(encoded.data[start:start + size].tobytes(), held) for start, size, held
             in zip(encoded.starts.tolist(), encoded.sizes.tolist(), encoded.records.tolist())] == \
-        [ti.encode_postings(codes, relation, count) for codes in sets]
+        [ti.encode_postings(codes, relation) for codes in sets]
     assert encoded.starts.tolist() == numpy.cumsum([0, *encoded.sizes.tolist()])[:-1].tolist()  # (one after another)
 
 
@@ -470,19 +470,19 @@ def test_many_sets_encoded_together_as_each_alone(count, relation, data):
 def test_sets_of_one_record_written_at_once_are_encode_postings_bytes(ones, count):
     """The writer's sets of one code written at once (_encode_ones) are encode_postings' bytes,
     and _listed_one gives it exactly those that are a list of one group with a high of one
-    byte, at element 0 in a relation field (not a bitmap, shorter in a collection of some 80
-    records; not a position past 2**23; not an element past the first)."""
+    byte, at element 0 in a relation field (not a bitmap, shorter for a record among the first
+    72; not a position past 2**23; not an element past the first)."""
     codes = numpy.array([(at % count) << ti.ELEMENT_BITS | element if relation else at % count
                          for at, element, relation in ones], dtype=numpy.int64)
     relations = numpy.array([relation for _, _, relation in ones])
-    picked = ti._listed_one(codes, relations, count)
+    picked = ti._listed_one(codes, relations)
     encoded = ti._encode_ones(codes[picked], relations[picked])
     assert [(encoded.data[start:start + size].tobytes(), held) for start, size, held
             in zip(encoded.starts.tolist(), encoded.sizes.tolist(), encoded.records.tolist())] == \
-        [ti.encode_postings([code], relation, count) for code, relation in
+        [ti.encode_postings([code], relation) for code, relation in
          zip(codes[picked].tolist(), relations[picked].tolist())]
     for code, relation, chosen in zip(codes.tolist(), relations.tolist(), picked.tolist()):
-        data = ti.encode_postings([code], relation, count)[0]
+        data = ti.encode_postings([code], relation)[0]
         assert chosen == (len(data) == 6 + relation and data[relation] == ti.LIST and (not relation or data[0] == 1))
 
 

@@ -9,14 +9,18 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from generator.api.backends import search_index as ti
 from generator.catalogue import synth
+from term_index import holds
 from test_search_index import SPECS, Built, books, documents, reference, shape, terms_from  # noqa: F401 (a fixture)
 
 
 def edited(before: Built, now: list[dict]) -> dict[str, bytes]:
-    """`before`'s files edited into those of `now` (the same number of records), as a build
-    does (an index without a key is made again)."""
-    changes = [(p, before.values([p])[p], ti.document_values(d, before.readers, before.fold))
-               for p, d in enumerate(now) if d != before.documents[p]]
+    """`before`'s files edited into those of `now` (its records, some changed, and maybe
+    some added after them: their values before, none's), as a build does (an index without
+    a key is made again)."""
+    none = ti.document_values({}, before.readers, before.fold)
+    changes = [(p, before.values([p])[p] if p < len(before.documents) else none,
+                ti.document_values(d, before.readers, before.fold))
+               for p, d in enumerate(now) if p >= len(before.documents) or d != before.documents[p]]
     files = ti.edit(before.files.get, before.specs, len(now), changes, lambda: alphabets(now, before))
     if files is None:
         assert not holds(before.files, before.specs), "only an index without a key is made again"
@@ -30,21 +34,6 @@ def alphabets(documents: list[dict], like: Built) -> list[str]:
     writer = ti.TermIndexWriter(like.specs, len(documents))
     writer.add_documents(0, documents, like.fold)
     return ti.alphabets(writer.fields, [writer.columns])
-
-
-def holds(files: dict[str, bytes], specs: list[str]) -> dict[tuple[bytes, int], tuple[int, list[int], bool]]:
-    """Every key's set in every field (its size class, its codes, whether its leaf holds it),
-    read through the root and leaves."""
-    root = ti.Root.decode(files[ti.ROOT])
-    editor = ti._Editor(files.get, ti.index_fields(specs), root.count)
-    found = {}
-    for _, name in ti._all_leaves(files.get, root)[0]:
-        for key, pieces in ti._key_list(files[ti.leaf_file(name)], len(ti.LEAF_MAGIC), ti._stored_pieces):
-            for piece in pieces:
-                relation = editor.fields[piece.field].relation is not None
-                found[key, piece.field] = (piece.size_class, editor.codes(piece, relation).tolist(),
-                                           piece.data is not None)
-    return found
 
 
 def same_index(edited_files: dict[str, bytes], fresh: Built) -> None:
@@ -62,8 +51,9 @@ def same_index(edited_files: dict[str, bytes], fresh: Built) -> None:
 def test_any_edit_holds_what_a_fresh_build_holds(shape, made, data):
     before = Built(made, SPECS)
     now = list(made)
-    for position in data.draw(st.lists(st.integers(0, len(made) - 1), min_size=1, max_size=4)):
+    for position in data.draw(st.lists(st.integers(0, len(made) - 1), max_size=4)):
         now[position] = data.draw(documents())[0]
+    now += data.draw(documents())[:data.draw(st.integers(0, 2))]  # (records added)
     files = edited(before, now)
     fresh = Built(now, SPECS)
     same_index(files, fresh)
@@ -112,7 +102,7 @@ def test_another_count_or_fields_or_format_is_made_again():
     made = [{"title": "a b", "isbn": None, "authors": [], "publishers": []}] * 3
     before = Built(made, SPECS)
     held = lambda: alphabets(made, before)  # noqa: E731
-    assert ti.edit(before.files.get, SPECS, 4, [], held) is None
+    assert ti.edit(before.files.get, SPECS, 2, [], held) is None
     assert ti.edit(before.files.get, SPECS[:2], 3, [], lambda: held()[:2]) is None
     assert ti.edit({}.get, SPECS, 3, [], held) is None
     old = dict(before.files, **{ti.ROOT: before.files[ti.ROOT].replace(b"TIR1" + bytes([ti.VERSION]), b"TIR1\x03", 1)})
@@ -124,8 +114,8 @@ def test_another_count_or_fields_or_format_is_made_again():
 
 
 def test_an_edit_of_a_small_collection_writes_a_fresh_build_s_bytes():
-    """Of a collection under some 80 records a set of one record is a bitmap (shorter there
-    than its list): an edit writes it as a fresh build does, every file the same bytes."""
+    """A set of one record among the first 72 is a bitmap (shorter than its list): an edit
+    writes it as a fresh build does, every file the same bytes."""
     made = [{"title": f"w{n} common", "isbn": None, "authors": [], "publishers": []} for n in range(50)]
     now = [dict(document) for document in made]
     now[10]["title"] = "zz common"
@@ -147,14 +137,14 @@ def test_a_missing_branch_is_made_again(monkeypatch):
 
 def test_an_edited_set_of_inline_max_bytes_stays_in_its_leaf_as_a_fresh_build_s():
     """A set of exactly INLINE_MAX bytes is in its leaf, edited as built: here a word's
-    bitmap (of 248 records: 32 bytes) that an edit grows by a record."""
-    made = [{"title": f"w{n} " + ("common" if n < 20 else "rare"), "isbn": None, "authors": [], "publishers": []}
+    bitmap that an edit grows by a record, the 236th (30 bytes; with its form and size, 32)."""
+    made = [{"title": f"w{n} " + ("common" if n < 19 else "rare"), "isbn": None, "authors": [], "publishers": []}
             for n in range(248)]
     before = Built(made, ["title"])
-    now = [*made[:30], dict(made[30], title="w30 common"), *made[31:]]
+    now = [*made[:235], dict(made[235], title="w235 common"), *made[236:]]
     fresh = Built(now, ["title"])
     key = (b"Scommon", 0)  # (the word's suffix key in the title, field 0)
-    assert len(ti._Editor(fresh.files.get, ti.index_fields(["title"]), 248).encoded(list(range(20)) + [30], False)[0]) \
+    assert len(ti._Editor(fresh.files.get, ti.index_fields(["title"]), 248).encoded(list(range(19)) + [235], False)[0]) \
         == ti.INLINE_MAX and holds(fresh.files, ["title"])[key][2]
     same_index(edited(before, now), fresh)
 
