@@ -10,11 +10,13 @@ Last, it cuts its share of the pages from the spools of all parts.
 from __future__ import annotations
 
 import bisect
+import pickle
 import time
 from array import array
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from itertools import accumulate, compress
+from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
 import numpy
@@ -36,7 +38,7 @@ from .keys import Keys
 from .publish import Output, same_bytes
 from .segments import Segment
 from .spool import Spool, Spools
-from .team import Team
+from .team import Team, part_files
 
 PROGRESS_EVERY = 5000
 ANNOUNCED_MAX = 256  # detail documents a part tells of, per collection: beyond, none (a large change; a
@@ -536,12 +538,23 @@ class Part:
 
     def _moved(self, collection: str) -> list[int]:
         """The places of the records new, changed or shifted since the previous build."""
-        origin = array("q")
-        for k in range(self.team.count):
-            origin.extend(self.team.load(f"origin-{collection}", k))
-        # (compared at once, not a record at a time: an edit moves a handful of a million)
-        places = numpy.frombuffer(origin, dtype=numpy.int64)
-        return numpy.flatnonzero(places != numpy.arange(len(places), dtype=numpy.int64)).tolist()
+        return moved_records(self.team.scratch, collection).tolist()
+
+
+def moved_records(scratch: Path, collection: str) -> numpy.ndarray | None:
+    """The places of a collection's records new, changed or shifted since the previous build
+    (where its parts' origins, in the build's scratch, say another place or none), sorted;
+    None where no part made the collection (taken over whole: its files are the previous's)."""
+    files = part_files(scratch, f"origin-{collection}")
+    if not files:
+        return None
+    origin = array("q")
+    for path in files:
+        with path.open("rb") as f:
+            origin.extend(pickle.load(f))
+    # (compared at once, not a record at a time: an edit moves a handful of a million)
+    places = numpy.frombuffer(origin, dtype=numpy.int64)
+    return numpy.flatnonzero(places != numpy.arange(len(places), dtype=numpy.int64))
 
 
 def _chunks(ranges: list[tuple[int, int]]) -> Iterator[tuple[int, int]]:

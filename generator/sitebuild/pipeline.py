@@ -136,8 +136,8 @@ def build(data_dir: Path, out_dir: Path, base_url: str | None = None, progress: 
                 phases.done("skeleton and shards")
                 state.keep(generation.root, workspace.scratch, incremental, result.published, tables)
                 phases.done("state for the next build")  # (first: the query indexes read the ids kept)
-                write_query_indexes(QueryJob(site, generation, previous, job.settings, result.published),
-                                    job.processes)
+                write_query_indexes(QueryJob(site, generation, previous, job.settings, result.published,
+                                             workspace.scratch), job.processes)
                 phases.done("query indexes")
                 record_sizes(target, now, before, sum_sizes([result.sizes, linked]))
                 phases.done("state for the next build")

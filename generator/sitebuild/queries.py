@@ -9,16 +9,17 @@ backend's indexer fed the same pages; each backend then finishes from the runs' 
 A run is read a *stretch* at a time (PART_PAGES pages of the default size), and each
 stretch's parts (what every backend's indexer made of it) are kept in the generation's
 state, named after the build that made them: the next build, made with the same settings
-and generator, takes over the parts of every stretch whose pages hold the bytes they held
-(a hard link; a stretch whose pages are the previous generation's files, the same inodes,
-without reading them) and parses and keys only the stretches that changed (a one-title
-edit: one). Where at most EDIT_STRETCHES changed and no record moved, each backend that
-can, and whose related collections' ids are as before (`Backend.given_ids`), edits the
-previous build's files where those records changed (`Backend.edit`: the term index, the
-orderings, the filters) instead of making every file again from every part. A collection whose every part, and the ids of
-every collection its backends were given, are as the previous build had them, and whose
-backends write their files as then (`index_format`), has its index files linked from it
-as they are, not made again (an edit of another collection).
+and generator, takes over the parts of every stretch whose pages hold the records they
+held (a hard link; a stretch whose pages are the previous generation's files, the same
+inodes, without reading them) and parses and keys only the stretches that changed (a
+one-title edit: one). Where at most EDIT_STRETCHES changed and no record moved (records
+added at the end: the last stretch longer), each backend that can, and whose related
+collections' ids are as before (`Backend.given_ids`), edits the previous build's files
+where those records changed (`Backend.edit`: the term index, the orderings, the filters)
+instead of making every file again from every part. A collection whose every part, and
+the ids of every collection its backends were given, are as the previous build had them,
+and whose backends write their files as then (`index_format`), has its index files
+linked from it as they are, not made again (an edit of another collection).
 """
 from __future__ import annotations
 
@@ -37,6 +38,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, TypedDict
 
 import msgspec
+import numpy
 import orjson
 
 from ..api.backends import Backend, common, configured, indexing
@@ -45,6 +47,7 @@ from ..api.pageindex import RESULTS
 from ..api.urls import BY_NAME, PAGE_BUCKET, page_file
 from ..catalogue.settings import Settings
 from ..system import big_arrays, no_cycle_collector
+from .part import moved_records
 from .publish import Generation, Site, same_bytes
 from .state import VERSION as STATE_VERSION, published_ids, state_dir
 
@@ -62,6 +65,7 @@ class Job:
     previous: Path | None
     settings: Settings
     counts: dict[str, int]
+    scratch: Path | None = None  # (the build's: what its parts made, part.moved_records)
 
     def flush(self, path: str, data: bytes) -> None:
         """A file, written, or linked from the previous generation when it holds these bytes."""
@@ -96,6 +100,13 @@ class Job:
         for offset in range(start - start % size, stop, size):
             yield offset, root + page_file(name, str(size), str(offset // PAGE_BUCKET), str(offset))
 
+    def records_kept(self, name: str, start: int, stop: int) -> bool:
+        """Whether records start..stop are the previous build's, at the same places with the
+        same bytes, as the build's parts say (no page read: a record added rewrites every
+        page, its count, and moves none); False where they do not say."""
+        moved = _moved(self.scratch, BY_NAME[name].collection) if self.previous and self.scratch else None
+        return moved is not None and numpy.searchsorted(moved, start) == numpy.searchsorted(moved, stop)
+
     def page_folder(self, name: str, offset: int, generation: Path | None = None) -> str:
         """The folder of the default pages of a collection whose offsets lie in the bucket of `offset`."""
         return f"{generation or self.generation.root}/" + page_file(name, str(self.settings.default_page_size),
@@ -109,6 +120,11 @@ class Job:
         decode = _page_decoder(frozenset(field for backend in indexing(name, query)
                                          for field in backend.reads(name, query))).decode
         return lambda page, offset, start, stop: decode(page)["results"][max(start - offset, 0):stop - offset]
+
+
+@functools.cache
+def _moved(scratch: Path, collection: str) -> numpy.ndarray | None:
+    return moved_records(scratch, collection)
 
 
 @functools.cache
@@ -222,11 +238,11 @@ def _finish(job: Job, name: str, kept: list[Path], made: dict, shared: _Shared, 
     is given are as before (`same_ids`: every one's; a record added to a related collection
     makes again only the backends given its ids: the filters, not the term index), else made
     from its stretches' parts; `made["ids"]` says the digest of the ids of each collection
-    they were given. With more than one process,
-    the backends work side by side, a thread each (their work is numpy's and polars', which
-    let go of the interpreter: the filters and orderings take the processor time the term
-    index's key table leaves idle; the processes its writer forks use neither polars nor the
-    lock), their files and ids given out one at a time (`shared`)."""
+    they were given. With more than one process, the backends work side by side, a thread
+    each (their work is numpy's and polars', which let go of the interpreter: the filters
+    and orderings take the processor time the term index's key table leaves idle; the
+    processes its writer forks use neither polars nor the lock), their files and ids given
+    out one at a time (`shared`)."""
     def ids(target: str) -> list[str]:
         found, made["ids"][target] = shared.ids(target)
         return found
@@ -331,9 +347,9 @@ def _runs(count: int, processes: int) -> list[tuple[int, int]]:
 def _collect(job: Job, name: str, run: tuple[int, int], before: dict[tuple[int, int], str]) -> list[Path]:
     """The state's files of a run's stretches, in order: each holds every indexing backend's
     part of its records (in the order of indexing(), each pickled apart: a backend's are read
-    without the others', _read_part), taken over from the previous build's state where it kept the same
-    (`before`: its parts files by their stretches' bounds, where made with these settings),
-    else made."""
+    without the others', _read_part), taken over from the previous build's state where it
+    kept the same (`before`: its parts files by their stretches' bounds, where made with
+    these settings), else made."""
     return [_stretch_parts(job, name, start, stop, before) for start, stop in _run_stretches(job, name, run)]
 
 
@@ -374,7 +390,8 @@ def _stretch_parts(job: Job, name: str, start: int, stop: int, before: dict[tupl
     state = state_dir(job.generation.root)
     state.mkdir(exist_ok=True)
     kept = before.get((start, stop))
-    if kept is not None and _pages_kept(job, name, start, stop) and (taken := _taken_over(job, kept)):
+    if kept is not None and (job.records_kept(name, start, stop) or _pages_kept(job, name, start, stop)) \
+            and (taken := _taken_over(job, kept)):
         return taken
     pages = list(job.page_bytes(name, start, stop))
     if kept is not None and _same_pages(job, name, start, stop, pages) and (taken := _taken_over(job, kept)):

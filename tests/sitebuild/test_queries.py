@@ -453,12 +453,21 @@ def test_books_added_at_the_end_edit_every_index_as_a_fresh_build_writes_it(cata
     """Books added at the end of books.csv (as a POST adds them: one, then forty, the last
     stretch longer and one more after it): every backend of the books edits its files (none
     is made again from every part: a million books' term index takes half a minute), the
-    stretches before the last are taken over, and the files are those a fresh build writes."""
+    stretches before the last are taken over without a page of theirs read (each page
+    written again, its count changed: the build's parts say their records are as they
+    were), and the files are those a fresh build writes."""
     import uuid
 
     from generator.sitebuild import queries
 
     monkeypatch.setattr(queries, "PART_PAGES", 3)  # (36 records a stretch)
+    read: list[tuple[str, int, int]] = []
+    page_bytes = queries.Job.page_bytes
+
+    def spied(job, name, start, stop, generation=None):
+        read.append((name, start, stop))
+        return page_bytes(job, name, start, stop, generation)
+    monkeypatch.setattr(queries.Job, "page_bytes", spied)
     finished = []
     for backend in BACKENDS:
         monkeypatch.setattr(backend, "finish", lambda name, *rest, finish=backend.finish, backend=backend.name: (
@@ -480,8 +489,10 @@ def test_books_added_at_the_end_edit_every_index_as_a_fresh_build_writes_it(cata
         before = parts_files(site, "books")
         edit_rows(catalogue / "books.csv", added(count))
         finished.clear()
+        read.clear()
         build(catalogue, site, processes=2)
         assert [backend for name, backend in finished if name == "books"] == []
+        assert read and all(name == "books" and start >= 360 for name, start, _ in read), read  # (the last two stretches)
         after = parts_files(site, "books")
         assert 1 <= len([name for name in after if before.get(name) != after[name]]) <= 2
         same_indexes(site, build_fresh(catalogue, tmp_path))

@@ -2116,7 +2116,7 @@ class _Editor:
             self.put(piece.name, piece.ordinal, b"")  # (the set leaves its place, or takes it again below)
         if not len(codes):
             return None
-        data, records = self.encoded(codes.tolist(), relation)
+        data, records = self.encoded(codes, relation)
         if len(data) <= INLINE_MAX:
             return _Stored(number, records.bit_length(), data)
         if piece is not None and piece.data is None:
@@ -2137,9 +2137,9 @@ class _Editor:
             held = Records.none(self.count)
             at = add_set(held, data, at)
             found.append(held.positions().astype(numpy.int64) << ELEMENT_BITS | element)
-        return numpy.sort(numpy.concatenate(found)) if found else numpy.zeros(0, numpy.int64)
+        return numpy.sort(numpy.concatenate(found), kind="stable") if found else numpy.zeros(0, numpy.int64)
 
-    def encoded(self, codes: list[int], relation: bool) -> tuple[bytes, int]:
+    def encoded(self, codes: Sequence[int], relation: bool) -> tuple[bytes, int]:
         """A set's bytes as a fresh build encodes it (of one record too: a list, or a bitmap
         where that is shorter, a record among the first 72)."""
         return encode_postings(codes, relation)
