@@ -12,8 +12,9 @@ run_build): without and with the settings below (--query-first: with them first;
 build of a pair has spent less time in its records and pages). Streams a page of every book
 from the one without (the built-in server's peak RSS while it does), reports the query
 indexes' bytes against the site's, then edits one title (the middle row of books.csv) and
-builds again: the index files that edit rewrote (written anew, or gone) and the seconds of
-the build's query indexes step. Last, serves the one with them with the built-in server and
+builds again, then adds a book at the end of books.csv (as the write service's POST adds
+it) and builds again: for each, the index files it rewrote (written anew, or gone) and the
+seconds of the build and of its query indexes step. Last, serves the one with them with the built-in server and
 times requests one at a time (median and 90th percentile, after one warm-up request that
 loads the indexes): a search for a rare title word and for the most common one, an ordering
 page deep in the collection, a filter by the most prolific author, a filter with an
@@ -33,7 +34,9 @@ import shutil
 import statistics
 import sys
 import time
+import uuid
 from pathlib import Path
+from typing import Callable
 from urllib.parse import urlencode
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -79,18 +82,43 @@ def index_bytes(site: Path) -> tuple[int, int]:
     return len(paths), sum(os.path.getsize(root / path) for path in paths)
 
 
-def edit(data: Path, site: Path, quiet: Quiet) -> tuple[dict, int]:
-    """One title changed (books.csv's EDITED row) and the site built again: the build, and
+def changed(data: Path, site: Path, quiet: Quiet, *changes: Callable[[Path], None]) -> tuple[dict, int]:
+    """books.csv changed (each of `changes`, in turn) and the site built again: the build, and
     how many index files it rewrote or took away. books.csv is put back after."""
     before = index_inodes(site)
     shutil.copy(data / "books.csv", data / "books.csv.orig")
     try:
-        edit_one_title(data, EDITED)
+        for change in changes:
+            change(data)
         built = run_build(data, site, quiet)
     finally:
         shutil.move(data / "books.csv.orig", data / "books.csv")
     after = index_inodes(site)
     return built, sum(1 for path in before.keys() | after.keys() if before.get(path) != after.get(path))
+
+
+def edited(data: Path) -> None:
+    edit_one_title(data, EDITED)
+
+
+def book_added(data: Path) -> None:
+    """A book at the end of books.csv, as the write service's POST adds one: the middle row's,
+    with an id and an ISBN of its own."""
+    path = data / "books.csv"
+    with path.open(encoding="utf-8", newline="") as f:
+        rows = list(csv.reader(f))
+    header, row = rows[0], list(rows[len(rows) // 2])
+    row[header.index("id")] = str(uuid.UUID(int=len(rows), version=4))
+    row[header.index("isbn")] = str(9790000000000 + len(rows))
+    row[header.index("title")] += " (تازه)"
+    with path.open("a", encoding="utf-8", newline="") as f:
+        csv.writer(f, lineterminator="\n").writerow(row)
+
+
+def edits(data: Path, site: Path, quiet: Quiet) -> None:
+    """The title edit, then a book added (the edit kept: the book is the one change)."""
+    report_change(f"a one-title edit ({EDITED} row of books.csv)", *changed(data, site, quiet, edited))
+    report_change("a book added at the end of books.csv", *changed(data, site, quiet, edited, book_added))
 
 
 def words(data: Path) -> tuple[str, str]:
@@ -203,7 +231,7 @@ def main() -> None:
     quiet = Quiet(most=args.quiet_within)
     settle(args.workdir)  # (an earlier run's trees, bench.py's or this one's, may still be being deleted in the background)
     if args.edit_site:
-        report_edit(*edit(data, args.edit_site, quiet))
+        edits(data, args.edit_site, quiet)
         return
     stamp = time.time_ns()  # (fresh sites: one left by an interrupted run would make an incremental build)
     plain_site, site = (args.workdir / f"site-{kind}-{args.books}-{stamp}" for kind in ("plain", "query"))
@@ -217,7 +245,7 @@ def main() -> None:
             settled_deletion(plain_site)
         with_query = with_query or run_build(data, site, quiet)
         report_builds(args.books, without, with_query, site)
-        report_edit(*edit(data, site, quiet))
+        edits(data, site, quiet)
         if not args.no_serve:
             serve(data, site, args.books, args.repeat)
     finally:
@@ -228,10 +256,9 @@ def main() -> None:
 MB = 2 ** 20
 
 
-def report_edit(edited: dict, rewritten: int) -> None:
-    print(f"a one-title edit ({EDITED} row of books.csv): {edited['wall']:.1f} s, the query indexes "
-          f"{edited['phases'].get('query indexes', 0):.1f} s, {rewritten} index files rewritten or gone; "
-          f"peak RSS {edited['rss'] / MB:,.0f} MB", flush=True)
+def report_change(what: str, built: dict, rewritten: int) -> None:
+    print(f"{what}: {built['wall']:.1f} s, the query indexes {built['phases'].get('query indexes', 0):.1f} s, "
+          f"{rewritten} index files rewritten or gone; peak RSS {built['rss'] / MB:,.0f} MB", flush=True)
 
 
 def report_builds(books: int, without: dict, with_query: dict, site: Path) -> None:

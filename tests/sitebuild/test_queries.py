@@ -17,7 +17,7 @@ from generator.api.urls import CURRENT
 from generator.catalogue import synth
 from generator.sitebuild import build
 from golden_files import put_together
-from term_index import holds
+from index_holds import holds
 from query_probes import SETTINGS, with_settings
 
 

@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from generator.api.backends import search_index as ti
 from generator.catalogue import synth
-from term_index import holds
+from index_holds import holds
 from test_search_index import SPECS, Built, books, documents, reference, shape, terms_from  # noqa: F401 (a fixture)
 
 
