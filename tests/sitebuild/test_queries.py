@@ -279,13 +279,7 @@ def test_an_edit_reads_only_the_pages_of_the_stretch_it_changed(catalogue, tmp_p
     monkeypatch.setattr(queries, "PART_PAGES", 3)  # (36 records a stretch)
     site = tmp_path / "site"
     build(catalogue, site, processes=1)
-    read: list[tuple[str, int, int]] = []
-    page_bytes = queries.Job.page_bytes
-
-    def spied(job, name, start, stop, generation=None):
-        read.append((name, start, stop))
-        return page_bytes(job, name, start, stop, generation)
-    monkeypatch.setattr(queries.Job, "page_bytes", spied)
+    read = pages_read(monkeypatch)
     edit_rows(catalogue / "books.csv", lambda rows: rows[201].__setitem__(rows[0].index("title"), "یک عنوان تازه"))
     build(catalogue, site, processes=1)
     assert read and all(name == "books" and start <= 200 < stop for name, start, stop in read), read
@@ -453,13 +447,7 @@ def test_books_added_at_the_end_edit_every_index_as_a_fresh_build_writes_it(cata
     from generator.sitebuild import queries
 
     monkeypatch.setattr(queries, "PART_PAGES", 3)  # (36 records a stretch)
-    read: list[tuple[str, int, int]] = []
-    page_bytes = queries.Job.page_bytes
-
-    def spied(job, name, start, stop, generation=None):
-        read.append((name, start, stop))
-        return page_bytes(job, name, start, stop, generation)
-    monkeypatch.setattr(queries.Job, "page_bytes", spied)
+    read = pages_read(monkeypatch)
     finished = finishes(monkeypatch)
     site = tmp_path / "site"
     build(catalogue, site, processes=2)
@@ -502,6 +490,20 @@ def same_indexes(site: Path, fresh: Path) -> None:
             {p for p in index[1] if p.startswith(search_index.LEAF_DIR)}
         specs = [field.spec for field in search_index.Root.decode(index[1][search_index.ROOT]).fields]
         assert holds(index[0], specs) == holds(index[1], specs)
+
+
+def pages_read(monkeypatch) -> list[tuple[str, int, int]]:
+    """The default pages the index step reads from now on: (collection, start, stop) a read."""
+    from generator.sitebuild import queries
+
+    read: list[tuple[str, int, int]] = []
+    page_bytes = queries.Job.page_bytes
+
+    def spied(job, name, start, stop, generation=None):
+        read.append((name, start, stop))
+        return page_bytes(job, name, start, stop, generation)
+    monkeypatch.setattr(queries.Job, "page_bytes", spied)
+    return read
 
 
 def finishes(monkeypatch) -> list[tuple[str, str]]:
