@@ -32,7 +32,7 @@ import struct
 import threading
 from array import array
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field as dataclass_field
 from itertools import zip_longest
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, TypedDict
@@ -66,6 +66,7 @@ class Job:
     settings: Settings
     counts: dict[str, int]
     scratch: Path | None = None  # (the build's: what its parts made, part.moved_records)
+    moved: dict[str, numpy.ndarray | None] = dataclass_field(default_factory=dict, repr=False)  # (by collection, once)
 
     def flush(self, path: str, data: bytes) -> None:
         """A file, written, or linked from the previous generation when it holds these bytes."""
@@ -104,7 +105,12 @@ class Job:
         """Whether records start..stop are the previous build's, at the same places with the
         same bytes, as the build's parts say (no page read: a record added rewrites every
         page, its count, and moves none); False where they do not say."""
-        moved = _moved(self.scratch, BY_NAME[name].collection) if self.previous and self.scratch else None
+        if not (self.previous and self.scratch):
+            return False
+        collection = BY_NAME[name].collection
+        if collection not in self.moved:
+            self.moved[collection] = moved_records(self.scratch, collection)
+        moved = self.moved[collection]
         return moved is not None and numpy.searchsorted(moved, start) == numpy.searchsorted(moved, stop)
 
     def page_folder(self, name: str, offset: int, generation: Path | None = None) -> str:
@@ -120,11 +126,6 @@ class Job:
         decode = _page_decoder(frozenset(field for backend in indexing(name, query)
                                          for field in backend.reads(name, query))).decode
         return lambda page, offset, start, stop: decode(page)["results"][max(start - offset, 0):stop - offset]
-
-
-@functools.cache
-def _moved(scratch: Path, collection: str) -> numpy.ndarray | None:
-    return moved_records(scratch, collection)
 
 
 @functools.cache

@@ -85,9 +85,9 @@ class Ordering(Backend):
         now.add([new for _, _, new in changes])
         before, after = then.close(), now.close()
         files: dict[str, bytes | None] = {}
-        moved, held = [], None
+        moved, held, positions = [], None, {position for position, _, _ in changes}
         for field in after:
-            ranks = _previous_ranks(previous, name, field, count, {position for position, _, _ in changes})
+            ranks = _previous_ranks(previous, name, field, count, positions)
             if ranks is not None and len(ranks) == count and after[field] == before[field]:
                 continue
             moved.append(field)

@@ -305,8 +305,7 @@ def encode_set(positions: Sequence[int], out: bytearray) -> None:
         return
     if positions.__class__ is numpy.ndarray:
         positions = positions.tolist()
-    listed = 2 * len(positions) + 8 * (-(-(positions[-1] + 1) // 65536) if positions else 0)
-    if positions and bitmap_size(positions[-1]) < listed:
+    if positions and _bitmap_shorter(positions[-1], len(positions)):
         bitmap = bytearray(bitmap_size(positions[-1]))
         for position in positions:
             bitmap[position >> 3] |= 1 << (position & 7)
@@ -351,8 +350,8 @@ def _encode_long_set(positions: numpy.ndarray, out: bytearray) -> None:
     holds most of a million records)."""
     highs = positions >> 16
     groups = numpy.flatnonzero(numpy.diff(highs)) + 1
-    size = bitmap_size(int(positions[-1]))
-    if size < 2 * len(positions) + 8 * (int(highs[-1]) + 1):
+    if _bitmap_shorter(int(positions[-1]), len(positions)):
+        size = bitmap_size(int(positions[-1]))
         present = numpy.zeros(size * 8, dtype=bool)
         present[positions] = True
         put_varint(out, BITMAP)
@@ -375,6 +374,12 @@ _BIG_ENDIAN = array("H", [1]).tobytes() == b"\x00\x01"
 def bitmap_size(last: int) -> int:
     """The bytes of a bitmap whose last position is `last` (its bytes up to that one's)."""
     return (last >> 3) + 1
+
+
+def _bitmap_shorter(last: Any, size: Any) -> Any:
+    """Whether a set of `size` positions, the last `last`, is a bitmap (shorter than its list
+    might be: two bytes a position, eight a group), of each where they are arrays."""
+    return bitmap_size(last) < 2 * size + 8 * ((last >> 16) + 1)
 
 
 def add_set(records: Records, data: bytes, at: int) -> int:
@@ -505,8 +510,7 @@ def _encode_lists(positions: numpy.ndarray, sizes: numpy.ndarray) \
     group_sizes = numpy.diff(numpy.append(groups, len(positions)))
     counted = numpy.bincount(group_owner, minlength=len(sizes))
     last = positions[numpy.maximum(starts + sizes - 1, 0)] if len(positions) else numpy.zeros(len(sizes), numpy.int64)
-    listed = 2 * sizes + 8 * numpy.where(sizes > 0, (last + 1 + LOW) // 65536, 0)
-    alone = (sizes > 0) & (bitmap_size(last) < listed)
+    alone = (sizes > 0) & _bitmap_shorter(last, sizes)
     made = {}
     for index in numpy.flatnonzero(alone).tolist():
         made[index] = bytearray()
@@ -820,7 +824,7 @@ def _listed_one(codes: numpy.ndarray, relation: numpy.ndarray) -> numpy.ndarray:
     as _encode_ones does: a list (not a bitmap: of a position past the first 72), its one
     group's high a byte (a position under 2**23), of a relation field at element 0."""
     positions = numpy.where(relation, codes >> ELEMENT_BITS, codes)
-    return ((positions < 1 << 23) & (bitmap_size(positions) >= 2 + 8 * ((positions >> 16) + 1))
+    return ((positions < 1 << 23) & ~_bitmap_shorter(positions, 1)
             & ~(relation & (codes & ELEMENT_MASK != 0)))
 
 
@@ -2116,7 +2120,7 @@ class _Editor:
             self.put(piece.name, piece.ordinal, b"")  # (the set leaves its place, or takes it again below)
         if not len(codes):
             return None
-        data, records = self.encoded(codes, relation)
+        data, records = encode_postings(codes, relation)
         if len(data) <= INLINE_MAX:
             return _Stored(number, records.bit_length(), data)
         if piece is not None and piece.data is None:
@@ -2138,11 +2142,6 @@ class _Editor:
             at = add_set(held, data, at)
             found.append(held.positions().astype(numpy.int64) << ELEMENT_BITS | element)
         return numpy.sort(numpy.concatenate(found), kind="stable") if found else numpy.zeros(0, numpy.int64)
-
-    def encoded(self, codes: Sequence[int], relation: bool) -> tuple[bytes, int]:
-        """A set's bytes as a fresh build encodes it (of one record too: a list, or a bitmap
-        where that is shorter, a record among the first 72)."""
-        return encode_postings(codes, relation)
 
     def file(self, name: int) -> list[bytes]:
         if name not in self.files:

@@ -144,7 +144,7 @@ def test_an_edited_set_of_inline_max_bytes_stays_in_its_leaf_as_a_fresh_build_s(
     now = [*made[:235], dict(made[235], title="w235 common"), *made[236:]]
     fresh = Built(now, ["title"])
     key = (b"Scommon", 0)  # (the word's suffix key in the title, field 0)
-    assert len(ti._Editor(fresh.files.get, ti.index_fields(["title"]), 248).encoded(list(range(19)) + [235], False)[0]) \
+    assert len(ti.encode_postings(list(range(19)) + [235], False)[0]) \
         == ti.INLINE_MAX and holds(fresh.files, ["title"])[key][2]
     same_index(edited(before, now), fresh)
 
