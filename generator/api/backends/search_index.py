@@ -2098,11 +2098,13 @@ class _Editor:
         self.files: dict[int, list[bytes]] = {}  # postings files read (and changed): their sets
         self.changed: set[int] = set()
 
-    def leaf(self, data: bytes, moved: dict[Tag, tuple[set[int], set[int]]]) -> list[tuple[bytes, list[_Stored]]]:
-        """A leaf's entries (key, pieces), in key order, with `moved` applied."""
-        entries = dict(_key_list(data, len(LEAF_MAGIC), _stored_pieces))
+    def leaf(self, data: bytes, moved: dict[Tag, tuple[set[int], set[int]]]) -> list[tuple[bytes, Entry]]:
+        """A leaf's entries (key, what is said of it), in key order, with `moved` applied: an
+        entry no key of `moved` names as its bytes were (a leaf cut again holds a thousand
+        entries, a record's change a few), the others as their pieces."""
+        entries: dict[bytes, Entry] = dict(_key_list(data, len(LEAF_MAGIC), _entry_bytes))
         for (key, number), (lost, gained) in moved.items():
-            pieces = {piece.field: piece for piece in entries.get(key, [])}
+            pieces = {piece.field: piece for piece in _pieces_of(entries.get(key, []))}
             piece = self.moved(key, number, pieces.get(number), lost, gained)
             if piece is None:
                 pieces.pop(number, None)
@@ -2214,7 +2216,33 @@ def _stored_pieces(data: bytes, at: int) -> tuple[list[_Stored], int]:
     return pieces, at
 
 
-def _entry(out: bytearray, pieces: list[_Stored]) -> None:
+Entry = bytes | list[_Stored]  # (an entry of a leaf being edited: its bytes as they were, or its pieces)
+
+
+def _entry_bytes(data: bytes, at: int) -> tuple[bytes, int]:
+    """An entry's bytes as its leaf holds them, and where the next entry starts."""
+    start = at
+    fields, at = get_varint(data, at)
+    for _ in range(fields):
+        for _ in range(3):  # (its field, size class and where)
+            where, at = get_varint(data, at)
+        if where == INLINE:
+            size, at = get_varint(data, at)
+            at += size
+        else:  # (its postings file's name and its ordinal there)
+            at = get_varint(data, get_varint(data, at)[1])[1]
+    return data[start:at], at
+
+
+def _pieces_of(entry: Entry) -> list[_Stored]:
+    return _stored_pieces(entry, 0)[0] if entry.__class__ is bytes else entry
+
+
+def _entry(out: bytearray, entry: Entry) -> None:
+    if entry.__class__ is bytes:
+        out += entry
+        return
+    pieces = entry
     put_varint(out, len(pieces))
     for piece in pieces:
         put_varint(out, piece.field)
@@ -2241,7 +2269,7 @@ def _cut_again(leaves: list[tuple[bytes, int]], by_leaf: dict[int, dict], editor
         if at not in by_leaf:
             at += 1
             continue
-        entries: list[tuple[bytes, list[_Stored]]] = []
+        entries: list[tuple[bytes, Entry]] = []
         stop = at
         while True:
             entries += editor.leaf(_leaf_data(editor.read, leaves[stop][1]), by_leaf.get(stop, {}))
@@ -2290,11 +2318,11 @@ def _ends_leaf(key: bytes) -> bool:
     return zlib.crc32(key) & LEAF_MASK == 0
 
 
-def _cut(entries: list[tuple[bytes, list[_Stored]]]) -> Iterator[tuple[bytes, bytes]]:
+def _cut(entries: list[tuple[bytes, Entry]]) -> Iterator[tuple[bytes, bytes]]:
     out, first = _KeyList(), None
-    for at, (key, pieces) in enumerate(entries):
+    for at, (key, entry) in enumerate(entries):
         first = key if first is None else first
-        _entry(out.put(key), pieces)
+        _entry(out.put(key), entry)
         if _ends_leaf(key) or at == len(entries) - 1:
             yield first, LEAF_MAGIC + out.encoded()
             out, first = _KeyList(), None
