@@ -1315,6 +1315,31 @@ class _KeyList:
         self.restarts = array("I")
         self.previous = b""
         self.keys = 0
+        self.first: bytes | None = None  # (of a list begun with a leaf's head, `kept`: its first key)
+
+    @property
+    def blocks(self) -> int:
+        return len(self.restarts)
+
+    @classmethod
+    def kept(cls, data: bytes, key: bytes) -> "_KeyList":
+        """A leaf's key list begun again before `key`: the restart blocks wholly before the one
+        holding `key` (or where it would go) as their bytes lie, the next key put starting a
+        block (a change to `key` and keys after it leaves them as they are)."""
+        out = cls()
+        restarts, at = get_varint(data, len(LEAF_MAGIC))
+        keys = at + 4 * restarts
+        if not restarts:
+            return out
+        offsets = array("I", data[at:at + 4 * restarts])
+        if _BIG_ENDIAN:
+            offsets.byteswap()
+        offset = _restart(data, len(LEAF_MAGIC), key) - keys
+        blocks = offsets.index(offset)
+        if blocks:
+            out.restarts, out.body = offsets[:blocks], bytearray(data[keys:keys + offset])
+            out.keys, out.first = blocks * RESTART, _get_key(data, keys, b"")[0]
+        return out
 
     def put(self, key: bytes) -> bytearray:
         if self.keys % RESTART == 0:
@@ -2055,11 +2080,12 @@ def _keys(specs: list[str], records: list[tuple[int, Values]]) -> dict[Tag, set[
     return keys
 
 
-def _key_list(data: bytes, at: int, value: Callable[[bytes, int], tuple]) -> Iterator[tuple[bytes, Any]]:
+def _key_list(data: bytes, at: int, value: Callable[[bytes, int], tuple], block: int = 0) \
+        -> Iterator[tuple[bytes, Any]]:
     """Every key of a key list with what is said of it (`value` reads that: it, and where
-    it ends)."""
+    it ends), from the restart `block` on."""
     restarts, at = get_varint(data, at)
-    at += 4 * restarts
+    at += 4 * restarts + (int.from_bytes(data[at + 4 * block:at + 4 * block + 4], "little") if block else 0)
     key = b""
     while at < len(data):
         key, at = _get_key(data, at, key)
@@ -2098,11 +2124,12 @@ class _Editor:
         self.files: dict[int, list[bytes]] = {}  # postings files read (and changed): their sets
         self.changed: set[int] = set()
 
-    def leaf(self, data: bytes, moved: dict[Tag, tuple[set[int], set[int]]]) -> list[tuple[bytes, Entry]]:
-        """A leaf's entries (key, what is said of it), in key order, with `moved` applied: an
-        entry no key of `moved` names as its bytes were (a leaf cut again holds a thousand
-        entries, a record's change a few), the others as their pieces."""
-        entries: dict[bytes, Entry] = dict(_key_list(data, len(LEAF_MAGIC), _entry_bytes))
+    def leaf(self, data: bytes, moved: dict[Tag, tuple[set[int], set[int]]], block: int = 0) \
+            -> list[tuple[bytes, Entry]]:
+        """A leaf's entries (key, what is said of it) from its restart `block` on, in key
+        order, with `moved` applied: an entry no key of `moved` names as its bytes were (a leaf
+        cut again holds a thousand entries, a record's change a few), the others as their pieces."""
+        entries: dict[bytes, Entry] = dict(_key_list(data, len(LEAF_MAGIC), _entry_bytes, block))
         for (key, number), (lost, gained) in moved.items():
             pieces = {piece.field: piece for piece in _pieces_of(entries.get(key, []))}
             piece = self.moved(key, number, pieces.get(number), lost, gained)
@@ -2269,14 +2296,14 @@ def _cut_again(leaves: list[tuple[bytes, int]], by_leaf: dict[int, dict], editor
         if at not in by_leaf:
             at += 1
             continue
-        entries: list[tuple[bytes, Entry]] = []
-        stop = at
-        while True:
+        data = _leaf_data(editor.read, leaves[at][1])
+        head = _KeyList.kept(data, min(key for key, _ in by_leaf[at]))
+        entries = editor.leaf(data, by_leaf[at], head.blocks)
+        stop = at + 1
+        while stop < len(leaves) and (stop in by_leaf or not entries or not _ends_leaf(entries[-1][0])):
             entries += editor.leaf(_leaf_data(editor.read, leaves[stop][1]), by_leaf.get(stop, {}))
             stop += 1
-            if stop == len(leaves) or stop not in by_leaf and entries and _ends_leaf(entries[-1][0]):
-                break
-        cut[at] = [*_cut(entries)]
+        cut[at] = [*_cut(entries, head)]
         for skipped in range(at + 1, stop):
             cut[skipped] = []
         at = stop
@@ -2318,14 +2345,17 @@ def _ends_leaf(key: bytes) -> bool:
     return zlib.crc32(key) & LEAF_MASK == 0
 
 
-def _cut(entries: list[tuple[bytes, Entry]]) -> Iterator[tuple[bytes, bytes]]:
-    out, first = _KeyList(), None
-    for at, (key, entry) in enumerate(entries):
+def _cut(entries: list[tuple[bytes, Entry]], out: "_KeyList") -> Iterator[tuple[bytes, bytes]]:
+    """The leaves of `entries` (first key, bytes), the first put after `out`'s keys."""
+    first = out.first
+    for key, entry in entries:
         first = key if first is None else first
         _entry(out.put(key), entry)
-        if _ends_leaf(key) or at == len(entries) - 1:
+        if _ends_leaf(key):
             yield first, LEAF_MAGIC + out.encoded()
             out, first = _KeyList(), None
+    if out.keys:  # (the last key ends the last leaf)
+        yield first, LEAF_MAGIC + out.encoded()
 
 
 # ---- the search backend's side: the build's runs, a request's search -------------------------
