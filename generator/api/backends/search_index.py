@@ -348,16 +348,13 @@ def encode_set(positions: Sequence[int], out: bytearray) -> None:
 def _encode_long_set(positions: numpy.ndarray, out: bytearray) -> None:
     """encode_set's bytes of a long set, a vector operation a step (a common letter's set
     holds most of a million records)."""
+    if _bitmap_shorter(int(positions[-1]), len(positions)):
+        present = numpy.zeros(int(positions[-1]) + 1, dtype=bool)
+        present[positions] = True
+        _put_bitmap(present, out)
+        return
     highs = positions >> 16
     groups = numpy.flatnonzero(numpy.diff(highs)) + 1
-    if _bitmap_shorter(int(positions[-1]), len(positions)):
-        size = bitmap_size(int(positions[-1]))
-        present = numpy.zeros(size * 8, dtype=bool)
-        present[positions] = True
-        put_varint(out, BITMAP)
-        put_varint(out, size)
-        out += numpy.packbits(present, bitorder="little").tobytes()
-        return
     put_varint(out, LIST)
     starts = numpy.concatenate(([0], groups))
     sizes = numpy.diff(numpy.concatenate((starts, [len(positions)])))
@@ -366,6 +363,25 @@ def _encode_long_set(positions: numpy.ndarray, out: bytearray) -> None:
         put_varint(out, high)
         put_varint(out, size)
     out += (positions & LOW).astype("<u2").tobytes()
+
+
+def _put_bitmap(present: numpy.ndarray, out: bytearray) -> None:
+    """A bitmap set of the positions `present` marks, the last of them its last slot."""
+    put_varint(out, BITMAP)
+    put_varint(out, bitmap_size(len(present) - 1))
+    out += numpy.packbits(present, bitorder="little").tobytes()  # (its last byte's bits past the last: 0)
+
+
+def _encode_marked(present: numpy.ndarray) -> tuple[bytes, int]:
+    """encode_postings of a field's (not a relation's) positions that `present` marks, its
+    last slot marked: a bitmap packed as it lies where the set is one (a letter's: most of a
+    million records; their positions not listed first)."""
+    out, count = bytearray(), int(numpy.count_nonzero(present))
+    if _bitmap_shorter(len(present) - 1, count):
+        _put_bitmap(present, out)
+    else:
+        encode_set(numpy.flatnonzero(present), out)
+    return bytes(out), count
 
 
 _BIG_ENDIAN = array("H", [1]).tobytes() == b"\x00\x01"
@@ -435,8 +451,9 @@ def encode_postings(codes: Sequence[int], relation: bool) -> tuple[bytes, int]:
 
 
 class Encoded(NamedTuple):
-    """Sets encoded one after another (`data`, their bytes as a vector; each set's `starts`
-    and `sizes` in it) and how many records each holds."""
+    """Sets encoded one after another (`data`, their bytes as a vector, the first set's from
+    its first byte to the last's last; each set's `starts` and `sizes` in it) and how many
+    records each holds."""
     data: numpy.ndarray
     starts: numpy.ndarray
     sizes: numpy.ndarray
@@ -802,8 +819,7 @@ class TermIndexWriter:
         totals = table.totals(start, stop)
         alone = (totals > UNION_ALONE) & _bitmap_pays(totals, self.count)
         codes, sizes = table.united(start, stop, ~alone)
-        single = {at: encode_postings(table.union(start + at, bool(relation[at])), bool(relation[at]))
-                  for at in numpy.flatnonzero(alone).tolist()}
+        single = {at: table.encoded_union(start + at, bool(relation[at])) for at in numpy.flatnonzero(alone).tolist()}
         ones = numpy.flatnonzero(sizes == 1)  # (most keys': one record, a fixed few bytes, written at once)
         firsts = (numpy.cumsum(sizes) - sizes)[ones]
         listed = _listed_one(codes[firsts], relation[ones])
@@ -855,8 +871,7 @@ def _joined_sets(count: int, single: dict[int, tuple[bytes, int]],
         sizes[at], records[at] = encoded.sizes, encoded.records
     joined = Encoded(numpy.empty(int(sizes.sum()), numpy.uint8), numpy.cumsum(sizes) - sizes, sizes, records)
     for at, encoded in together:
-        joined.data[_ranges_of(joined.starts[at], encoded.sizes)] = encoded.data[_ranges_of(encoded.starts,
-                                                                                            encoded.sizes)]
+        joined.data[_ranges_of(joined.starts[at], encoded.sizes)] = encoded.data
     for at, (data, _) in single.items():
         joined.data[joined.starts[at]:joined.starts[at] + len(data)] = numpy.frombuffer(data, numpy.uint8)
     return joined
@@ -973,14 +988,14 @@ class _KeyTable:
             codes, owner = codes[order], owner[order]
         return codes, numpy.bincount(owner, minlength=stop - start)
 
-    def union(self, at: int, relation: bool) -> numpy.ndarray:
-        """Entry `at`'s codes, its sources' united: marked in a bitmap (of a relation field's,
-        a slot for each record's each element) where it pays, else sorted (a relation's
-        element far from the first: most slots empty)."""
+    def encoded_union(self, at: int, relation: bool) -> tuple[bytes, int]:
+        """encode_postings of entry `at`'s codes, its sources' united: marked in a bitmap (of a
+        relation field's, a slot for each record's each element) where it pays, else sorted
+        (a relation's element far from the first: most slots empty)."""
         sources = self.sources[self.via[at]:self.via[at + 1]]
         starts = self.held[sources]
         if len(sources) == 1:
-            return self.codes[starts[0]:self.held[sources[0] + 1]]
+            return encode_postings(self.codes[starts[0]:self.held[sources[0] + 1]], relation)
         # (a letter's: tens of thousands of sources, gathered at once)
         joined = self.codes[_ranges_of(starts, self.held[sources + 1] - starts)]
         width = int((joined & ELEMENT_MASK).max()) + 1 if relation else 1  # (a record's slots: one an element)
@@ -988,11 +1003,13 @@ class _KeyTable:
         top = int(slots.max()) + 1
         if not _bitmap_pays(len(joined), top):
             joined.sort()
-            return joined[numpy.append(True, joined[1:] != joined[:-1])]
+            return encode_postings(joined[numpy.append(True, joined[1:] != joined[:-1])], relation)
         present = numpy.zeros(top, dtype=bool)
         present[slots] = True
+        if not relation:
+            return _encode_marked(present)
         found = numpy.flatnonzero(present)
-        return (found // width) << ELEMENT_BITS | found % width if relation else found
+        return encode_postings((found // width) << ELEMENT_BITS | found % width, relation)
 
     def codes_of(self, at: int) -> set[int]:
         """Entry `at`'s codes."""

@@ -389,9 +389,9 @@ def test_runs_merged_and_ranges_written_by_processes_give_the_same_files(catalog
 
 @pytest.mark.parametrize("share", [ti.UNION_SHARE, 0])
 def test_a_keys_sources_united_alone_give_its_codes(catalogue, monkeypatch, share):
-    """_KeyTable.union (the sources of a key of many codes united alone: in a bitmap, or
-    sorted where a bitmap would be mostly empty; share 0: always sorted) gives each code of
-    the entry's sources once, in order, a relation field's too."""
+    """_KeyTable.encoded_union (the sources of a key of many codes united alone: in a bitmap,
+    or sorted where a bitmap would be mostly empty; share 0: always sorted) encodes each code
+    of the entry's sources once, in order, a relation field's too, as encode_postings does."""
     monkeypatch.setattr(ti, "UNION_SHARE", share)
     writer = ti.TermIndexWriter(SPECS, len(catalogue))
     writer.add_documents(0, catalogue, str.lower)
@@ -399,7 +399,8 @@ def test_a_keys_sources_united_alone_give_its_codes(catalogue, monkeypatch, shar
     several = numpy.flatnonzero(numpy.diff(table.via) > 1).tolist()
     assert several and any(writer.relations[table.numbers[at]] for at in several)
     for at in several:
-        assert table.union(at, writer.relations[table.numbers[at]]).tolist() == sorted(table.codes_of(at))
+        relation = writer.relations[table.numbers[at]]
+        assert table.encoded_union(at, relation) == ti.encode_postings(sorted(table.codes_of(at)), relation)
 
 
 def python_cut(value: str) -> dict[str, set[str]]:
@@ -492,7 +493,7 @@ def test_sets_of_one_record_written_at_once_are_encode_postings_bytes(ones, coun
 def test_entries_codes_united_are_each_code_once_in_order(entries, data):
     """_KeyTable.united (a suffix's or letter's codes from its sources') gives each entry of a
     run of them that it is asked for its sources' every code once, sorted, and how many;
-    `union` (one entry's, in a bitmap) the same; `totals` the codes of their sources."""
+    `encoded_union` (one entry's, in a bitmap) the same, encoded; `totals` the codes of their sources."""
     runs = [sorted(set(run)) for sources in entries for run in sources]
     sizes = [len(sources) for sources in entries]
     held = numpy.cumsum([0, *map(len, runs)])
@@ -510,7 +511,8 @@ def test_entries_codes_united_are_each_code_once_in_order(entries, data):
     assert table.totals(start, stop).tolist() == [sum(map(len, sources)) for sources in [
         [sorted(set(run)) for run in sources] for sources in entries[start:stop]]]
     for at, sources in enumerate(entries[start:stop], start):
-        assert table.union(at, False).tolist() == sorted({code for run in sources for code in run})
+        assert table.encoded_union(at, False) == ti.encode_postings(sorted({code for run in sources for code in run}),
+                                                                    False)
 
 
 def test_a_term_is_checked_on_documents_where_that_reads_fewer_files():
