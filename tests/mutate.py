@@ -180,10 +180,6 @@ EXPLAINED: dict[tuple[str, str, str], str] = {
      "for (let at = 0; at <= positions.length;) {  // (each run of neighbours on one page at once)"):
         "equivalent: the one pass past the end asks records(undefined, NaN, picked), whose loop runs while "
         "undefined < NaN: never",
-    (f"{BACKENDS}/relations.py", "if len(related) > 1 and len(set(references[-len(related):])) < len(related):",
-     "if len(related) >= 1 and len(set(references[-len(related):])) < len(related):"):
-        "equivalent: one id is never repeated (a set of one is as long as it): a condition that only spares "
-        "the set",
     (f"{BACKENDS}/relations.py", "processes: int = 1) -> None:", "processes: int = 2) -> None:"):
         "equivalent: the default of Relations.finish, which never reads `processes` (it joins the runs' parts "
         "and writes each filter's files in the build's own process)",

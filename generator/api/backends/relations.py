@@ -127,8 +127,9 @@ class Referred:
     """A run of records' references, by relation: each related record as the document names
     it (its `id`, else its `url`: the id is taken from the urls in the finish, by columns, a
     million books naming some 430,000 records), one after another, and the position of the
-    record referring with each, in order (a record's repeats of a record once). Flat, so
-    that the finish groups millions of them by columns, not an id at a time."""
+    record referring with each, in order (a record naming a record twice: both kept, one
+    position in the finish). Flat, so that the finish groups millions of them by columns,
+    not an id at a time."""
 
     def __init__(self, relations: list[str], first: int) -> None:
         self.references: dict[str, list[str]] = {relation: [] for relation in relations}
@@ -136,19 +137,14 @@ class Referred:
         self.count = first
 
     def add(self, documents: list[dict]) -> None:
-        start = self.count
+        positions = numpy.arange(self.count, self.count + len(documents), dtype=numpy.uint32)
         for relation, references in self.references.items():
-            positions = self.positions[relation]
-            for position, related in enumerate([document.get(relation) for document in documents], start):
-                if not related:
-                    continue
-                if related.__class__ is dict:  # (a to-one relation's)
-                    related = (related,)
-                for record in related:  # (appended as they come: most name one record, and none twice)
-                    references.append(record.get("id") or record["url"])
-                if len(related) > 1 and len(set(references[-len(related):])) < len(related):
-                    references[-len(related):] = dict.fromkeys(references[-len(related):])
-                positions.extend([position] * (len(references) - len(positions)))
+            # (a to-many relation's records, a list; a to-one's, a dict or None)
+            related = [records if records.__class__ is list else (records,) if records else ()
+                       for records in [document.get(relation) for document in documents]]
+            references.extend([record.get("id") or record["url"] for records in related for record in records])
+            named = numpy.fromiter(map(len, related), numpy.int64, len(related))
+            self.positions[relation].frombytes(numpy.repeat(positions, named).tobytes())
         self.count += len(documents)
 
     def close(self) -> dict[str, "References"]:
