@@ -27,11 +27,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from generator.api.urls import QUERY_DIR  # noqa: E402
 from generator.catalogue.load import read_catalogue  # noqa: E402
 from generator.sitebuild import state  # noqa: E402
 from generator.sitebuild.publish import Generation, Site  # noqa: E402
 from generator.sitebuild.queries import Job, write_query_indexes  # noqa: E402
+from query_rate import index_paths  # noqa: E402
 
 SCRATCH_NUMBER = 999_999  # (names this run's parts files in the published state: removed after)
 
@@ -43,13 +43,6 @@ class _Aside(Generation):
     def __init__(self, published: Path, store: Path, out: Path) -> None:
         super().__init__(published, store, SCRATCH_NUMBER)
         self._prefix = f"{out}/"
-
-
-def index_files(root: Path, folders: list[str]) -> set[str]:
-    """The paths of every file under these folders (each a collection's query indexes) of a
-    generation or a scratch folder."""
-    return {str(Path(directory, name).relative_to(root)) for folder in folders
-            for directory, _, names in os.walk(root / folder, followlinks=True) for name in names}
 
 
 def main() -> None:
@@ -83,8 +76,7 @@ def main() -> None:
     forked = after.children_user - before.children_user + after.children_system - before.children_system
     print(f"the index step: {time.monotonic() - started:.1f} s, processor {own:.1f} s here and {forked:.1f} s "
           f"in its forked processes ({args.processes} processes)")
-    folders = [str(folder.relative_to(out)) for folder in out.rglob(QUERY_DIR)]
-    made, there = index_files(out, folders), index_files(published, folders)
+    made, there = set(index_paths(out)), set(index_paths(published))
     differ = [path for path in sorted(made & there) if not filecmp.cmp(out / path, published / path, shallow=False)]
     print(f"{len(made):,} files: {len(differ)} differ from the site's, {len(there - made)} missing, "
           f"{len(made - there)} extra" + "".join(f"\n  differs: {path}" for path in differ[:20]))

@@ -64,17 +64,17 @@ filters:
 """
 
 
+def index_paths(root: Path) -> list[str]:
+    """Each query index file under a generation (or a folder laid out as one), by its path there."""
+    return [os.path.relpath(os.path.join(directory, name), root)
+            for directory, _dirs, names in os.walk(root / "api") if f"/{QUERY_DIR}" in directory for name in names]
+
+
 def index_inodes(site: Path) -> dict[str, int]:
     """Each query index file of the published generation, with its inode (a file the next
     build links from this one keeps it)."""
     root = (site / CURRENT).resolve()
-    found = {}
-    for directory, _dirs, names in os.walk(root / "api"):
-        if f"/{QUERY_DIR}" in directory:
-            for name in names:
-                path = os.path.join(directory, name)
-                found[os.path.relpath(path, root)] = os.stat(path).st_ino
-    return found
+    return {path: os.stat(root / path).st_ino for path in index_paths(root)}
 
 
 def index_bytes(site: Path) -> tuple[int, int]:
