@@ -47,6 +47,7 @@ from bench import Quiet, delete_in_background, edit_one_title, run_build, settle
 from workload import catalogue  # noqa: E402
 from servers import Server  # noqa: E402
 from generator.api.urls import CURRENT, QUERY_DIR  # noqa: E402
+from generator.sitebuild.part import INDEX_PARTS  # noqa: E402
 
 SEED, VOCABULARY = 7, 200000  # the catalogues of the national-scale figures (benchmarks/probes.py's)
 EDITED = "middle"  # the row of books.csv whose title the edit changes (bench.EDITED_ROWS)
@@ -264,7 +265,8 @@ def report_change(what: str, built: dict, rewritten: int) -> None:
 
 def report_builds(books: int, without: dict, with_query: dict, site: Path) -> None:
     files, size = index_bytes(site)
-    indexes = with_query['phases'].get('query indexes', 0)
+    # (the index step, and the parts' making of the stretches' parts as they cut the pages: the slower part's)
+    indexes = with_query['phases'].get('query indexes', 0) + with_query['phases'].get(f"parts: {INDEX_PARTS}", 0)
     # (two builds' walls differ by a third run to run, and the first after its data was made or a site
     # deleted is the slower: the build with them against itself without its index step is steadier)
     print(f"{books:,} books: `catalogue build` {without['wall']:.1f} s without search/ordering/filters, "

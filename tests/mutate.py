@@ -81,6 +81,7 @@ ENGINE: dict[str, list[list[str]]] = {
     f"{BACKENDS}/search_index.py": [["tests/api/backends/test_search_index.py", "tests/api/backends/test_search.py",
                                      "tests/sitebuild/test_queries.py"], NODE, DRF],
     "generator/sitebuild/queries.py": [["tests/sitebuild/test_queries.py"], NODE],
+    "generator/sitebuild/stretches.py": [["tests/sitebuild/test_queries.py"], NODE],
     # The page indexes: read by api/assemble.py (test_assemble), written by the build (the golden
     # manifest holds them; test_state: one rewritten a span), read by pages.js.j2 as Python reads them.
     "generator/api/pageindex.py": [["tests/api/test_assemble.py", "tests/sitebuild/test_pipeline.py"],

@@ -23,6 +23,7 @@ import numpy
 import orjson
 
 from ..api import pageindex
+from ..api.backends import configured
 from ..api.pages import Page
 from ..api.render import Renderer
 from ..api.schemas import SchemaChecker
@@ -33,7 +34,7 @@ from ..catalogue.records import REUSED, ROW, Known, Unique, category_tree, recor
 from ..catalogue.settings import Settings
 from ..errors import Problem, Problems
 from ..system import no_cycle_collector
-from . import paging, state
+from . import paging, state, stretches
 from .keys import Keys
 from .publish import Output, same_bytes
 from .segments import Segment
@@ -44,6 +45,7 @@ PROGRESS_EVERY = 5000
 ANNOUNCED_MAX = 256  # detail documents a part tells of, per collection: beyond, none (a large change; a
 # burst of writes makes rebuilds of a hundred or two new records, which go up while they build)
 EXCHANGE_CHUNK = 1 << 16  # ids of another part checked at once (_chunks)
+INDEX_PARTS = "query indexes' parts (within the pages)"  # (the step's name among a part's phases)
 
 
 @dataclass
@@ -58,6 +60,7 @@ class Plan:
     # told of each detail document written, as (path, where it lies), once its collection is made
     # (a few: ANNOUNCED_MAX), for a publisher to upload at once: the new records of a write
     announce: Callable[[str, str], None] | None = None
+    index: bool = False  # make the query indexes' parts of the stretches whose records are new or moved
 
 
 @dataclass
@@ -516,6 +519,9 @@ class Part:
                     self.out.write(first_page_path(resource), data, twin)
             default_kept = limit_kept(settings.default_page_size) and incremental.old_default == settings.default_page_size
             self._write_indexes(resource, spooled, moved if default_kept else None)
+            if self.plan.index and resource.name in configured(settings.query):
+                with self.phases.within(INDEX_PARTS):
+                    self._index_parts(resource, spooled)
 
     def _write_indexes(self, resource: Resource, spooled: Spools, moved: list[int] | None) -> None:
         """This part's share of the page indexes (api/pageindex.py): one a span of the default
@@ -535,6 +541,20 @@ class Part:
             path, data = page_index_path(resource, limit, first), pageindex.encode(count, limit, first, starts)
             if moved is None or not same_bytes(self.plan.incremental.previous / path, data):
                 self.out.write(path, data)
+
+    def _index_parts(self, resource: Resource, spooled: Spools) -> None:
+        """The query indexes' parts (sitebuild/stretches.py) of the stretches that begin in this
+        part's share of the pages and hold a record new or moved, made from the records spooled,
+        while they are at hand: the query-index step would read them back from the pages."""
+        settings, count = self.plan.settings, len(spooled)
+        low, high = paging.offsets_of_part(count, settings.page_sizes, self.number, self.team.count)
+        moved = moved_records(self.team.scratch, resource.collection)
+        decode = stretches.decoder(stretches.reads(resource.name, settings.query), page=False).decode
+        for start, stop in stretches.every(count, self.team.count, settings.default_page_size):
+            if low <= start < high and numpy.searchsorted(moved, start) != numpy.searchsorted(moved, stop):
+                documents = decode(b"[%b]" % b",".join(spooled.read(start, stop)))
+                stretches.made_here(self.team.scratch, resource.name, (start, stop)).write_bytes(
+                    stretches.parts(resource.name, settings.query, start, documents))
 
     def _moved(self, collection: str) -> list[int]:
         """The places of the records new, changed or shifted since the previous build."""

@@ -79,6 +79,7 @@ class Workspace:
     make_output: Callable[[], Output]
     scratch: Path
     tag: str  # names the record files the build keeps: unique among the builds of a site
+    index: bool = False  # the parts make the query indexes' parts of what they spool (a build's, not a check's)
 
 
 @dataclass(frozen=True)
@@ -126,7 +127,7 @@ def build(data_dir: Path, out_dir: Path, base_url: str | None = None, progress: 
               tempfile.TemporaryDirectory(prefix="scratch-", dir=site.state, ignore_cleanup_errors=True) as scratch):
             with disk_full_said():  # (the generation, unpublished, is thrown away: its space freed)
                 target = Target(site, generation, previous)
-                workspace = Workspace(generation.writer, Path(scratch), state.data_tag(generation.number))
+                workspace = Workspace(generation.writer, Path(scratch), state.data_tag(generation.number), index=True)
                 same_settings = before is not None and now is not None and before.settings == now.settings
                 result = produce(job, workspace, incremental, tables, announce if same_settings else None)
                 phases.done("records and pages (parts)")
@@ -168,7 +169,7 @@ def produce(job: Job, workspace: Workspace, incremental: state.Incremental = sta
     settings, sources, problems = job.input
     ranges, shares = share_out(job, incremental, tables or {})
     plan = Plan(settings, ranges, settings is not None and not problems, workspace.make_output, incremental, shares,
-                announce)
+                announce, workspace.index)
     team = Team(job.processes, workspace.scratch, job.progress, workspace.tag)
     results = team.run(lambda number, team: Part(number, team, plan).run())
     for result in results:

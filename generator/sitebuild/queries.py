@@ -1,18 +1,18 @@
 """The build's query indexes: what each query backend (api/backends/) writes, made after the
-pages from the pages of the default size the new generation holds (records encoded once,
-read back here one page at a time, only the fields the indexers read), and written only
-where a file's bytes changed; an unchanged one is linked from the previous generation. A
-collection of several blocks of records is read by as many processes as the build uses, in
-runs of whole blocks (a few a process, each taken by the process that comes free), every
-backend's indexer fed the same pages; each backend then finishes from the runs' parts.
+pages from each *stretch*'s parts (what every backend's indexer made of its records,
+sitebuild/stretches.py), and written only where a file's bytes changed; an unchanged one is
+linked from the previous generation. The parts of a stretch whose records are new or moved
+are made by the part of the build that cut its pages, from the records it spooled; the
+others' are taken over from the previous build, or made here from the pages of the default
+size the new generation holds (only the fields the indexers read), read by as many
+processes as the build uses, in runs of whole blocks (a few a process, each taken by the
+process that comes free). Each backend then finishes from the stretches' parts.
 
-A run is read a *stretch* at a time (PART_PAGES pages of the default size), and each
-stretch's parts (what every backend's indexer made of it) are kept in the generation's
-state, named after the build that made them: the next build, made with the same settings
-and generator, takes over the parts of every stretch whose pages hold the records they
-held (a hard link; a stretch whose pages are the previous generation's files, the same
-inodes, without reading them) and parses and keys only the stretches that changed (a
-one-title edit: one). Where at most EDIT_STRETCHES changed and no record moved (records
+Each stretch's parts are kept in the generation's state, named after the build that made
+them: the next build, made with the same settings and generator, takes over the parts of
+every stretch whose pages hold the records they held (a hard link; a stretch whose pages
+are the previous generation's files, the same inodes, without reading them) and parses and
+keys only the stretches that changed (a one-title edit: one). Where at most EDIT_STRETCHES changed and no record moved (records
 added at the end: the last stretch longer), each backend that can, and whose related
 collections' ids are as before (`Backend.given_ids`), edits the previous build's files
 where those records changed (`Backend.edit`: the term index, the orderings, the filters)
@@ -23,37 +23,30 @@ linked from it as they are, not made again (an edit of another collection).
 """
 from __future__ import annotations
 
-import functools
 import hashlib
 import multiprocessing
 import os
-import pickle
-import struct
 import threading
-from array import array
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass, field as dataclass_field
 from itertools import zip_longest
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, TypedDict
+from typing import Callable, Iterable, Iterator
 
-import msgspec
 import numpy
 import orjson
 
 from ..api.backends import Backend, common, configured, indexing
-from ..api.backends.common import DocumentField
 from ..api.pageindex import RESULTS
 from ..api.urls import BY_NAME, PAGE_BUCKET, page_file
 from ..catalogue.settings import Settings
 from ..system import big_arrays, no_cycle_collector
+from . import stretches
 from .part import moved_records
 from .publish import Generation, Site, same_bytes
 from .state import VERSION as STATE_VERSION, published_ids, state_dir
 
-PART_PAGES = 256  # pages of the default size whose records' parts are kept as one file of the state
 PARTS_FORMAT = b"10"  # bump when what an indexer's close() gives changes for the same records, or how it is kept
-RUNS_EACH = 4  # runs of records a process reads, at most (where more than one process reads)
 EDIT_STRETCHES = 4  # stretches changed at most where the indexes are edited (backends that can), not made again
 
 
@@ -122,27 +115,8 @@ class Job:
         """What reads a collection's documents of records start..stop from its default page at
         `offset` (page, offset, start, stop): of each, only the fields its backends' indexers
         read (Backend.reads)."""
-        query = self.settings.query
-        decode = _page_decoder(frozenset(field for backend in indexing(name, query)
-                                         for field in backend.reads(name, query))).decode
+        decode = stretches.decoder(stretches.reads(name, self.settings.query), page=True).decode
         return lambda page, offset, start, stop: decode(page)["results"][max(start - offset, 0):stop - offset]
-
-
-@functools.cache
-def _page_decoder(fields: frozenset[DocumentField]) -> msgspec.json.Decoder:
-    """A decoder of a page that makes, of each record's document, the `fields` alone (a field,
-    or a field of the records of a relation, a to-one's or a to-many's): what else a record
-    holds is skipped, not made (a book's page of twelve is read in half orjson's time: most
-    of its bytes are the related records' other fields)."""
-    whole = {field[0] for field in fields if len(field) == 1}
-    related: dict[str, dict] = {}
-    for relation, key in (field for field in fields if len(field) == 2 and field[0] not in whole):
-        related.setdefault(relation, {})[key] = Any
-    shapes = {relation: TypedDict(f"Related_{relation}", keys, total=False) for relation, keys in related.items()}
-    document = TypedDict("Document", {**dict.fromkeys(whole, Any),
-                                      **{relation: list[shape] | shape | None for relation, shape in shapes.items()}},
-                         total=False)
-    return msgspec.json.Decoder(TypedDict("Page", {"results": list[document]}, total=False))
 
 
 def write_query_indexes(job: Job, processes: int) -> None:
@@ -205,7 +179,7 @@ def _collected(job: Job, name: str, processes: int, shared: _Shared) -> Callable
     query = job.settings.query
     made_with = _made_with(job)
     before = _made(job.previous, name)
-    runs = _runs(job.counts[name], processes)
+    runs = stretches.runs(job.counts[name], processes)
     parts = _parts_by_bounds(before, made_with)
     # (forked: a run's indexers use no polars, whose threads a fork leaves behind: it would hang)
     if len(runs) > 1:
@@ -252,7 +226,7 @@ def _finish(job: Job, name: str, kept: list[Path], made: dict, shared: _Shared, 
 
     def make(at: int, backend: Backend) -> None:
         def parts() -> list:
-            return [_read_part(path, at) for path in kept]
+            return [stretches.read_part(path, at) for path in kept]
         editable = changes is not None and (same_ids or not backend.given_ids(name, query))
         edited = backend.edit(name, query, job.read_previous, changes, count, parts) if editable else None
         if edited is None:
@@ -337,18 +311,9 @@ def _carry(job: Job, folder: str, skip: Iterable[str] = ()) -> None:
     job.site.carry_folder(job.generation, job.previous, folder, set(skip))
 
 
-def _runs(count: int, processes: int) -> list[tuple[int, int]]:
-    """Runs of whole blocks of records, RUNS_EACH a process where there are blocks enough (a
-    process free takes the next: runs' costs differ, and one process was left waiting)."""
-    blocks = len(common.blocks(count))
-    share = -(-blocks // (processes * RUNS_EACH if processes > 1 else 1))  # (more runs than blocks: a block each)
-    return [(first * common.BLOCK, min(first + share, blocks) * common.BLOCK) for first in range(0, blocks, share)]
-
-
 def _collect(job: Job, name: str, run: tuple[int, int], before: dict[tuple[int, int], str]) -> list[Path]:
     """The state's files of a run's stretches, in order: each holds every indexing backend's
-    part of its records (in the order of indexing(), each pickled apart: a backend's are read
-    without the others', _read_part), taken over from the previous build's state where it
+    part of its records (stretches.parts), taken over from the previous build's state where it
     kept the same (`before`: its parts files by their stretches' bounds, where made with
     these settings), else made."""
     return [_stretch_parts(job, name, start, stop, before) for start, stop in _run_stretches(job, name, run)]
@@ -371,55 +336,36 @@ def _made_with(job: Job) -> str:
 
 
 def _run_stretches(job: Job, name: str, run: tuple[int, int]) -> list[tuple[int, int]]:
-    return _stretches((run[0], job.stop(name, run[1])), job.settings.default_page_size)
-
-
-def _stretches(run: tuple[int, int], page_size: int) -> list[tuple[int, int]]:
-    """A run of records cut where the records of PART_PAGES pages end (the cuts fixed by the
-    collection, not the run: a stretch is found again whichever run holds it)."""
-    size = PART_PAGES * page_size
-    start, stop = run
-    cuts = [start, *range(start - start % size + size, stop, size), max(start, stop)]
-    return list(zip(cuts, cuts[1:]))
+    return stretches.cut((run[0], job.stop(name, run[1])), job.settings.default_page_size)
 
 
 def _stretch_parts(job: Job, name: str, start: int, stop: int, before: dict[tuple[int, int], str]) -> Path:
     """The state's file of the parts of records start..stop: linked from the previous state
-    where it holds this stretch's (`before`, made with the same settings) and its pages are
-    the previous generation's files (an unchanged page is linked, never written again: the
-    same inode, its bytes unread) or hold the same bytes, else made from the pages."""
+    where it holds this stretch's (`before`, made with the same settings) and its records
+    did not move or its pages are the previous generation's files (an unchanged page is
+    linked, never written again: the same inode, its bytes unread); else the one a part of
+    the build made as it cut the stretch's pages (part.py); else linked from the previous
+    state where its pages hold the same records' bytes, or made from the pages."""
     state = state_dir(job.generation.root)
     state.mkdir(exist_ok=True)
     kept = before.get((start, stop))
     if kept is not None and (job.records_kept(name, start, stop) or _pages_kept(job, name, start, stop)) \
             and (taken := _taken_over(job, kept)):
         return taken
+    path = state / f"query-parts-{name}-{start}-{job.generation.number}"
+    if job.scratch is not None:
+        try:
+            os.replace(stretches.made_here(job.scratch, name, (start, stop)), path)
+            return path
+        except FileNotFoundError:
+            pass
     pages = list(job.page_bytes(name, start, stop))
     if kept is not None and _same_pages(job, name, start, stop, pages) and (taken := _taken_over(job, kept)):
         return taken
-    path = state / f"query-parts-{name}-{start}-{job.generation.number}"
-    query = job.settings.query
-    indexers = [backend.indexer(name, query, job.flush, start) for backend in indexing(name, query)]
     read = job.documents(name)
     documents = [document for offset, data in pages for document in read(data, offset, start, stop)]
-    for indexer in indexers:  # (the stretch's at once: each add's own work, done once, not a page at a time)
-        indexer.add(documents)
-    parts = [pickle.dumps(indexer.close(), pickle.HIGHEST_PROTOCOL) for indexer in indexers]
-    path.write_bytes(_PART_SIZES.pack(len(parts)) + array("Q", map(len, parts)).tobytes() + b"".join(parts))
+    path.write_bytes(stretches.parts(name, job.settings.query, start, documents))
     return path
-
-
-_PART_SIZES = struct.Struct("<I")  # (a parts file: the number of parts, each one's size, uint64s, then the parts)
-
-
-def _read_part(path: Path, at: int) -> Any:
-    """One backend's part (the `at`-th) of a stretch's parts file, the others' bytes unread
-    (an edit of one backend reads its own: a million books' ordering, 50 MB of 390)."""
-    with open(path, "rb") as f:
-        number, = _PART_SIZES.unpack(f.read(_PART_SIZES.size))
-        sizes = array("Q", f.read(8 * number))
-        f.seek(sum(sizes[:at]), os.SEEK_CUR)
-        return pickle.loads(f.read(sizes[at]))
 
 
 def _taken_over(job: Job, file: str) -> Path | None:

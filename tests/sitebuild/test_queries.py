@@ -13,9 +13,9 @@ import yaml
 
 from generator.api.backends import BACKENDS, common, search_index
 from generator.api.urls import QUERY_DIR
-from generator.api.urls import CURRENT
+from generator.api.urls import CURRENT, STATE
 from generator.catalogue import synth
-from generator.sitebuild import build
+from generator.sitebuild import build, stretches
 from golden_files import put_together
 from index_holds import holds
 from query_probes import SETTINGS, with_settings
@@ -142,9 +142,7 @@ def test_an_edit_takes_over_the_unchanged_stretches_and_writes_what_a_fresh_buil
     and every index file is the one a fresh build of the edited data writes (the term index
     is edited: its postings files may lie otherwise than a fresh build's where a set moves
     between a leaf and a file, search_index.py's edit; here none does)."""
-    from generator.sitebuild import queries
-
-    monkeypatch.setattr(queries, "PART_PAGES", 3)  # (36 records a stretch: a dozen of them)
+    monkeypatch.setattr(stretches, "PART_PAGES", 3)  # (36 records a stretch: a dozen of them)
     monkeypatch.setattr(common, "BLOCK", 128)  # (runs of whole blocks: stretches cut by runs too)
     site, fresh = tmp_path / "site", tmp_path / "fresh"
     build(catalogue, site, processes=2)
@@ -179,7 +177,7 @@ def test_a_stretch_whose_pages_were_written_again_with_the_same_bytes_is_taken_o
     where one differs; every index file what a fresh build writes."""
     from generator.sitebuild import queries
 
-    monkeypatch.setattr(queries, "PART_PAGES", 3)  # (36 records a stretch: a dozen of them)
+    monkeypatch.setattr(stretches, "PART_PAGES", 3)  # (36 records a stretch: a dozen of them)
     site, fresh = tmp_path / "site", tmp_path / "fresh"
     build(catalogue, site, processes=2)
     before = parts_files(site)
@@ -199,7 +197,6 @@ def test_a_stretch_whose_pages_were_written_again_with_the_same_bytes_is_taken_o
 def parts_files(site: Path, collection: str = "*") -> dict[str, int]:
     """The published generation's query parts files (its state's, of one collection or all),
     by name: their inodes."""
-    from generator.api.urls import STATE
     state = (site / CURRENT).resolve() / STATE
     return {path.name: path.stat().st_ino for path in state.glob(f"query-parts-{collection}-*")}
 
@@ -274,9 +271,7 @@ def test_an_edit_reads_only_the_pages_of_the_stretch_it_changed(catalogue, tmp_p
     new generation's and the previous one's, to find the records that changed), no other
     stretch's (their pages are the previous generation's files), and no page of the
     collections whose ids the filters take (the same: their ids are known unread)."""
-    from generator.sitebuild import queries
-
-    monkeypatch.setattr(queries, "PART_PAGES", 3)  # (36 records a stretch)
+    monkeypatch.setattr(stretches, "PART_PAGES", 3)  # (36 records a stretch)
     site = tmp_path / "site"
     build(catalogue, site, processes=1)
     read = pages_read(monkeypatch)
@@ -324,11 +319,9 @@ def test_a_build_with_other_processes_makes_again_only_the_stretches_the_runs_cu
     """A stretch is cut where the collection's records of PART_PAGES pages end, not where its
     run starts: a build in one run after a build in two takes over every stretch's parts from
     the previous state but the edited one's and the one the two runs' seam cut in two."""
-    from generator.sitebuild import queries
-
-    monkeypatch.setattr(queries, "PART_PAGES", 3)  # (36 records a stretch)
+    monkeypatch.setattr(stretches, "PART_PAGES", 3)  # (36 records a stretch)
     monkeypatch.setattr(common, "BLOCK", 128)  # (400 books: two runs of two blocks, their seam at 256, in a stretch)
-    monkeypatch.setattr(queries, "RUNS_EACH", 1)
+    monkeypatch.setattr(stretches, "RUNS_EACH", 1)
     site = tmp_path / "site"
     build(catalogue, site, processes=2)
     before = parts_files(site, "books")
@@ -390,7 +383,7 @@ def test_the_pages_are_read_back_with_just_the_fields_each_indexer_reads(catalog
             made = []
             for documents in ([orjson.loads(page)["results"] for _, page in pages],
                               [read(page, offset, 0, count) for offset, page in pages]):
-                indexer = backend.indexer(name, query, None, 0)
+                indexer = backend.indexer(name, query, 0)
                 for page in documents:
                     indexer.add(page)
                 made.append(pickle.dumps(indexer.close()))
@@ -399,6 +392,37 @@ def test_the_pages_are_read_back_with_just_the_fields_each_indexer_reads(catalog
     assert set(book) == {"title", "isbn", "price", "pages", "created_time", "authors", "translators", "publishers",
                          "categories"}
     assert set(book["authors"][0]) == {"fullName", "url"}  # (its filter's id, taken from the url; no id given)
+
+
+@pytest.mark.parametrize("processes", [1, 2])
+def test_the_parts_that_cut_the_pages_make_every_stretch_s_parts_as_the_pages_would(catalogue, tmp_path,
+                                                                                    monkeypatch, processes):
+    """A fresh build: the build's parts make every stretch's parts from the records they
+    spooled, and the index step reads no default page (seen in one process); they are the
+    bytes the index step makes from the pages where the parts make none (two processes: each
+    part the stretches that begin in its pages, the seam's too), and so are the index files."""
+    from generator.api.backends import configured
+    from generator.sitebuild.part import Part
+    from generator.sitebuild.pipeline import Job as BuildJob
+
+    monkeypatch.setattr(stretches, "PART_PAGES", 3)  # (36 records a stretch)
+    monkeypatch.setattr(common, "BLOCK", 128)  # (runs of whole blocks: stretches cut by runs too)
+    read = pages_read(monkeypatch)
+    site, from_pages = tmp_path / "site", tmp_path / "from-pages"
+    build(catalogue, site, processes=processes)
+    assert read == []
+    monkeypatch.setattr(Part, "_index_parts", lambda *args: None)
+    build(catalogue, from_pages, processes=processes)
+    if processes == 1:
+        query = BuildJob.read(catalogue, None, 1, None).settings.query
+        assert {name for name, _, _ in read} == set(configured(query)), read
+    made = parts_bytes(site)
+    assert len(made) > 12 and made == parts_bytes(from_pages)
+    assert index_files(site) == index_files(from_pages)
+
+
+def parts_bytes(site: Path) -> dict[str, bytes]:
+    return {name: ((site / CURRENT).resolve() / STATE / name).read_bytes() for name in parts_files(site)}
 
 
 def test_an_edit_of_fields_no_index_reads_writes_no_index_file(catalogue, tmp_path):
@@ -420,10 +444,7 @@ def test_a_parts_file_gone_from_the_state_is_made_again(catalogue, tmp_path, mon
     """A stretch's parts file missing from the published state (deleted by hand, a disk
     repaired): the next build makes that stretch's parts again instead of failing, and
     writes what a fresh build writes."""
-    from generator.api.urls import STATE
-    from generator.sitebuild import queries
-
-    monkeypatch.setattr(queries, "PART_PAGES", 3)  # (36 records a stretch: a dozen of them)
+    monkeypatch.setattr(stretches, "PART_PAGES", 3)  # (36 records a stretch: a dozen of them)
     site, fresh = tmp_path / "site", tmp_path / "fresh"
     build(catalogue, site, processes=2)
     gone = sorted(parts_files(site, "books"))[4]
@@ -444,9 +465,8 @@ def test_books_added_at_the_end_edit_every_index_as_a_fresh_build_writes_it(cata
     were), and the files are those a fresh build writes."""
     import uuid
 
-    from generator.sitebuild import queries
 
-    monkeypatch.setattr(queries, "PART_PAGES", 3)  # (36 records a stretch)
+    monkeypatch.setattr(stretches, "PART_PAGES", 3)  # (36 records a stretch)
     read = pages_read(monkeypatch)
     finished = finishes(monkeypatch)
     site = tmp_path / "site"

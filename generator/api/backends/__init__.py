@@ -91,7 +91,7 @@ def index_files(name: str, query: dict, documents: Iterable[dict],
     and `ids`, the ids of every record of a collection (by URL segment)."""
     files: dict[str, bytes] = {}
     chosen = indexing(name, query)
-    indexers = [backend.indexer(name, query, files.__setitem__, 0) for backend in chosen]
+    indexers = [backend.indexer(name, query, 0) for backend in chosen]
     for document in documents:
         for indexer in indexers:
             indexer.add([document])

@@ -239,10 +239,10 @@ class Backend:
       records, of `matched` (None: all), in the order it asks for, as a sequence that
       slices (None: it asks for no order). Both raise Rejected with DRF's 400 body.
     - build: `indexes(name, query)` says whether it writes files for a collection; then
-      `indexer(name, query, flush, first)` is fed the documents of a run of whole blocks of
-      records from `first` (`add(documents)`, then `close()`, whose value is picklable), of
+      `indexer(name, query, first)` is fed the documents of a stretch of records from
+      `first` (`add(documents)`, then `close()`, whose value is picklable), of
       which the build reads only the fields `reads(name, query)` names (DocumentField), and
-      `finish(name, query, flush, parts, ids, processes)` writes what needs every run's part
+      `finish(name, query, flush, parts, ids, processes)` writes what needs every stretch's part
       (`ids` gives the ids of every record of a collection, by its URL segment), with up to
       `processes` processes; `given_ids(name, query)` names the collections whose ids it
       asks `ids` for. Where only some records' documents changed since the previous
@@ -267,7 +267,7 @@ class Backend:
     def indexes(self, name: str, query: dict) -> bool:
         return False
 
-    def indexer(self, name: str, query: dict, flush: Flush, first: int) -> Any:
+    def indexer(self, name: str, query: dict, first: int) -> Any:
         raise NotImplementedError
 
     def reads(self, name: str, query: dict) -> list[DocumentField]:

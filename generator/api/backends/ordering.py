@@ -64,7 +64,7 @@ class Ordering(Backend):
     def indexes(self, name: str, query: dict) -> bool:
         return bool(query.get(ORDERING, {}).get(name))
 
-    def indexer(self, name: str, query: dict, flush: Flush, first: int) -> "Keys":
+    def indexer(self, name: str, query: dict, first: int) -> "Keys":
         return Keys(name, query.get(ORDERING, {}).get(name, []))
 
     def reads(self, name: str, query: dict) -> list[DocumentField]:

@@ -270,7 +270,7 @@ class Relations(Backend):
     def indexes(self, name: str, query: dict) -> bool:
         return bool(query.get(FILTERS, {}).get(name))
 
-    def indexer(self, name: str, query: dict, flush: Flush, first: int) -> Referred:
+    def indexer(self, name: str, query: dict, first: int) -> Referred:
         return Referred(query.get(FILTERS, {}).get(name, []), first)
 
     def reads(self, name: str, query: dict) -> list[DocumentField]:

@@ -49,7 +49,7 @@ class Search(Backend):
     def indexes(self, name: str, query: dict) -> bool:
         return bool(query.get(SEARCH, {}).get(name))
 
-    def indexer(self, name: str, query: dict, flush: Flush, first: int) -> search_index.Indexer:
+    def indexer(self, name: str, query: dict, first: int) -> search_index.Indexer:
         return search_index.Indexer(name, query, first)
 
     def reads(self, name: str, query: dict) -> list[DocumentField]:
