@@ -8,11 +8,12 @@ SITE is a site `catalogue build --data DATA --out SITE` made with query settings
 `query_rate.py --keep`, say). Every collection's index files are made as a fresh build
 makes them (no previous generation: nothing taken over), every stretch's parts from the
 pages of the published generation (a build's parts make them from the records they spool
-as they cut the pages: the same bytes), into a scratch folder beside SITE, not into the site. Reports the wall and
-processor seconds (this process's, and its forked processes'), then compares every file
-made with the published one at the same path: the files that differ, are missing or are
-extra (none, where the change keeps the format). --profile keeps cProfile's statistics of
-this process (the threads' work is not in them: time the whole with the figures).
+as they cut the pages: the same bytes), into a scratch folder beside SITE, not into the
+site. Reports the wall and processor seconds (this process's, and its forked processes'),
+then compares every file made with the published one at the same path: the files that
+differ, are missing or are extra (none, where the change keeps the format). --profile keeps
+cProfile's statistics of this process (the threads' work is not in them: time the whole
+with the figures).
 """
 from __future__ import annotations
 

@@ -498,7 +498,8 @@ class Part:
         paths = [self.team.file(state.records_name(collection), k) for k in range(self.team.count)]
         with Spools(paths) as spooled:
             count = len(spooled)
-            moved = self._moved(collection) if count == old_count else []
+            places = moved_records(self.team.scratch, collection)  # (new, changed or shifted: read once)
+            moved = places.tolist() if count == old_count else []
             runs = paging.Runs(spooled)
             kept_sizes = incremental.old_sizes if count == old_count else ()  # (whose pages may be kept)
             limit_kept = kept_sizes.__contains__
@@ -521,7 +522,7 @@ class Part:
             self._write_indexes(resource, spooled, moved if default_kept else None)
             if self.plan.index and resource.name in configured(settings.query):
                 with self.phases.within(INDEX_PARTS):
-                    self._index_parts(resource, spooled)
+                    self._index_parts(resource, spooled, places)
 
     def _write_indexes(self, resource: Resource, spooled: Spools, moved: list[int] | None) -> None:
         """This part's share of the page indexes (api/pageindex.py): one a span of the default
@@ -542,23 +543,19 @@ class Part:
             if moved is None or not same_bytes(self.plan.incremental.previous / path, data):
                 self.out.write(path, data)
 
-    def _index_parts(self, resource: Resource, spooled: Spools) -> None:
+    def _index_parts(self, resource: Resource, spooled: Spools, moved: numpy.ndarray) -> None:
         """The query indexes' parts (sitebuild/stretches.py) of the stretches that begin in this
-        part's share of the pages and hold a record new or moved, made from the records spooled,
-        while they are at hand: the query-index step would read them back from the pages."""
+        part's share of the pages and hold a record new or moved (`moved`, sorted), made from
+        the records spooled, while they are at hand: the query-index step would read them back
+        from the pages."""
         settings, count = self.plan.settings, len(spooled)
         low, high = paging.offsets_of_part(count, settings.page_sizes, self.number, self.team.count)
-        moved = moved_records(self.team.scratch, resource.collection)
         decode = stretches.decoder(stretches.reads(resource.name, settings.query), page=False).decode
         for start, stop in stretches.every(count, self.team.count, settings.default_page_size):
             if low <= start < high and numpy.searchsorted(moved, start) != numpy.searchsorted(moved, stop):
                 documents = decode(b"[%b]" % b",".join(spooled.read(start, stop)))
                 stretches.made_here(self.team.scratch, resource.name, (start, stop)).write_bytes(
                     stretches.parts(resource.name, settings.query, start, documents))
-
-    def _moved(self, collection: str) -> list[int]:
-        """The places of the records new, changed or shifted since the previous build."""
-        return moved_records(self.team.scratch, collection).tolist()
 
 
 def moved_records(scratch: Path, collection: str) -> numpy.ndarray | None:

@@ -75,10 +75,6 @@ class Job:
         except FileNotFoundError:
             return None
 
-    def stop(self, name: str, stop: int | None) -> int:
-        """Where records ..stop end in the collection (None: at its end)."""
-        return self.counts[name] if stop is None else min(stop, self.counts[name])
-
     def page_bytes(self, name: str, start: int, stop: int, generation: Path | None = None) \
             -> Iterator[tuple[int, bytes]]:
         """The default pages holding a collection's records start..stop (stop within it):
@@ -189,7 +185,8 @@ def _collected(job: Job, name: str, processes: int, shared: _Shared) -> Callable
         kept = _collect(job, name, runs[0], parts)
     made = {"parts": [path.name for path in kept], "ids": {}, "made_with": made_with,
             "formats": [backend.index_format for backend in indexing(name, query)],
-            "stretches": [list(bounds) for run in runs for bounds in _run_stretches(job, name, run)]}
+            "stretches": [list(bounds) for bounds in stretches.every(job.counts[name], processes,
+                                                                     job.settings.default_page_size)]}
 
     def finish() -> None:
         same_ids = before is not None and all(_ids_kept(job, target) or shared.ids(target)[1] == digest
@@ -316,7 +313,8 @@ def _collect(job: Job, name: str, run: tuple[int, int], before: dict[tuple[int, 
     part of its records (stretches.parts), taken over from the previous build's state where it
     kept the same (`before`: its parts files by their stretches' bounds, where made with
     these settings), else made."""
-    return [_stretch_parts(job, name, start, stop, before) for start, stop in _run_stretches(job, name, run)]
+    return [_stretch_parts(job, name, start, stop, before)
+            for start, stop in stretches.cut(run, job.counts[name], job.settings.default_page_size)]
 
 
 def _parts_by_bounds(before: dict | None, made_with: str) -> dict[tuple[int, int], str]:
@@ -333,10 +331,6 @@ def _made_with(job: Job) -> str:
     digest = hashlib.blake2b(PARTS_FORMAT + STATE_VERSION.encode(), digest_size=16)
     digest.update(orjson.dumps([job.settings.default_page_size, job.settings.query], option=orjson.OPT_SORT_KEYS))
     return digest.hexdigest()
-
-
-def _run_stretches(job: Job, name: str, run: tuple[int, int]) -> list[tuple[int, int]]:
-    return stretches.cut((run[0], job.stop(name, run[1])), job.settings.default_page_size)
 
 
 def _stretch_parts(job: Job, name: str, start: int, stop: int, before: dict[tuple[int, int], str]) -> Path:

@@ -35,18 +35,19 @@ def runs(count: int, processes: int) -> list[tuple[int, int]]:
     return [(first * common.BLOCK, min(first + share, blocks) * common.BLOCK) for first in range(0, blocks, share)]
 
 
-def cut(run: tuple[int, int], page_size: int) -> list[tuple[int, int]]:
-    """A run of records cut where the records of PART_PAGES pages end (the cuts fixed by the
-    collection, not the run: a stretch is found again whichever run holds it)."""
+def cut(run: tuple[int, int], count: int, page_size: int) -> list[tuple[int, int]]:
+    """A run of a collection of `count` records cut where the records of PART_PAGES pages end
+    (the cuts fixed by the collection, not the run: a stretch is found again whichever run
+    holds it)."""
     size = PART_PAGES * page_size
-    start, stop = run
+    start, stop = run[0], min(run[1], count)
     cuts = [start, *range(start - start % size + size, stop, size), max(start, stop)]
     return list(zip(cuts, cuts[1:]))
 
 
 def every(count: int, processes: int, page_size: int) -> list[tuple[int, int]]:
     """Every stretch of a collection of `count` records, in order."""
-    return [bounds for start, stop in runs(count, processes) for bounds in cut((start, min(stop, count)), page_size)]
+    return [bounds for run in runs(count, processes) for bounds in cut(run, count, page_size)]
 
 
 def made_here(scratch: Path, name: str, bounds: tuple[int, int]) -> Path:
