@@ -10,8 +10,7 @@ makes them (no previous generation: nothing taken over), every stretch's parts f
 pages of the published generation (a build's parts make them from the records they spool
 as they cut the pages: the same bytes), into a scratch folder beside SITE, not into the
 site, and left there until the next run has timed its own (files made soon after many
-were deleted are made up to 30 times slower here: 4,287 files took 3.0 s of a 100,000-book
-index step's 13.2). Reports the wall and processor seconds (this process's, and its forked
+were deleted are made many times slower: deleted first, they would be timed too). Reports the wall and processor seconds (this process's, and its forked
 processes'), then compares every file made with the published one at the same path: the
 files that differ, are missing or are extra (none, where the change keeps the format).
 --profile keeps cProfile's statistics of this process (the threads' work is not in them:
