@@ -289,6 +289,61 @@ def test_keys_sharing_a_long_start_with_the_key_before_them():
         assert list(built.search(terms).records) == reference(made, SPECS, terms, None), terms
 
 
+def test_a_fresh_index_s_postings_files_end_where_the_format_says(catalogue, monkeypatch):
+    """Every set in a postings file (no set inline), the files cut small: each file holds a
+    run of sets in key order, numbered from 0, and ends after the first set where the
+    module's docstring says a file ends (a set over CHUNK_ALONE bytes alone; once it holds
+    CHUNK_MIN bytes, after a set whose tag's CRC-32 has its low CHUNK_BITS bits zero; once
+    it holds CHUNK_MAX bytes; after the sets of a key whose CRC-32 has its low SPLIT_BITS
+    bits zero), never before; the same where a file is filled across the writer's batches."""
+    for name, value in SHAPES["postings"].items():
+        monkeypatch.setattr(ti, name, value)
+    monkeypatch.setattr(ti, "SPLIT_MASK", 0x3F)  # (a split every 64 keys or so: some among these)
+    monkeypatch.setattr(ti, "KEY_BATCH", 5)  # (files filled across the writer's batches of keys)
+    files = Built(catalogue, SPECS, inline_max=0).files
+    keys, sets = [], []  # (every key; each set's key, tag, file and ordinal, in key order)
+    for _, leaf in ti._all_leaves(files.get, ti.Root.decode(files[ti.ROOT]))[0]:
+        for key, pieces in ti._key_list(files[ti.leaf_file(leaf)], len(ti.LEAF_MAGIC), ti._stored_pieces):
+            keys.append(key)
+            sets += [(key, key + b"\x00" + bytes(ti._varint(p.field)), p.name, p.ordinal) for p in pieces]
+    runs = [list(run) for _, run in itertools.groupby(sets, key=lambda held: held[2])]
+    assert len({run[0][2] for run in runs}) == len(runs), "a postings file's sets are one run of keys"
+    splits = [key for key in keys if zlib.crc32(key) & ti.SPLIT_MASK == 0]
+    assert splits, "no key ends a range: the test cannot see that rule"
+
+    def sizes(name: int) -> list[int]:
+        data = files[ti.postings_file(name)]
+        assert data[:4] == ti.POSTINGS_MAGIC
+        count, at = ti.get_varint(data, 4)
+        found = []
+        for _ in range(count):
+            size, at = ti.get_varint(data, at)
+            found.append(size)
+        assert at + sum(found) == len(data)
+        return found
+
+    def ends_after(run: list, at: int, size: list[int], following: tuple | None) -> bool:
+        held, (key, tag, _, _) = sum(size[:at + 1]), run[at]
+        next_key = following[0] if following else None
+        return (size[at] > ti.CHUNK_ALONE or held >= ti.CHUNK_MAX
+                or held >= ti.CHUNK_MIN and zlib.crc32(tag) & ti.CHUNK_MASK == 0
+                or next_key is not None and next_key != key and any(key <= split < next_key for split in splits)
+                or following is not None and size_of[following] > ti.CHUNK_ALONE)
+
+    size_of = {}
+    for run in runs:
+        size = sizes(run[0][2])
+        assert [ordinal for *_, ordinal in run] == list(range(len(size)))
+        size_of.update(zip(run, size))
+    for number, run in enumerate(runs):
+        size = [size_of[held] for held in run]
+        following = runs[number + 1][0] if number + 1 < len(runs) else None
+        for at in range(len(run) - 1):
+            assert not ends_after(run, at, size, run[at + 1]), (number, at, size)
+        assert following is None or ends_after(run, len(run) - 1, size, following), (number, size)
+    assert any(len(run) > 1 for run in runs) and any(size_of[run[0]] > ti.CHUNK_ALONE for run in runs)
+
+
 def test_processes_cut_the_keys_where_one_writer_ends_a_leaf_with_the_writer_s_constants(monkeypatch):
     """The keys are cut in ranges at keys whose CRC-32 has its low SPLIT_BITS bits zero, where
     a leaf ends too (LEAF_BITS fewer): the ranges written apart are one writer's files, with
