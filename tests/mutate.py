@@ -135,6 +135,17 @@ EXPLAINED: dict[tuple[str, str, str], str] = {
      "return job.previous is not None and _pages_kept(job, name, 0, max(job.counts[name], 2))"):
         "equivalent in what is built: with pages of one record, a collection of none or one has no second "
         "page, so the ids are read and compared instead, to the same verdict",
+    ("generator/sitebuild/queries.py",
+     "return False  # (no previous build's records, or no parts of this build's to say)",
+     "return True  # (no previous build's records, or no parts of this build's to say)"):
+        "equivalent: Job.records_kept is asked only of a stretch the previous state holds (so where there is a "
+        "previous build), and the build gives every Job its scratch: a guard no caller reaches",
+    ("generator/sitebuild/queries.py", "if processes == 1 or len(names) < 2:",
+     "if processes == 1 or len(names) < 3:"):
+        "equivalent: two collections' indexes finished one after the other, not side by side, are the same files",
+    (f"{BACKENDS}/search_index.py", "return codes * UNION_SHARE >= slots", "return codes * UNION_SHARE > slots"):
+        "equivalent: at the bound, codes are united by sorting rather than in a bitmap: the same codes, each once, "
+        "in order, and so the same set's bytes",
     ("generator/sitebuild/queries.py", "return False", "return None"):
         "equivalent: _pages_kept's False is only tested for truth (`and`, `or`, `if`)",
     (f"{BACKENDS}/common.js.j2", "while (after < chars.length && QY_CASE_IGNORABLE.test(chars[after])) after++;",

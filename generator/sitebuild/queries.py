@@ -95,7 +95,7 @@ class Job:
         same bytes, as the build's parts say (no page read: a record added rewrites every
         page, its count, and moves none); False where they do not say."""
         if not (self.previous and self.scratch):
-            return False
+            return False  # (no previous build's records, or no parts of this build's to say)
         collection = BY_NAME[name].collection
         if collection not in self.moved:
             self.moved[collection] = moved_records(self.scratch, collection)

@@ -171,6 +171,28 @@ def test_an_edit_takes_over_the_unchanged_stretches_and_writes_what_a_fresh_buil
     assert sorted(edited) == ["ordering", "relations", "search"]  # (each edited, side by side)
 
 
+@pytest.mark.parametrize("beyond", [0, 1])
+def test_the_indexes_are_edited_where_up_to_edit_stretches_stretches_changed(catalogue, tmp_path, monkeypatch,
+                                                                              beyond):
+    """Titles edited in EDIT_STRETCHES stretches: the books' indexes are edited; in one more,
+    made again from the parts (records moved or changed all over: as quick as an edit, made
+    whole). Both times, what a fresh build writes."""
+    from generator.sitebuild import queries
+
+    monkeypatch.setattr(stretches, "PART_PAGES", 3)  # (36 records a stretch: rows 10, 60, .. each in one of its own)
+    finished = finishes(monkeypatch)
+    site = tmp_path / "site"
+    build(catalogue, site)
+    rows = [10 + 50 * at for at in range(queries.EDIT_STRETCHES + beyond)]
+    edit_rows(catalogue / "books.csv", lambda found: [found[row].__setitem__(found[0].index("title"), f"عنوان {row}")
+                                                      for row in rows])
+    finished.clear()
+    build(catalogue, site)
+    assert sorted(backend for name, backend in finished if name == "books") == \
+        ([] if not beyond else ["ordering", "relations", "search"])
+    same_indexes(site, build_fresh(catalogue, tmp_path))
+
+
 def test_a_stretch_whose_pages_were_written_again_with_the_same_bytes_is_taken_over(catalogue, tmp_path, monkeypatch):
     """Where a stretch's pages are new files (not the previous generation's: as if written
     again), its parts are taken over where its pages hold the bytes they held, made again
@@ -218,7 +240,8 @@ def test_a_collection_made_from_the_same_parts_and_ids_keeps_its_index_files(cat
     """An edit of bookshelves alone: only the bookshelves' indexes are made again, the others
     linked as they were; an author added (no book refers to it): the books' filter by author
     is made again too (it holds every author's id), and of the books' indexes it alone (their
-    term index and orderings as they were). Each time: what a fresh build writes."""
+    term index and orderings as they were); an author's name edited: every index edited
+    (the ids as they were), none made again. Each time: what a fresh build writes."""
     from generator.sitebuild import queries
 
     made, finished = [], finishes(monkeypatch)
@@ -245,6 +268,8 @@ def test_a_collection_made_from_the_same_parts_and_ids_keeps_its_index_files(cat
         ["00000000-0000-4000-8000-0000000000aa", "نویسنده-تازه", "نویسنده تازه", ""]))
     assert sorted(made) == sorted(["author", "books", *every])
     assert [backend for name, backend in again if name == "books"] == ["relations"]
+    again = edited("authors.csv", lambda rows: rows[1].__setitem__(rows[0].index("fullName"), "نامی دیگر"))
+    assert again == [], again  # (an author's name, not its id: the filters by author are edited too)
 
 
 def test_an_index_format_changed_makes_the_files_again(catalogue, tmp_path, monkeypatch):
@@ -493,6 +518,29 @@ def test_books_added_at_the_end_edit_every_index_as_a_fresh_build_writes_it(cata
         after = parts_files(site, "books")
         assert 1 <= len([name for name in after if before.get(name) != after[name]]) <= 2
         same_indexes(site, build_fresh(catalogue, tmp_path))
+
+
+def test_books_taken_away_at_the_end_with_their_stretch_make_the_indexes_a_fresh_build_writes(catalogue, tmp_path,
+                                                                                                monkeypatch):
+    """The last books of books.csv taken away, and with them the last stretch, the others as
+    they were: not records added at the end, so the indexes are made again from the parts,
+    and they are a fresh build's."""
+    monkeypatch.setattr(stretches, "PART_PAGES", 3)  # (36 records a stretch)
+    site = tmp_path / "site"
+    build(catalogue, site)
+    books = (site / CURRENT / "api/v1/books").resolve()
+    count = json.loads((books / "index.json").read_bytes())["count"]
+    last = (count - 1) // 36 * 36  # (where the last stretch starts)
+
+    def take_away(rows: list[list[str]]) -> None:
+        kept = count
+        while kept > last:  # (rows from the end, until the published books are those before it)
+            kept -= (books / rows[-1][0][:2] / f"{rows.pop()[0]}.json").exists()
+    edit_rows(catalogue / "books.csv", take_away)
+    build(catalogue, site)
+    assert json.loads((site / CURRENT / "api/v1/books/index.json").read_bytes())["count"] == last
+    assert max(int(name.split("-")[-2]) for name in parts_files(site, "books")) == last - 36
+    same_indexes(site, build_fresh(catalogue, tmp_path))
 
 
 def same_indexes(site: Path, fresh: Path) -> None:

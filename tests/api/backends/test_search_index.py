@@ -146,13 +146,17 @@ def shape(request, monkeypatch) -> str:
 
 @pytest.mark.parametrize("normalise", [None, "persian"])
 def test_random_terms_answer_as_drf(catalogue, normalise, shape):
+    """And each answer says how many records it checked on their documents: those it read."""
     built = [Built(catalogue, SPECS, normalise, inline) for inline in INLINE]
     assert ti.Root.decode(built[0].files[ti.ROOT]).levels == (shape == "branches")
     rng = random.Random(11)
     for terms in terms_from(catalogue, rng, 100):
         expected = reference(catalogue, SPECS, terms, normalise)
         for plan, index in itertools.product(PLANS, built):
-            assert list(index.search(terms, **plan).records) == expected, (terms, plan)
+            index.checked.clear()
+            found = index.search(terms, **plan)
+            assert list(found.records) == expected, (terms, plan)
+            assert found.checked == len(index.checked), (terms, plan)
 
 
 def test_the_registry_s_select_answers_as_drf(catalogue):
