@@ -143,6 +143,19 @@ EXPLAINED: dict[tuple[str, str, str], str] = {
     ("generator/sitebuild/queries.py", "if processes == 1 or len(names) < 2:",
      "if processes == 1 or len(names) < 3:"):
         "equivalent: two collections' indexes finished one after the other, not side by side, are the same files",
+    (f"{BACKENDS}/search_index.py",
+     "PAGE_SIZE = 12  # records of a page, as the plan reckons the pages its candidates' documents lie on",
+     "PAGE_SIZE = 13  # records of a page, as the plan reckons the pages its candidates' documents lie on"):
+        "equivalent in every answer: the size by which the plan (the Python's, and the JavaScript's rendered from "
+        "it) reckons its candidates' pages only moves where it checks a term on documents rather than reading its "
+        "sets, which select the same records",
+    (f"{BACKENDS}/search_index.py",
+     "CODE_COST = 12  # codes of a key's sources that cost its writer as much as one more key (measured: ~1 µs)",
+     "CODE_COST = 13  # codes of a key's sources that cost its writer as much as one more key (measured: ~1 µs)"):
+        "equivalent: the cost by which the writer's processes share the keys only moves where its ranges are cut, "
+        "each after a key that ends a postings file and a leaf: the files are one writer's either way",
+    (f"{BACKENDS}/search_index.py", "processes: int = 1) -> None:", "processes: int = 2) -> None:"):
+        "equivalent: the default of search_index.finish, which its one caller (Search.finish) always gives",
     (f"{BACKENDS}/search_index.py", "return codes * UNION_SHARE >= slots", "return codes * UNION_SHARE > slots"):
         "equivalent: at the bound, codes are united by sorting rather than in a bitmap: the same codes, each once, "
         "in order, and so the same set's bytes",
@@ -230,7 +243,8 @@ EXPLAINED: dict[tuple[str, str, str], str] = {
         "equivalent: the `A` key is the only key starting with `A` (every other kind's letter differs), so "
         "every key starting with it is that key",
     (f"{BACKENDS}/search_index.py", "return False", "return None"):
-        "equivalent: _check_instead's answer is only asked by `if`, alike for None and False",
+        "equivalent: every False search_index.py returns (_check_instead's, joined's, record_matches') is only "
+        "tested for truth (`if`, a comprehension's `if`), alike for None and False",
     (f"{BACKENDS}/search_index.py",
      "return [Piece(held.field, (1 << held.size_class) - 1, held.data, 0, 0) if held.data is not None else",
      "return [Piece(held.field, (1 << held.size_class) - 1, held.data, 0, 1) if held.data is not None else"):

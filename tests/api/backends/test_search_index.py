@@ -21,6 +21,7 @@ from generator.api.backends import index_files, select, search_index as ti
 from generator.api.backends.common import fold
 from generator.api.backends.search import smart_terms
 from generator.catalogue import synth
+from index_holds import holds
 
 SPECS = ["title", "=isbn", "^title", "authors__fullName", "^authors__slug", "publishers__company"]
 MATCH = {"contains": lambda v, t: t in v, "startswith": lambda v, t: v.startswith(t), "exact": lambda v, t: v == t}
@@ -291,6 +292,21 @@ def test_keys_sharing_a_long_start_with_the_key_before_them():
     built = Built(made, SPECS)
     for terms in (["q" * 127 + "a"], ["q" * 128 + "b"], ["q" * 129], ["q" * 126 + "ab"]):
         assert list(built.search(terms).records) == reference(made, SPECS, terms, None), terms
+
+
+@pytest.mark.parametrize("inline", INLINE)
+def test_a_piece_s_bound_is_the_least_one_less_than_a_power_of_two_at_or_above_its_records(catalogue, inline):
+    """What the plan ranks terms by before reading a set: each piece a leaf tells of holds at
+    most `records` records, the least 2**k - 1 that many or more (the set's size class)."""
+    files = Built(catalogue, SPECS, inline_max=inline).files
+    held = holds(files, SPECS)
+    for _, leaf in ti._all_leaves(files.get, ti.Root.decode(files[ti.ROOT]))[0]:
+        for key, pieces in ti._key_list(files[ti.leaf_file(leaf)], len(ti.LEAF_MAGIC), ti._pieces):
+            for piece in pieces:
+                codes = held[key, piece.field][1]
+                records = len({code >> ti.ELEMENT_BITS for code in codes}) if "__" in SPECS[piece.field] \
+                    else len(codes)
+                assert piece.records == (1 << records.bit_length()) - 1, (key, piece)
 
 
 def test_a_fresh_index_s_postings_files_end_where_the_format_says(catalogue, monkeypatch):
