@@ -299,13 +299,13 @@ def test_a_piece_s_bound_is_the_least_one_less_than_a_power_of_two_at_or_above_i
     """What the plan ranks terms by before reading a set: each piece a leaf tells of holds at
     most `records` records, the least 2**k - 1 that many or more (the set's size class)."""
     files = Built(catalogue, SPECS, inline_max=inline).files
-    held = holds(files, SPECS)
+    held, fields = holds(files, SPECS), ti.index_fields(SPECS)
     for _, leaf in ti._all_leaves(files.get, ti.Root.decode(files[ti.ROOT]))[0]:
         for key, pieces in ti._key_list(files[ti.leaf_file(leaf)], len(ti.LEAF_MAGIC), ti._pieces):
             for piece in pieces:
                 codes = held[key, piece.field][1]
-                records = len({code >> ti.ELEMENT_BITS for code in codes}) if "__" in SPECS[piece.field] \
-                    else len(codes)
+                relation = fields[piece.field].relation is not None
+                records = len({code >> ti.ELEMENT_BITS for code in codes}) if relation else len(codes)
                 assert piece.records == (1 << records.bit_length()) - 1, (key, piece)
 
 
