@@ -6,6 +6,7 @@ the word that it is ready and no traceback, and not one process of those it star
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -40,7 +41,8 @@ def start(site: Path, *args: str) -> tuple[subprocess.Popen, Path]:
     deadline = time.monotonic() + READY_WITHIN
     while "ready: " not in log.read_text(encoding="utf-8"):
         if process.poll() is not None or time.monotonic() > deadline:
-            os.killpg(process.pid, signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError):  # (it ended, and its group with it: none left to stop)
+                os.killpg(process.pid, signal.SIGKILL)
             process.wait()
             pytest.fail(f"serve did not get ready:\n{log.read_text(encoding='utf-8')}")
         time.sleep(0.1)
