@@ -10,11 +10,12 @@ makes them (no previous generation: nothing taken over), every stretch's parts f
 pages of the published generation (a build's parts make them from the records they spool
 as they cut the pages: the same bytes), into a scratch folder beside SITE, not into the
 site, and left there until the next run has timed its own (files made soon after many
-were deleted are made many times slower: deleted first, they would be timed too). Reports the wall and processor seconds (this process's, and its forked
-processes'), then compares every file made with the published one at the same path: the
-files that differ, are missing or are extra (none, where the change keeps the format).
---profile keeps cProfile's statistics of this process (the threads' work is not in them:
-time the whole with the figures).
+were deleted are made many times slower: deleted first, they would be timed too).
+Reports the wall and processor seconds (this process's, and its forked processes'), then
+compares every file made with the published one at the same path: the files that differ,
+are missing or are extra (none, where the change keeps the format). --profile keeps
+cProfile's statistics of this process (the threads' work is not in them: time the whole
+with the figures).
 """
 from __future__ import annotations
 

@@ -334,13 +334,15 @@ def test_a_fresh_index_s_postings_files_end_where_the_format_says(catalogue, mon
     def sizes(name: int) -> list[int]:
         data = files[ti.postings_file(name)]
         assert data[:4] == ti.POSTINGS_MAGIC
-        count, at = ti.get_varint(data, 4)
-        found = []
-        for _ in range(count):
-            size, at = ti.get_varint(data, at)
-            found.append(size)
-        assert at + sum(found) == len(data)
-        return found
+        sets = ti._sets(data)
+        assert data.endswith(b"".join(sets))  # (the sets fill the file to its end)
+        return [len(held) for held in sets]
+
+    size_of = {}
+    for run in runs:
+        size = sizes(run[0][2])
+        assert [ordinal for *_, ordinal in run] == list(range(len(size)))
+        size_of.update(zip(run, size))
 
     def ends_after(run: list, at: int, size: list[int], following: tuple | None) -> bool:
         held, (key, tag, _, _) = sum(size[:at + 1]), run[at]
@@ -350,11 +352,6 @@ def test_a_fresh_index_s_postings_files_end_where_the_format_says(catalogue, mon
                 or next_key is not None and next_key != key and any(key <= split < next_key for split in splits)
                 or following is not None and size_of[following] > ti.CHUNK_ALONE)
 
-    size_of = {}
-    for run in runs:
-        size = sizes(run[0][2])
-        assert [ordinal for *_, ordinal in run] == list(range(len(size)))
-        size_of.update(zip(run, size))
     for number, run in enumerate(runs):
         size = [size_of[held] for held in run]
         following = runs[number + 1][0] if number + 1 < len(runs) else None
